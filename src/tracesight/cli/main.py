@@ -1,0 +1,79 @@
+"""``tracesight`` entry point: dispatches to one module per subcommand.
+
+Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args) -> int``. A TracesightError anywhere becomes a one-line message and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from tracesight.errors import TracesightError, one_line
+
+# name -> module; modules are imported only when their command runs (fast --help, and
+# `tracesight report` never imports torch).
+COMMANDS: dict[str, str] = {
+    "report": "tracesight.cli.report",
+    "run": "tracesight.cli.run",
+    "demo": "tracesight.cli.demo",
+}
+
+HELPS: dict[str, str] = {
+    "report": "analyse a trace and print the report (text or JSON)",
+    "run": "profile an unmodified Python script: tracesight run -- python train.py ARGS",
+    "demo": "profile a built-in workload before and after the advised fixes",
+}
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tracesight",
+        description="Why is my model slow, and what exactly should I change?",
+    )
+    from tracesight import __version__
+
+    parser.add_argument("--version", action="version", version=f"tracesight {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        sub.add_parser(name, help=HELPS[name], add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not args_list or args_list[0] not in COMMANDS:
+        parser.parse_args(args_list or ["--help"])
+        return 2
+    name, rest = args_list[0], args_list[1:]
+    try:
+        module = _load(name)
+    except ImportError as exc:
+        print(f"tracesight {name}: cannot start ({exc})", file=sys.stderr)
+        return 2
+    sub = argparse.ArgumentParser(prog=f"tracesight {name}", description=HELPS[name])
+    module.add_arguments(sub)
+    args = sub.parse_args(rest)
+    try:
+        code: int = module.run(args)
+        return code
+    except TracesightError as exc:
+        print(f"tracesight: error: {one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tracesight: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `tracesight report x | head`
+        return 0
+
+
+def entry_point() -> None:
+    sys.exit(main())

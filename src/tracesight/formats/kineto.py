@@ -1,0 +1,406 @@
+"""Reader for PyTorch profiler / Kineto Chrome-trace JSON, of every PyTorch era.
+
+Pipeline: decode the top level with ``traceEvents`` kept raw (msgspec validates and skips
+it in C), split the raw event array into ~16 MB chunks at event boundaries, decode each
+chunk into typed Structs and immediately turn it into numpy columns (so peak memory is
+one chunk of Python objects, not the whole trace), merge the chunks' string tables, sort.
+Large files are decoded by a pool of forked workers, one chunk at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from tracesight.errors import TraceFormatError
+from tracesight.formats.kineto_columns import (
+    F_DEVICE,
+    F_GPU_ANN,
+    F_HOST,
+    F_MEMORY,
+    F_RUNTIME,
+    F_SYNC,
+    ChunkResult,
+    Columns,
+    build_chunk,
+)
+from tracesight.formats.kineto_schema import DeviceProps, DistributedInfo, Document, Event
+from tracesight.io.source import RawSource
+from tracesight.model.trace import (
+    DeviceOps,
+    DeviceProperties,
+    GpuAnnotations,
+    HostOps,
+    MemoryRecords,
+    Runtimes,
+    Syncs,
+    Trace,
+    TraceMeta,
+)
+
+READER_VERSION = "kineto-1"
+CHUNK_BYTES = 16 << 20
+PARALLEL_MIN_BYTES = 48 << 20
+# Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
+# byte pattern can only be a boundary between two elements of the event array.
+BOUNDARY = b"},\n  {"
+
+_EVENTS = msgspec.json.Decoder(list[Event])
+_EVENT = msgspec.json.Decoder(Event)
+_DOCUMENT = msgspec.json.Decoder(Document)
+_GENERIC = msgspec.json.Decoder()
+
+ProgressFn = Callable[[int, int], None]
+
+
+def looks_like_kineto(head: bytes) -> bool:
+    """Cheap sniff on the first bytes: a JSON object or array mentioning trace keys."""
+    text = head.lstrip()
+    return text[:1] in (b"{", b"[")
+
+
+def _chunk_bounds(body: memoryview) -> list[tuple[int, int]]:
+    """Split the inside of the event array into [start, end) ranges at event boundaries."""
+    raw = body.obj if isinstance(body.obj, bytes) and body.nbytes == len(body.obj) else None
+    finder: Callable[[bytes, int], int]
+    if raw is not None:
+        finder = raw.find
+    else:
+        data = bytes(body) if body.nbytes < CHUNK_BYTES * 2 else None
+        if data is None:
+            return _chunk_bounds_mv(body)
+        finder = data.find
+    return _bounds_with(finder, body.nbytes)
+
+
+def _bounds_with(finder: Callable[[bytes, int], int], size: int) -> list[tuple[int, int]]:
+    bounds = []
+    start = 0
+    while start < size:
+        target = start + CHUNK_BYTES
+        if target >= size:
+            bounds.append((start, size))
+            break
+        hit = finder(BOUNDARY, target)
+        if hit < 0:
+            bounds.append((start, size))
+            break
+        cut = hit + 2  # after "},"
+        bounds.append((start, cut))
+        start = cut
+    return bounds
+
+
+def _chunk_bounds_mv(body: memoryview) -> list[tuple[int, int]]:
+    # mmap-backed views: search with mmap/bytes windows to avoid copying the whole file
+    size = body.nbytes
+    bounds = []
+    start = 0
+    while start < size:
+        target = start + CHUNK_BYTES
+        if target >= size:
+            bounds.append((start, size))
+            break
+        window = 1 << 20
+        hit = -1
+        pos = target
+        while pos < size:
+            piece = bytes(body[pos : min(size, pos + window + len(BOUNDARY))])
+            i = piece.find(BOUNDARY)
+            if i >= 0:
+                hit = pos + i
+                break
+            pos += window
+        if hit < 0:
+            bounds.append((start, size))
+            break
+        cut = hit + 2
+        bounds.append((start, cut))
+        start = cut
+    return bounds
+
+
+def _decode_events(piece: bytes) -> tuple[list[Event], Counter[str]]:
+    """Typed decode of one '[...]' piece; per-event lenient decode when types are off."""
+    try:
+        return _EVENTS.decode(piece), Counter()
+    except msgspec.ValidationError:
+        pass
+    skipped: Counter[str] = Counter()
+    events = []
+    for item in _GENERIC.decode(piece):
+        try:
+            events.append(_EVENT.decode(msgspec.json.encode(item)))
+        except (msgspec.MsgspecError, TypeError, OverflowError):
+            skipped["malformed event (wrong field types)"] += 1
+    return events, skipped
+
+
+def _decode_chunk(piece: bytes) -> ChunkResult:
+    events, skipped = _decode_events(piece)
+    try:
+        result = build_chunk(events)
+    except (OverflowError, ValueError):
+        # a value survived typed decoding but not numpy (e.g. an int beyond 64 bits)
+        sane = [e for e in events if _event_is_sane(e)]
+        skipped["malformed event (out-of-range values)"] += len(events) - len(sane)
+        result = build_chunk(sane)
+    result.skipped.update(skipped)
+    return result
+
+
+def _event_is_sane(e: Event) -> bool:
+    try:
+        msgspec.json.encode(e)
+        build_chunk([e])
+    except (OverflowError, ValueError, TypeError):
+        return False
+    return True
+
+
+# Forked workers read the shared buffer through this module global (copy-on-write).
+_SHARED: memoryview | None = None
+
+
+def _worker(bounds: tuple[int, int]) -> ChunkResult:
+    assert _SHARED is not None
+    return _decode_chunk(_piece(_SHARED, *bounds))
+
+
+def _piece(body: memoryview, start: int, end: int) -> bytes:
+    inner = bytes(body[start:end]).rstrip()
+    if inner.endswith(b","):
+        inner = inner[:-1]
+    return b"[" + inner + b"]"
+
+
+def _decode_all_chunks(
+    body: memoryview, workers: int, progress: ProgressFn | None
+) -> list[ChunkResult]:
+    bounds = _chunk_bounds(body)
+    results: list[ChunkResult] = []
+    if progress:
+        progress(0, body.nbytes)
+    if workers > 1 and len(bounds) > 1 and body.nbytes >= PARALLEL_MIN_BYTES:
+        global _SHARED
+        _SHARED = body
+        try:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+                for (_, end), res in zip(bounds, pool.map(_worker, bounds)):
+                    results.append(res)
+                    if progress:
+                        progress(end, body.nbytes)
+        finally:
+            _SHARED = None
+        return results
+    for start, end in bounds:
+        results.append(_decode_chunk(_piece(body, start, end)))
+        if progress:
+            progress(end, body.nbytes)
+    return results
+
+
+def _decode_body(body: memoryview, workers: int, progress: ProgressFn | None) -> list[ChunkResult]:
+    try:
+        return _decode_all_chunks(body, workers, progress)
+    except msgspec.DecodeError:
+        # The boundary heuristic cut inside an event (a non-Kineto layout): decode it whole.
+        return [_decode_chunk(_piece(body, 0, body.nbytes))]
+
+
+def _merge(results: Sequence[ChunkResult]) -> tuple[list[str], dict[int, Columns]]:
+    """Concatenate chunk columns, remapping each chunk's string ids into one table."""
+    index: dict[str, int] = {}
+    remaps = []
+    for res in results:
+        remaps.append(
+            np.fromiter((index.setdefault(s, len(index)) for s in res.strings), dtype=np.int32,
+                        count=len(res.strings))
+        )
+    string_cols = {
+        F_HOST: ("name", "pid", "tid", "input_dims", "call_stack"),
+        F_RUNTIME: ("name", "pid", "tid"),
+        F_DEVICE: ("name",),
+        F_GPU_ANN: ("name",),
+        F_SYNC: ("name",),
+        F_MEMORY: ("tid",),
+    }
+    merged: dict[int, Columns] = {}
+    for fam, str_cols in string_cols.items():
+        parts: dict[str, list[npt.NDArray[Any]]] = {}
+        for res, remap in zip(results, remaps):
+            for col, values in res.tables[fam].items():
+                if col in str_cols and len(values):
+                    values = np.where(values >= 0, remap[np.maximum(values, 0)], -1)
+                parts.setdefault(col, []).append(values)
+        merged[fam] = {col: np.concatenate(vals) for col, vals in parts.items()}
+    return list(index), merged
+
+
+def _sorted(cols: Columns) -> Columns:
+    ts = cols["ts"]
+    if len(ts) < 2 or bool(np.all(ts[:-1] <= ts[1:])):
+        return cols
+    order = np.argsort(ts, kind="stable")
+    return {k: v[order] for k, v in cols.items()}
+
+
+def _devices(raw: msgspec.Raw) -> tuple[DeviceProperties, ...]:
+    out = []
+    try:
+        items = msgspec.json.decode(raw, type=list[msgspec.Raw]) if len(raw) else []
+    except msgspec.MsgspecError:
+        return ()
+    for i, item in enumerate(items):
+        try:
+            d = msgspec.json.decode(item, type=DeviceProps)
+        except msgspec.MsgspecError:
+            continue
+        out.append(DeviceProperties(
+            id=d.id if d.id >= 0 else i, name=d.name, total_memory=d.totalGlobalMem,
+            compute_major=d.computeMajor, compute_minor=d.computeMinor, num_sms=d.numSms,
+            max_threads_per_sm=d.maxThreadsPerMultiprocessor, warp_size=d.warpSize,
+        ))
+    return tuple(out)
+
+
+def _vendor(devices: tuple[DeviceProperties, ...], strings: list[str], has_device_ops: bool,
+            categories: Counter[str]) -> str:
+    if categories.get("mtia_ccp_events") or categories.get("mtia_runtime"):
+        return "mtia"
+    names = " ".join(d.name for d in devices).lower()
+    if "amd" in names or "radeon" in names or "instinct" in names or any(
+        s.startswith("hip") for s in strings[:5000]
+    ):
+        return "amd"
+    if devices or has_device_ops:
+        return "nvidia"
+    return "cpu"
+
+
+_TRUNCATED = re.compile(r"truncated|unexpected end", re.IGNORECASE)
+
+
+def _find_events_array(data: memoryview) -> int:
+    """Offset just past the '[' that opens traceEvents, or -1 (salvage of a cut file)."""
+    head = bytes(data[: min(data.nbytes, 64 << 20)])
+    m = re.search(rb'"traceEvents"\s*:\s*\[', head)
+    return m.end() if m else -1
+
+
+def read_kineto(source: RawSource, *, workers: int | None = None,
+                progress: ProgressFn | None = None) -> Trace:
+    """Parse a Kineto Chrome-trace JSON into a columnar Trace (raises TraceFormatError)."""
+    path = source.path
+    data = source.data if isinstance(source.data, memoryview) else memoryview(source.data)
+    warnings: list[str] = []
+    doc: Document | None = None
+    body: memoryview
+    try:
+        stripped_head = bytes(data[:64]).lstrip()
+        if stripped_head[:1] == b"[":
+            body = _array_body(path, data, 0)
+        else:
+            doc = _DOCUMENT.decode(data)
+            if len(doc.traceEvents) == 0:
+                raise TraceFormatError(f"{path}: JSON but not a trace (no \"traceEvents\" array)")
+            body = _array_body(path, memoryview(doc.traceEvents), 0)
+    except msgspec.ValidationError as exc:
+        raise TraceFormatError(f"{path}: JSON but not a Chrome trace ({exc})") from None
+    except msgspec.DecodeError as exc:
+        msg = str(exc)
+        start = _find_events_array(data) if _TRUNCATED.search(msg) else -1
+        if start < 0:
+            if not bytes(data[:4096]).strip():
+                raise TraceFormatError(f"{path}: file is empty (only whitespace)") from None
+            raise TraceFormatError(f"{path}: not valid JSON ({msg})") from None
+        body = _salvage_body(data, start)
+        warnings.append(
+            f"file is truncated ({msg}); read the complete events before the cut"
+        )
+    n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    results = _decode_body(body, n_workers, progress)
+    strings, tables = _merge(results)
+    categories: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    spans: list[tuple[int, int]] = []
+    n_events = 0
+    for res in results:
+        categories.update(res.categories)
+        skipped.update(res.skipped)
+        spans.extend(res.trace_spans)
+        n_events += res.events
+    if n_events == 0:
+        raise TraceFormatError(f"{path}: trace has no events")
+    rank = world = backend = None
+    schema = None
+    devices: tuple[DeviceProperties, ...] = ()
+    if doc is not None:
+        devices = _devices(doc.deviceProperties)
+        schema = doc.schemaVersion if isinstance(doc.schemaVersion, int) else None
+        if len(doc.distributedInfo):
+            try:
+                info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
+                rank, world, backend = info.rank, info.world_size, info.backend
+            except msgspec.MsgspecError:
+                warnings.append("distributedInfo is malformed; rank unknown")
+    host = HostOps.from_columns(_sorted(tables[F_HOST]))
+    device_ops = DeviceOps.from_columns(_sorted(tables[F_DEVICE]))
+    meta = TraceMeta(
+        path=path, format="kineto", events=n_events, schema_version=schema, devices=devices,
+        rank=rank, world_size=world, backend=backend,
+        window_start=min(s for s, _ in spans) if spans else None,
+        window_end=max(e for _, e in spans) if spans else None,
+        vendor=_vendor(devices, strings, len(device_ops) > 0, categories),
+        categories=dict(categories), skipped=dict(skipped), warnings=tuple(warnings),
+    )
+    return Trace(
+        meta=meta, strings=tuple(strings), host=host,
+        runtime=Runtimes.from_columns(_sorted(tables[F_RUNTIME])),
+        device=device_ops,
+        gpu_annotations=GpuAnnotations.from_columns(_sorted(tables[F_GPU_ANN])),
+        syncs=Syncs.from_columns(_sorted(tables[F_SYNC])),
+        memory=MemoryRecords.from_columns(_sorted(tables[F_MEMORY])),
+    )
+
+
+def _array_body(path: str, raw: memoryview, _: int) -> memoryview:
+    """The bytes between the '[' and ']' of an event array."""
+    n = raw.nbytes
+    lo = 0
+    head = bytes(raw[: min(n, 256)])
+    lo = head.find(b"[")
+    tail_start = max(0, n - 256)
+    tail = bytes(raw[tail_start:])
+    hi = tail_start + tail.rfind(b"]")
+    if lo < 0 or hi < lo:
+        raise TraceFormatError(f"{path}: \"traceEvents\" is not an array")
+    return raw[lo + 1 : hi]
+
+
+def _salvage_body(data: memoryview, start: int) -> memoryview:
+    """Event-array bytes of a cut file, up to the last complete event boundary."""
+    size = data.nbytes
+    pos = size
+    window = 4 << 20
+    while pos > start:
+        lo = max(start, pos - window)
+        piece = bytes(data[lo:pos])
+        i = piece.rfind(BOUNDARY)
+        if i >= 0:
+            return data[start : lo + i + 1]
+        pos = lo
+    return data[start:start]
+
+
+def decode_generic(blob: bytes) -> Any:
+    return _GENERIC.decode(blob)

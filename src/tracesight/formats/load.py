@@ -1,0 +1,40 @@
+"""Pick the reader for a source and go through the cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracesight.errors import TraceFormatError
+from tracesight.formats.kineto import READER_VERSION, ProgressFn, looks_like_kineto, read_kineto
+from tracesight.io import cache
+from tracesight.io.source import read_source
+from tracesight.model.trace import Trace
+
+
+def load_trace(
+    path: str,
+    *,
+    use_cache: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Trace:
+    """Read any supported trace at ``path`` (local path or fsspec URL)."""
+    source = read_source(path, storage_options)
+    key = None
+    if use_cache:
+        key = cache.key_for(source, READER_VERSION)
+        cached = cache.load(key, path)
+        if cached is not None:
+            return cached
+    head = bytes(source.data[:4096])
+    if not looks_like_kineto(head):
+        if not head.strip():
+            raise TraceFormatError(f"{path}: file is empty (only whitespace)")
+        raise TraceFormatError(
+            f"{path}: not a trace tracesight can read (expected PyTorch profiler JSON)"
+        )
+    trace = read_kineto(source, workers=workers, progress=progress)
+    if key is not None:
+        cache.store(key, trace)
+    return trace
