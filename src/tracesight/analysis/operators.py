@@ -1,0 +1,107 @@
+"""Operator statistics: calls, host self/total, device self/total, by name (and shape).
+
+Definitions as torch-tb-profiler (and PyTorch's ``key_averages``): host total = duration;
+host self = duration - direct children - own runtime calls; device self = duration of
+kernels/memcpys/memsets launched by the operator's own runtime calls; device total = self
+plus all descendants'. Device times are sums (concurrent kernels count fully).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from tracesight.analysis import names
+from tracesight.analysis.links import Links
+from tracesight.analysis.optree import OpTree
+from tracesight.model.trace import HOST_OP, Trace
+
+_NOT_OPERATORS = ("DataParallel.forward", "DistributedDataParallel.forward")
+
+
+@dataclass(frozen=True)
+class OperatorRow:
+    name: str
+    input_shape: str | None
+    calls: int
+    host_self_us: float
+    host_total_us: float
+    device_self_us: float
+    device_total_us: float
+    tc_eligible: bool
+
+
+@dataclass(frozen=True)
+class NodeTimes:
+    """Per host-row times (ns, float) shared by operator, advice and module analyses."""
+
+    host_self: npt.NDArray[np.float64]
+    host_total: npt.NDArray[np.float64]
+    device_self: npt.NDArray[np.float64]
+    device_total: npt.NDArray[np.float64]
+    is_operator: npt.NDArray[np.bool_]
+
+
+def node_times(trace: Trace, tree: OpTree) -> NodeTimes:
+    host, rt, dev = trace.host, trace.runtime, trace.device
+    n = len(host)
+    live = ~tree.folded & (tree.depth >= 0)
+    eff = tree.effective_parent
+    child_sum = np.zeros(n)
+    has = live & (eff >= 0)
+    np.add.at(child_sum, eff[has], host.dur[has].astype(np.float64))
+    rt_owner = tree.runtime_owner
+    rt_sum = np.bincount(rt_owner[rt_owner >= 0], weights=rt.dur[rt_owner >= 0].astype(np.float64),
+                         minlength=n)
+    dev_owner = tree.device_owner
+    dev_self = np.bincount(dev_owner[dev_owner >= 0],
+                           weights=dev.dur[dev_owner >= 0].astype(np.float64), minlength=n)
+    host_total = host.dur.astype(np.float64)
+    host_self = np.maximum(host_total - child_sum - rt_sum, 0.0)
+    excluded = names.mask(trace, lambda s: names.is_profiler_step(s) or names.is_dataloader(s)
+                          or names.is_optimizer(s) or s in _NOT_OPERATORS)
+    is_operator = live & (host.kind == HOST_OP) & ~excluded[host.name]
+    return NodeTimes(host_self, host_total, dev_self, tree.roll_up(dev_self), is_operator)
+
+
+def operator_stats(
+    trace: Trace, *, by_shape: bool = False, links: Links | None = None,
+    tree: OpTree | None = None,
+) -> list[OperatorRow]:
+    """Rows sorted by device self time (GPU traces) or host self time (CPU traces)."""
+    links = links or Links(trace)
+    tree = tree or OpTree(trace, links)
+    times = node_times(trace, tree)
+    idx = np.flatnonzero(times.is_operator)
+    if len(idx) == 0:
+        return []
+    name = trace.host.name[idx].astype(np.int64)
+    shape = trace.host.input_dims[idx].astype(np.int64) if by_shape else np.zeros(len(idx), np.int64)
+    keys = np.stack((name, shape), axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+
+    def total(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        return np.bincount(inverse, weights=values[idx], minlength=len(uniq))
+
+    calls = np.bincount(inverse, minlength=len(uniq))
+    h_self, h_total = total(times.host_self), total(times.host_total)
+    d_self, d_total = total(times.device_self), total(times.device_total)
+    rows = [
+        OperatorRow(
+            name=trace.strings[int(uniq[i, 0])],
+            input_shape=(trace.name(int(uniq[i, 1])) if by_shape else None),
+            calls=int(calls[i]),
+            host_self_us=h_self[i] / 1000.0, host_total_us=h_total[i] / 1000.0,
+            device_self_us=d_self[i] / 1000.0, device_total_us=d_total[i] / 1000.0,
+            tc_eligible=trace.strings[int(uniq[i, 0])] in names.TC_ELIGIBLE_OPS,
+        )
+        for i in range(len(uniq))
+    ]
+    if trace.has_gpu:
+        rows.sort(key=lambda r: (-r.device_self_us, -r.host_self_us, r.name))
+    else:
+        rows.sort(key=lambda r: (-r.host_self_us, r.name))
+    return rows

@@ -1,0 +1,123 @@
+"""The host call tree: which host range is the parent of which, per thread.
+
+Nesting is computed without a per-event loop: on one thread, with ranges sorted by
+(start asc, end desc), the ranges still open when range i starts are exactly its
+ancestors, so depth_i = i - #(ranges ending at or before start_i); the parent is then
+the closest earlier range one level up (one searchsorted per depth level).
+A range that only partially overlaps an earlier one is attached to the innermost range
+open at its start (torch-tb-profiler drops such ranges and logs an error instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from tracesight.analysis.links import Links
+from tracesight.model.trace import HOST_OP, HOST_PYTHON, Trace
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class OpTree:
+    """Tree over ``trace.host`` rows (python frames excluded: their index maps to -1)."""
+
+    trace: Trace
+    links: Links
+
+    @cached_property
+    def _structure(self) -> tuple[I64, I64]:
+        host = self.trace.host
+        n = len(host)
+        parent = np.full(n, -1, dtype=np.int64)
+        depth = np.full(n, -1, dtype=np.int64)
+        nodes = np.flatnonzero(host.kind != HOST_PYTHON)
+        if len(nodes) == 0:
+            return parent, depth
+        tids = host.tid[nodes]
+        for tid in np.unique(tids):
+            idx = nodes[tids == tid]
+            start, end = host.ts[idx], host.end[idx]
+            order = np.lexsort((-end, start))
+            idx, start, end = idx[order], start[order], end[order]
+            pos = np.arange(len(idx))
+            closed = np.searchsorted(np.sort(end), start, side="right")
+            # Zero-length ranges at start_i sort after i (end desc) yet their end <= start_i
+            # was counted as closed: remove those at positions >= i.
+            zero_before = np.concatenate(([0], np.cumsum(end == start)))
+            group_end = np.searchsorted(start, start, side="right")
+            closed -= zero_before[group_end] - zero_before[pos]
+            d = np.maximum(pos - closed, 0)
+            depth[idx] = d
+            positions = pos
+            for level in range(1, int(d.max()) + 1 if len(d) else 0):
+                upper = positions[d == level - 1]
+                lower = positions[d == level]
+                if len(upper) == 0 or len(lower) == 0:
+                    continue
+                k = np.searchsorted(upper, lower, side="left") - 1
+                ok = k >= 0
+                parent[idx[lower[ok]]] = idx[upper[k[ok]]]
+        return parent, depth
+
+    @property
+    def parent(self) -> I64:
+        return self._structure[0]
+
+    @property
+    def depth(self) -> I64:
+        return self._structure[1]
+
+    @cached_property
+    def representative(self) -> I64:
+        """Fold an operator's only child into it when it has the same name (as PyTorch's
+        ``_remove_dup_nodes``): rep[i] is the node i's statistics are merged into."""
+        host = self.trace.host
+        parent = self.parent
+        n = len(host)
+        rep = np.arange(n, dtype=np.int64)
+        has_parent = parent >= 0
+        children = np.bincount(parent[has_parent], minlength=n)
+        p = np.maximum(parent, 0)
+        fold = (has_parent & (children[p] == 1) & (host.kind == HOST_OP)
+                & (host.kind[p] == HOST_OP) & (host.name == host.name[p]))
+        rep[fold] = parent[fold]
+        while True:  # resolve chains a -> b -> c (depth of the chain, not per event)
+            nxt = rep[rep]
+            if np.array_equal(nxt, rep):
+                return rep
+            rep = nxt
+
+    @cached_property
+    def folded(self) -> npt.NDArray[np.bool_]:
+        return self.representative != np.arange(len(self.trace.host))
+
+    @cached_property
+    def effective_parent(self) -> I64:
+        parent = self.parent
+        return np.where(parent >= 0, self.representative[np.maximum(parent, 0)], -1)
+
+    @cached_property
+    def runtime_owner(self) -> I64:
+        """Host node each runtime call belongs to (after folding), -1 if none."""
+        owner = self.links.runtime_host
+        return np.where(owner >= 0, self.representative[np.maximum(owner, 0)], -1)
+
+    @cached_property
+    def device_owner(self) -> I64:
+        rt = self.links.device_runtime
+        return np.where(rt >= 0, self.runtime_owner[np.maximum(rt, 0)], -1)
+
+    def roll_up(self, self_values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Totals: each node's value plus all its (non-folded) descendants', deepest first."""
+        total = self_values.astype(np.float64).copy()
+        live = ~self.folded & (self.depth >= 0)
+        eff = self.effective_parent
+        for level in range(int(self.depth.max()) if len(self.depth) else 0, 0, -1):
+            sel = live & (self.depth == level) & (eff >= 0)
+            np.add.at(total, eff[sel], total[sel])
+        return total
