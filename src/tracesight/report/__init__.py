@@ -1,0 +1,1 @@
+"""Presentation: build the report from analyses, render it as text (rich) or JSON."""

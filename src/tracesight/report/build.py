@@ -1,0 +1,187 @@
+"""Run every analysis on a trace and assemble the Report (the JSON contract's source).
+
+The JSON layout is a documented, versioned public contract (docs/report-json.md):
+bump SCHEMA on any incompatible change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracesight.analysis.breakdown import CATEGORIES, Breakdown, step_breakdown
+from tracesight.analysis.gpu import GpuMetrics, gpu_metrics
+from tracesight.analysis.idle import StreamIdle, idle_breakdown
+from tracesight.analysis.kernels import KernelRow, kernel_stats
+from tracesight.analysis.launches import LaunchStats, launch_stats
+from tracesight.analysis.links import Links
+from tracesight.analysis.operators import OperatorRow, operator_stats
+from tracesight.analysis.optree import OpTree
+from tracesight.analysis.steps import Steps, find_steps, select_step
+from tracesight.analysis.temporal import Temporal, temporal_breakdown
+from tracesight.model.trace import Trace
+
+SCHEMA = "tracesight.report/1"
+
+
+def _us(ns: float | int) -> float:
+    return round(float(ns) / 1000.0, 3)
+
+
+def _r(x: float | None, nd: int = 2) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+@dataclass(frozen=True)
+class Analyses:
+    """Every analysis result for one trace: the input of the advisor and the renderers."""
+
+    trace: Trace
+    links: Links
+    tree: OpTree
+    steps: Steps
+    breakdown: Breakdown
+    gpu: list[GpuMetrics]
+    operators: list[OperatorRow]
+    operators_by_shape: list[OperatorRow]
+    kernels: list[KernelRow]
+    temporal: Temporal | None
+    idle: list[StreamIdle]
+    launches: LaunchStats | None
+
+
+def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
+    links = Links(trace)
+    tree = OpTree(trace, links)
+    steps = find_steps(trace, links)
+    if step is not None:
+        steps = select_step(steps, step)
+    return Analyses(
+        trace=trace, links=links, tree=tree, steps=steps,
+        breakdown=step_breakdown(trace, steps, links),
+        gpu=gpu_metrics(trace, steps.window, links),
+        operators=operator_stats(trace, links=links, tree=tree),
+        operators_by_shape=operator_stats(trace, by_shape=True, links=links, tree=tree),
+        kernels=kernel_stats(trace),
+        temporal=temporal_breakdown(trace, links=links),
+        idle=idle_breakdown(trace, links),
+        launches=launch_stats(trace, links),
+    )
+
+
+@dataclass(frozen=True)
+class Report:
+    analyses: Analyses
+    top: int
+    findings: list[Any] = field(default_factory=list)  # advice.Finding
+
+    @property
+    def trace(self) -> Trace:
+        return self.analyses.trace
+
+    def to_json(self) -> dict[str, Any]:
+        a = self.analyses
+        meta = a.trace.meta
+        bd = a.breakdown
+        return {
+            "schema": SCHEMA,
+            "source": {
+                "path": meta.path, "format": meta.format, "events": meta.events,
+                "vendor": meta.vendor, "rank": meta.rank, "world_size": meta.world_size,
+                "skipped": meta.skipped, "warnings": list(meta.warnings),
+                "partial": bool(meta.skipped) or bool(meta.warnings),
+            },
+            "devices": [
+                {"id": d.id, "name": d.name, "total_memory_bytes": d.total_memory,
+                 "compute_capability": f"{d.compute_major}.{d.compute_minor}",
+                 "num_sms": d.num_sms}
+                for d in meta.devices
+                if any(g.device == d.id for g in a.gpu) or not a.gpu
+            ],
+            "steps": [
+                {"name": s.name, "start_us": _us(s.start), "duration_us": _us(s.duration),
+                 "breakdown_us": {c: _us(s.ns[c]) for c in CATEGORIES}}
+                for s in bd.steps
+            ],
+            "steps_dropped": list(a.steps.dropped),
+            "profiler_steps": a.steps.profiler_steps,
+            "breakdown": {
+                "step_avg_us": _us(bd.avg_step_ns),
+                "avg_us": {c: _us(v) for c, v in bd.avg_ns.items()},
+                "pct": {c: round(v, 2) for c, v in bd.pct.items()},
+            },
+            "gpu": [
+                {"device": g.device, "name": g.name,
+                 "utilization_pct": _r(g.utilization_pct),
+                 "sm_efficiency_pct": _r(g.sm_efficiency_pct),
+                 "achieved_occupancy_pct": _r(g.achieved_occupancy_pct),
+                 "tensor_core_pct": _r(g.tensor_core_pct)}
+                for g in a.gpu
+            ],
+            "operators": [_op_json(r) for r in a.operators[: self.top]],
+            "operators_by_shape": [_op_json(r) for r in a.operators_by_shape[: self.top]],
+            "kernels": [
+                {"name": k.name, "calls": k.calls, "total_us": round(k.total_us, 3),
+                 "mean_us": round(k.mean_us, 3), "min_us": round(k.min_us, 3),
+                 "max_us": round(k.max_us, 3), "blocks_per_sm": _r(k.blocks_per_sm),
+                 "achieved_occupancy_pct": _r(k.achieved_occupancy_pct),
+                 "tensor_cores": k.tensor_cores,
+                 "grid": list(k.grid) if k.grid else None,
+                 "block": list(k.block) if k.block else None,
+                 "registers_per_thread": k.registers, "shared_memory_bytes": k.shared_mem}
+                for k in a.kernels[: self.top]
+            ],
+            "temporal": [] if a.temporal is None else [{
+                "rank": a.temporal.rank, "span_us": _us(a.temporal.span_ns),
+                "idle_pct": round(a.temporal.pct(a.temporal.idle_ns), 2),
+                "compute_pct": round(a.temporal.pct(a.temporal.compute_ns), 2),
+                "non_compute_pct": round(a.temporal.pct(a.temporal.non_compute_ns), 2),
+            }],
+            "idle": [
+                {"rank": s.rank, "device": s.device, "stream": s.stream,
+                 "span_us": _us(s.span_ns), "idle_us": _us(s.idle_ns),
+                 "host_wait_us": _us(s.host_wait_ns), "kernel_wait_us": _us(s.kernel_wait_ns),
+                 "other_us": _us(s.other_ns),
+                 "host_wait_pct": round(100 * s.host_wait_ns / s.idle_ns, 2) if s.idle_ns else 0.0,
+                 "kernel_wait_pct": round(100 * s.kernel_wait_ns / s.idle_ns, 2) if s.idle_ns else 0.0,
+                 "other_pct": round(100 * s.other_ns / s.idle_ns, 2) if s.idle_ns else 0.0}
+                for s in a.idle
+            ],
+            "launches": None if a.launches is None else {
+                "rank": a.launches.rank, "launches": a.launches.launches,
+                "short_kernels": a.launches.short_kernels,
+                "runtime_outliers": a.launches.runtime_outliers,
+                "launch_delay_outliers": a.launches.launch_delay_outliers,
+                "launch_delay_mean_us": _us(a.launches.delay_mean_ns),
+                "launch_delay_p50_us": _us(a.launches.delay_p50_ns),
+                "launch_delay_p95_us": _us(a.launches.delay_p95_ns),
+                "launch_delay_max_us": _us(a.launches.delay_max_ns),
+                "cpu_total_us": _us(a.launches.cpu_total_ns),
+                "gpu_total_us": _us(a.launches.gpu_total_ns),
+            },
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _op_json(r: OperatorRow) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": r.name, "calls": r.calls,
+        "host_self_us": round(r.host_self_us, 3), "host_total_us": round(r.host_total_us, 3),
+        "device_self_us": round(r.device_self_us, 3),
+        "device_total_us": round(r.device_total_us, 3),
+        "tc_eligible": r.tc_eligible,
+    }
+    if r.input_shape is not None:
+        out["input_shape"] = r.input_shape
+    return out
+
+
+def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+    analyses = run_analyses(trace, step=step)
+    try:
+        from tracesight.advice import advise
+    except ImportError:  # the advisor is optional while it is being built
+        findings: list[Any] = []
+    else:
+        findings = advise(analyses)
+    return Report(analyses=analyses, top=top, findings=findings)

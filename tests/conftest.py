@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_TRACES = Path(os.environ.get("TRACESIGHT_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never touch the user's ~/.cache from tests."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+
+
+def shared_trace(relative: str) -> Path:
+    """Path of a real trace under ../shared/traces, or skip the test with the reason."""
+    path = SHARED_TRACES / relative
+    if not path.exists():
+        pytest.skip(f"real trace not available: {path} (needs ../shared/traces beside the repo)")
+    return path
