@@ -32,11 +32,21 @@ TID = 1000
 @dataclass
 class TraceBuilder:
     events: list[dict[str, Any]] = field(default_factory=list)
-    device_properties: list[dict[str, Any]] = field(default_factory=lambda: [{
-        "id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000,
-        "computeMajor": 9, "computeMinor": 0, "maxThreadsPerBlock": 1024,
-        "maxThreadsPerMultiprocessor": 2048, "numSms": 132, "warpSize": 32,
-    }])
+    device_properties: list[dict[str, Any]] = field(
+        default_factory=lambda: [
+            {
+                "id": 0,
+                "name": "NVIDIA H100 80GB HBM3",
+                "totalGlobalMem": 85_000_000_000,
+                "computeMajor": 9,
+                "computeMinor": 0,
+                "maxThreadsPerBlock": 1024,
+                "maxThreadsPerMultiprocessor": 2048,
+                "numSms": 132,
+                "warpSize": 32,
+            }
+        ]
+    )
     distributed: dict[str, Any] | None = None
     _next_ext: int = 1
     _next_corr: int = 1
@@ -45,15 +55,32 @@ class TraceBuilder:
         self._next_ext += 1
         return self._next_ext
 
-    def op(self, name: str, ts: float, dur: float, *, tid: int = TID, cat: str = "cpu_op",
-           input_dims: Any = None, stack: str | None = None) -> dict[str, Any]:
+    def op(
+        self,
+        name: str,
+        ts: float,
+        dur: float,
+        *,
+        tid: int = TID,
+        cat: str = "cpu_op",
+        input_dims: Any = None,
+        stack: str | None = None,
+    ) -> dict[str, Any]:
         args: dict[str, Any] = {"External id": self._ext()}
         if input_dims is not None:
             args["Input Dims"] = input_dims
         if stack is not None:
             args["Call stack"] = stack
-        ev = {"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": ts, "dur": dur,
-              "args": args}
+        ev = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": PID,
+            "tid": tid,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
         self.events.append(ev)
         return ev
 
@@ -64,46 +91,104 @@ class TraceBuilder:
     def step(self, n: int, ts: float, dur: float) -> Iterator[dict[str, Any]]:
         yield self.annotation(f"ProfilerStep#{n}", ts, dur)
 
-    def runtime(self, name: str, ts: float, dur: float, *, owner: dict[str, Any] | None = None,
-                tid: int = TID, cat: str = "cuda_runtime") -> dict[str, Any]:
+    def runtime(
+        self,
+        name: str,
+        ts: float,
+        dur: float,
+        *,
+        owner: dict[str, Any] | None = None,
+        tid: int = TID,
+        cat: str = "cuda_runtime",
+    ) -> dict[str, Any]:
         corr = self._next_corr
         self._next_corr += 1
         args: dict[str, Any] = {"correlation": corr, "cbid": 211}
         if owner is not None:
             args["External id"] = owner["args"]["External id"]
-        ev = {"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": ts, "dur": dur,
-              "args": args}
+        ev = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": PID,
+            "tid": tid,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
         self.events.append(ev)
         return ev
 
-    def device_op(self, runtime: dict[str, Any] | None, name: str, ts: float, dur: float, *,
-                  cat: str = "kernel", stream: int = 7, device: int = 0,
-                  **extra: Any) -> dict[str, Any]:
+    def device_op(
+        self,
+        runtime: dict[str, Any] | None,
+        name: str,
+        ts: float,
+        dur: float,
+        *,
+        cat: str = "kernel",
+        stream: int = 7,
+        device: int = 0,
+        **extra: Any,
+    ) -> dict[str, Any]:
         args: dict[str, Any] = {"device": device, "stream": stream}
         if runtime is not None:
             args["correlation"] = runtime["args"]["correlation"]
             if "External id" in runtime["args"]:
                 args["External id"] = runtime["args"]["External id"]
         args.update(extra)
-        ev = {"ph": "X", "cat": cat, "name": name, "pid": device, "tid": stream, "ts": ts,
-              "dur": dur, "args": args}
+        ev = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": device,
+            "tid": stream,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
         self.events.append(ev)
         return ev
 
-    def launch(self, owner: dict[str, Any] | None, api: str, ts: float, dur: float, *,
-               kernel: str, k_ts: float, k_dur: float, cat: str = "kernel", stream: int = 7,
-               **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def launch(
+        self,
+        owner: dict[str, Any] | None,
+        api: str,
+        ts: float,
+        dur: float,
+        *,
+        kernel: str,
+        k_ts: float,
+        k_dur: float,
+        cat: str = "kernel",
+        stream: int = 7,
+        **extra: Any,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A runtime call and the device op it launched."""
         rt = self.runtime(api, ts, dur, owner=owner)
         dev = self.device_op(rt, kernel, k_ts, k_dur, cat=cat, stream=stream, **extra)
         return rt, dev
 
     def memory(self, ts: float, nbytes: int, *, device_type: int = 1, total: int = 0) -> None:
-        self.events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": PID,
-                            "tid": TID, "ts": ts, "s": "t",
-                            "args": {"Device Type": device_type, "Device Id": 0, "Bytes": nbytes,
-                                     "Total Allocated": total, "Total Reserved": total,
-                                     "Addr": 1}})
+        self.events.append(
+            {
+                "ph": "i",
+                "cat": "cpu_instant_event",
+                "name": "[memory]",
+                "pid": PID,
+                "tid": TID,
+                "ts": ts,
+                "s": "t",
+                "args": {
+                    "Device Type": device_type,
+                    "Device Id": 0,
+                    "Bytes": nbytes,
+                    "Total Allocated": total,
+                    "Total Reserved": total,
+                    "Addr": 1,
+                },
+            }
+        )
 
     def document(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": self.device_properties}
@@ -112,8 +197,13 @@ class TraceBuilder:
         doc["traceEvents"] = self.events
         return doc
 
-    def write(self, directory: Path, name: str = "worker0.1.pt.trace.json.gz",
-              *, kineto_layout: bool = True) -> Path:
+    def write(
+        self,
+        directory: Path,
+        name: str = "worker0.1.pt.trace.json.gz",
+        *,
+        kineto_layout: bool = True,
+    ) -> Path:
         """Write as Kineto does (one event per '  {' block) or as compact JSON."""
         path = Path(directory) / name
         doc = self.document()

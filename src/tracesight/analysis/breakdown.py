@@ -25,8 +25,16 @@ from tracesight.model.trace import (
     Trace,
 )
 
-CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
-              "cpu_exec", "other")
+CATEGORIES = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "dataloader",
+    "cpu_exec",
+    "other",
+)
 
 
 @dataclass(frozen=True)
@@ -54,18 +62,24 @@ def category_unions(trace: Trace, links: Links | None = None) -> dict[str, iv.Un
     links = links or Links(trace)
     dev, host, rt = trace.device, trace.host, trace.runtime
     host_names = host.name
-    collective_host = names.mask(trace, names.is_collective_host)[host_names] & (host.kind != HOST_PYTHON)
+    collective_host = names.mask(trace, names.is_collective_host)[host_names] & (
+        host.kind != HOST_PYTHON
+    )
     coll_ext = host.external_id[collective_host]
     kernel = dev.kind == DEV_KERNEL
-    dev_is_coll = np.isin(dev.external_id, coll_ext[coll_ext > 0]) | names.mask(
-        trace, names.is_collective_kernel)[dev.name]
+    dev_is_coll = (
+        np.isin(dev.external_id, coll_ext[coll_ext > 0])
+        | names.mask(trace, names.is_collective_kernel)[dev.name]
+    )
     dev_host = links.device_host
     if collective_host.any():
         dev_is_coll |= (dev_host >= 0) & collective_host[np.maximum(dev_host, 0)]
     dev_end, host_end = dev.end, host.end
     is_step = names.mask(trace, names.is_profiler_step)[host_names]
     is_loader = names.mask(trace, names.is_dataloader)[host_names]
-    host_range = (host.kind == HOST_OP) | (host.kind == HOST_ANNOTATION) | (host.kind == HOST_PYTHON)
+    host_range = (
+        (host.kind == HOST_OP) | (host.kind == HOST_ANNOTATION) | (host.kind == HOST_PYTHON)
+    )
     cpu_exec = host_range & ~is_step & ~is_loader & ~collective_host & (host.kind != HOST_PYTHON)
     return {
         "kernel": iv.union(dev.ts[kernel & ~dev_is_coll], dev_end[kernel & ~dev_is_coll]),
@@ -76,8 +90,10 @@ def category_unions(trace: Trace, links: Links | None = None) -> dict[str, iv.Un
             np.concatenate((dev_end[kernel & dev_is_coll], host_end[collective_host])),
         ),
         "runtime": iv.union(rt.ts, rt.end),
-        "dataloader": iv.union(host.ts[is_loader & (host.kind != HOST_PYTHON)],
-                               host_end[is_loader & (host.kind != HOST_PYTHON)]),
+        "dataloader": iv.union(
+            host.ts[is_loader & (host.kind != HOST_PYTHON)],
+            host_end[is_loader & (host.kind != HOST_PYTHON)],
+        ),
         "cpu_exec": iv.union(host.ts[cpu_exec], host_end[cpu_exec]),
     }
 

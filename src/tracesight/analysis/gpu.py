@@ -49,7 +49,9 @@ def sm_efficiency(ts: np.ndarray, end: np.ndarray, blocks: np.ndarray, lo: int, 
     return float(np.sum(np.maximum(level[:-1], 0.0) * seg))
 
 
-def gpu_metrics(trace: Trace, window: tuple[int, int], links: Links | None = None) -> list[GpuMetrics]:
+def gpu_metrics(
+    trace: Trace, window: tuple[int, int], links: Links | None = None
+) -> list[GpuMetrics]:
     links = links or Links(trace)
     dev = trace.device
     is_kernel = dev.kind == DEV_KERNEL
@@ -73,16 +75,21 @@ def gpu_metrics(trace: Trace, window: tuple[int, int], links: Links | None = Non
         kernel_time = dev.dur[sel & owned].sum()
         tc_time = dev.dur[sel & owned & tc].sum()
         prop = props.get(int(device))
-        out.append(GpuMetrics(
-            device=int(device),
-            name=prop.name if prop else None,
-            utilization_pct=100.0 * busy / span,
-            sm_efficiency_pct=100.0 * sm_efficiency(ts, end, blocks, lo, hi) / span
-            if has_blocks else None,
-            achieved_occupancy_pct=occupancy if occ_ok.any() else None,
-            tensor_core_pct=100.0 * float(tc_time) / float(kernel_time) if kernel_time > 0 else 0.0,
-            kernel_ns=int(dev.dur[sel].sum()),
-            busy_ns=busy,
-            window_ns=hi - lo,
-        ))
+        out.append(
+            GpuMetrics(
+                device=int(device),
+                name=prop.name if prop else None,
+                utilization_pct=100.0 * busy / span,
+                sm_efficiency_pct=100.0 * sm_efficiency(ts, end, blocks, lo, hi) / span
+                if has_blocks
+                else None,
+                achieved_occupancy_pct=occupancy if occ_ok.any() else None,
+                tensor_core_pct=100.0 * float(tc_time) / float(kernel_time)
+                if kernel_time > 0
+                else 0.0,
+                kernel_ns=int(dev.dur[sel].sum()),
+                busy_ns=busy,
+                window_ns=hi - lo,
+            )
+        )
     return out

@@ -39,13 +39,16 @@ class StreamIdle:
         return self.host_wait_ns + self.kernel_wait_ns + self.other_ns
 
 
-def idle_breakdown(trace: Trace, links: Links | None = None, keep_gaps: int = 5) -> list[StreamIdle]:
+def idle_breakdown(
+    trace: Trace, links: Links | None = None, keep_gaps: int = 5
+) -> list[StreamIdle]:
     links = links or Links(trace)
     dev = trace.device
     if len(dev) == 0:
         return []
-    launch_ts = np.where(links.device_runtime >= 0,
-                         trace.runtime.ts[np.maximum(links.device_runtime, 0)], -1)
+    launch_ts = np.where(
+        links.device_runtime >= 0, trace.runtime.ts[np.maximum(links.device_runtime, 0)], -1
+    )
     out = []
     keys = np.stack((dev.device.astype(np.int64), dev.stream), axis=1)
     for device, stream in np.unique(keys, axis=0):
@@ -60,11 +63,17 @@ def idle_breakdown(trace: Trace, links: Links | None = None, keep_gaps: int = 5)
         positive = np.flatnonzero(gap > 0)
         top = positive[np.argsort(-gap[positive], kind="stable")[:keep_gaps]]
         labels = np.where(host_wait, "host_wait", np.where(kernel_wait, "kernel_wait", "other"))
-        out.append(StreamIdle(
-            rank=trace.meta.rank or 0, device=int(device), stream=int(stream), span_ns=span,
-            busy_ns=span - int(gap[gap > 0].sum()),
-            host_wait_ns=int(gap[host_wait].sum()), kernel_wait_ns=int(gap[kernel_wait].sum()),
-            other_ns=int(gap[other].sum()),
-            largest_gaps=tuple((int(prev_end[i]), int(gap[i]), str(labels[i])) for i in top),
-        ))
+        out.append(
+            StreamIdle(
+                rank=trace.meta.rank or 0,
+                device=int(device),
+                stream=int(stream),
+                span_ns=span,
+                busy_ns=span - int(gap[gap > 0].sum()),
+                host_wait_ns=int(gap[host_wait].sum()),
+                kernel_wait_ns=int(gap[kernel_wait].sum()),
+                other_ns=int(gap[other].sum()),
+                largest_gaps=tuple((int(prev_end[i]), int(gap[i]), str(labels[i])) for i in top),
+            )
+        )
     return out

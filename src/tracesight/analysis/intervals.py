@@ -49,15 +49,20 @@ def cumulative(u: Union, t: I64) -> I64:
 
 def measure_in(u: Union, lo: I64, hi: I64) -> I64:
     """Length of ``u`` inside each window [lo_i, hi_i)."""
-    return np.maximum(cumulative(u, hi) - cumulative(u, lo), 0)
+    out: I64 = np.maximum(cumulative(u, hi) - cumulative(u, lo), 0)
+    return out
 
 
 def _sweep(a: Union, b: Union, keep_a_only: bool) -> Union:
     """Walk the edges of both unions in time order, keeping a∩b or a−b."""
     edges = np.concatenate((a[0], a[1], b[0], b[1]))
     na, nb = len(a[0]), len(b[0])
-    delta_a = np.concatenate((np.ones(na, np.int8), -np.ones(na, np.int8), np.zeros(2 * nb, np.int8)))
-    delta_b = np.concatenate((np.zeros(2 * na, np.int8), np.ones(nb, np.int8), -np.ones(nb, np.int8)))
+    delta_a = np.concatenate(
+        (np.ones(na, np.int8), -np.ones(na, np.int8), np.zeros(2 * nb, np.int8))
+    )
+    delta_b = np.concatenate(
+        (np.zeros(2 * na, np.int8), np.ones(nb, np.int8), -np.ones(nb, np.int8))
+    )
     order = np.argsort(edges, kind="stable")
     edges = edges[order]
     in_a = np.cumsum(delta_a[order]) > 0

@@ -54,10 +54,27 @@ def kernel_stats(trace: Trace) -> list[KernelRow]:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_blocks = np.bincount(inverse, weights=blocks * dur, minlength=m) / total
         mean_occ = np.bincount(inverse, weights=occ * dur, minlength=m) / total
-    configs = np.stack((inverse, dev.grid_x[sel], dev.grid_y[sel], dev.grid_z[sel],
-                        dev.block_x[sel], dev.block_y[sel], dev.block_z[sel],
-                        dev.registers[sel], dev.shared_mem[sel]), axis=1).astype(np.int64)
-    cfg, cfg_count = np.unique(configs, axis=0, return_counts=True)
+    configs = np.stack(
+        (
+            inverse,
+            dev.grid_x[sel],
+            dev.grid_y[sel],
+            dev.grid_z[sel],
+            dev.block_x[sel],
+            dev.block_y[sel],
+            dev.block_z[sel],
+            dev.registers[sel],
+            dev.shared_mem[sel],
+        ),
+        axis=1,
+    ).astype(np.int64)
+    # hash each row to one uint64 so the grouping is a 1-D unique (collisions: ~2^-64)
+    mixed = np.zeros(len(configs), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in configs.T:
+            mixed = mixed * np.uint64(0x9E3779B97F4A7C15) + col.astype(np.uint64)
+    _, first_row, cfg_count = np.unique(mixed, return_index=True, return_counts=True)
+    cfg = configs[first_row]
     # most frequent configuration per kernel: sort by (kernel, count desc), take first
     order = np.lexsort((-cfg_count, cfg[:, 0]))
     cfg = cfg[order]
@@ -68,17 +85,22 @@ def kernel_stats(trace: Trace) -> list[KernelRow]:
     for i in range(m):
         c = best[i]
         known = c[1] >= 0
-        rows.append(KernelRow(
-            name=trace.strings[int(uniq[i])], calls=int(calls[i]),
-            total_us=total[i] / 1000.0, mean_us=total[i] / calls[i] / 1000.0,
-            min_us=mins[i] / 1000.0, max_us=maxs[i] / 1000.0,
-            blocks_per_sm=float(np.nan_to_num(mean_blocks[i])) if has_blocks else None,
-            achieved_occupancy_pct=float(np.nan_to_num(mean_occ[i])) if has_occ else None,
-            tensor_cores=bool(tc[uniq[i]]),
-            grid=(int(c[1]), int(c[2]), int(c[3])) if known else None,
-            block=(int(c[4]), int(c[5]), int(c[6])) if c[4] >= 0 else None,
-            registers=int(c[7]) if c[7] >= 0 else None,
-            shared_mem=int(c[8]) if c[8] >= 0 else None,
-        ))
+        rows.append(
+            KernelRow(
+                name=trace.strings[int(uniq[i])],
+                calls=int(calls[i]),
+                total_us=total[i] / 1000.0,
+                mean_us=total[i] / calls[i] / 1000.0,
+                min_us=mins[i] / 1000.0,
+                max_us=maxs[i] / 1000.0,
+                blocks_per_sm=float(np.nan_to_num(mean_blocks[i])) if has_blocks else None,
+                achieved_occupancy_pct=float(np.nan_to_num(mean_occ[i])) if has_occ else None,
+                tensor_cores=bool(tc[uniq[i]]),
+                grid=(int(c[1]), int(c[2]), int(c[3])) if known else None,
+                block=(int(c[4]), int(c[5]), int(c[6])) if c[4] >= 0 else None,
+                registers=int(c[7]) if c[7] >= 0 else None,
+                shared_mem=int(c[8]) if c[8] >= 0 else None,
+            )
+        )
     rows.sort(key=lambda r: (-r.total_us, r.name))
     return rows

@@ -60,11 +60,17 @@ def launch_stats(trace: Trace, links: Links | None = None) -> LaunchStats | None
     delay = np.maximum(first[sel] - rt.end[sel], 0)
     short = (cpu <= RUNTIME_CUTOFF_NS) & (g < cpu)
     return LaunchStats(
-        rank=trace.meta.rank or 0, launches=len(sel), short_kernels=int(short.sum()),
+        rank=trace.meta.rank or 0,
+        launches=len(sel),
+        short_kernels=int(short.sum()),
         runtime_outliers=int((cpu > RUNTIME_CUTOFF_NS).sum()),
         launch_delay_outliers=int((delay > LAUNCH_DELAY_CUTOFF_NS).sum()),
-        cpu_total_ns=int(cpu.sum()), gpu_total_ns=int(g.sum()),
-        delay_mean_ns=float(delay.mean()), delay_p50_ns=float(np.percentile(delay, 50)),
-        delay_p95_ns=float(np.percentile(delay, 95)), delay_max_ns=int(delay.max()),
-        short_kernel_gpu_ns=int(g[short].sum()), short_kernel_cpu_ns=int(cpu[short].sum()),
+        cpu_total_ns=int(cpu.sum()),
+        gpu_total_ns=int(g.sum()),
+        delay_mean_ns=float(delay.mean()),
+        delay_p50_ns=float(np.percentile(delay, 50)),
+        delay_p95_ns=float(np.percentile(delay, 95)),
+        delay_max_ns=int(delay.max()),
+        short_kernel_gpu_ns=int(g[short].sum()),
+        short_kernel_cpu_ns=int(cpu[short].sum()),
     )

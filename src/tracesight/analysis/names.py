@@ -13,10 +13,27 @@ import numpy.typing as npt
 
 from tracesight.model.trace import Trace
 
-COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter",
-               "all_to_all", "allreduce", "allgather", "barrier", "send", "recv",
-               "_allgather_base", "_reduce_scatter_base", "gather", "scatter", "alltoall",
-               "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single")
+COLLECTIVES = (
+    "broadcast",
+    "reduce",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "allreduce",
+    "allgather",
+    "barrier",
+    "send",
+    "recv",
+    "_allgather_base",
+    "_reduce_scatter_base",
+    "gather",
+    "scatter",
+    "alltoall",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "all_to_all_single",
+)
 _COLLECTIVE_HOST = re.compile(r"^(nccl|gloo|rccl|mpi|xccl):(" + "|".join(COLLECTIVES) + r")$")
 # NCCL/RCCL device kernels: ncclKernel_AllReduce..., ncclDevKernel_Generic, ...
 _COLLECTIVE_KERNEL = re.compile(r"^(void )?(nccl|rccl)\w*(Kernel|kernel)")
@@ -24,48 +41,130 @@ _COLLECTIVE_KERNEL = re.compile(r"^(void )?(nccl|rccl)\w*(Kernel|kernel)")
 # Substrings of kernel names that run on Tensor Cores (NVIDIA PyProf's list, as used by
 # torch-tb-profiler) plus modern spellings it missed: Hopper/Ampere CUTLASS/cuBLASLt
 # GEMMs (sm80_/sm90_ xmma, gemm with tf32/f16/bf16 MMA shapes), FlashAttention.
-TC_TOKENS = ("h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816",
-             "dgrad_1x1_stride_2x2", "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1",
-             "direct_group", "xmma_implicit_gemm", "xmma_sparse_conv",
-             "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm", "c1688")
+TC_TOKENS = (
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "hmma",
+    "i8816",
+    "16816",
+    "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "direct_group",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_warp_specialized_implicit_gemm",
+    "xmma_gemm",
+    "xmma_sparse_gemm",
+    "c1688",
+)
 TB_COMPATIBLE_TC_TOKENS = TC_TOKENS
 
 # Operators that can run on Tensor Cores (autocast fp16 list, as torch-tb-profiler).
-TC_ELIGIBLE_OPS = frozenset({
-    "aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_tbc",
-    "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
-    "aten::convolution", "aten::cudnn_convolution", "aten::cudnn_convolution_transpose",
-    "aten::prelu", "aten::addmm", "aten::addmv", "aten::addr", "aten::matmul", "aten::mm",
-    "aten::mv", "aten::linear", "aten::addbmm", "aten::baddbmm", "aten::bmm",
-    "aten::chain_matmul", "aten::linalg_multi_dot", "aten::_thnn_fused_lstm_cell",
-    "aten::_thnn_fused_gru_cell", "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell",
-    "aten::rnn_relu_cell", "aten::cudnn_convolution_backward_input",
-    "aten::cudnn_convolution_backward_weight", "aten::convolution_backward",
-    "aten::cudnn_convolution_backward", "aten::_scaled_dot_product_efficient_attention",
-    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_mm", "aten::addmm_",
-    "CudnnConvolutionBackward", "BmmBackward0", "MmBackward", "AddmmBackward",
-    "AddmvBackward", "MvBackward", "AddbmmBackward", "CudnnConvolutionTransposeBackward",
-})
+TC_ELIGIBLE_OPS = frozenset(
+    {
+        "aten::_convolution",
+        "aten::conv1d",
+        "aten::conv2d",
+        "aten::conv3d",
+        "aten::conv_tbc",
+        "aten::conv_transpose1d",
+        "aten::conv_transpose2d",
+        "aten::conv_transpose3d",
+        "aten::convolution",
+        "aten::cudnn_convolution",
+        "aten::cudnn_convolution_transpose",
+        "aten::prelu",
+        "aten::addmm",
+        "aten::addmv",
+        "aten::addr",
+        "aten::matmul",
+        "aten::mm",
+        "aten::mv",
+        "aten::linear",
+        "aten::addbmm",
+        "aten::baddbmm",
+        "aten::bmm",
+        "aten::chain_matmul",
+        "aten::linalg_multi_dot",
+        "aten::_thnn_fused_lstm_cell",
+        "aten::_thnn_fused_gru_cell",
+        "aten::lstm_cell",
+        "aten::gru_cell",
+        "aten::rnn_tanh_cell",
+        "aten::rnn_relu_cell",
+        "aten::cudnn_convolution_backward_input",
+        "aten::cudnn_convolution_backward_weight",
+        "aten::convolution_backward",
+        "aten::cudnn_convolution_backward",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_mm",
+        "aten::addmm_",
+        "CudnnConvolutionBackward",
+        "BmmBackward0",
+        "MmBackward",
+        "AddmmBackward",
+        "AddmvBackward",
+        "MvBackward",
+        "AddbmmBackward",
+        "CudnnConvolutionTransposeBackward",
+    }
+)
 
-LAUNCH_CALLS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernelMultiDevice",
-    "cudaGraphLaunch", "cuGraphLaunch",
-    "hipLaunchKernel", "hipExtLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
-    "hipGraphLaunch", "runFunction",
-})
-COPY_CALLS = frozenset({
-    "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaMemcpy2DAsync",
-    "cudaMemcpyPeerAsync", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-    "hipMemcpy", "hipMemset",
-})
+LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cudaGraphLaunch",
+        "cuGraphLaunch",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipGraphLaunch",
+        "runFunction",
+    }
+)
+COPY_CALLS = frozenset(
+    {
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "cudaMemcpy",
+        "cudaMemset",
+        "cudaMemcpy2DAsync",
+        "cudaMemcpyPeerAsync",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpyWithStream",
+        "hipMemcpy",
+        "hipMemset",
+    }
+)
 # Calls that block the host until the device catches up.
-SYNC_CALLS = frozenset({
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-    "cudaStreamWaitEvent_blocking", "cuStreamSynchronize", "cuCtxSynchronize",
-    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
-    "hipMemcpyWithStream",
-})
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaStreamWaitEvent_blocking",
+        "cuStreamSynchronize",
+        "cuCtxSynchronize",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+        "hipMemcpyWithStream",
+    }
+)
 
 
 def is_profiler_step(name: str) -> bool:

@@ -53,21 +53,33 @@ def node_times(trace: Trace, tree: OpTree) -> NodeTimes:
     has = live & (eff >= 0)
     np.add.at(child_sum, eff[has], host.dur[has].astype(np.float64))
     rt_owner = tree.runtime_owner
-    rt_sum = np.bincount(rt_owner[rt_owner >= 0], weights=rt.dur[rt_owner >= 0].astype(np.float64),
-                         minlength=n)
+    rt_sum = np.bincount(
+        rt_owner[rt_owner >= 0], weights=rt.dur[rt_owner >= 0].astype(np.float64), minlength=n
+    )
     dev_owner = tree.device_owner
-    dev_self = np.bincount(dev_owner[dev_owner >= 0],
-                           weights=dev.dur[dev_owner >= 0].astype(np.float64), minlength=n)
+    dev_self: npt.NDArray[np.float64] = np.bincount(
+        dev_owner[dev_owner >= 0], weights=dev.dur[dev_owner >= 0].astype(np.float64), minlength=n
+    ).astype(np.float64)
     host_total = host.dur.astype(np.float64)
     host_self = np.maximum(host_total - child_sum - rt_sum, 0.0)
-    excluded = names.mask(trace, lambda s: names.is_profiler_step(s) or names.is_dataloader(s)
-                          or names.is_optimizer(s) or s in _NOT_OPERATORS)
+    excluded = names.mask(
+        trace,
+        lambda s: (
+            names.is_profiler_step(s)
+            or names.is_dataloader(s)
+            or names.is_optimizer(s)
+            or s in _NOT_OPERATORS
+        ),
+    )
     is_operator = live & (host.kind == HOST_OP) & ~excluded[host.name]
     return NodeTimes(host_self, host_total, dev_self, tree.roll_up(dev_self), is_operator)
 
 
 def operator_stats(
-    trace: Trace, *, by_shape: bool = False, links: Links | None = None,
+    trace: Trace,
+    *,
+    by_shape: bool = False,
+    links: Links | None = None,
     tree: OpTree | None = None,
 ) -> list[OperatorRow]:
     """Rows sorted by device self time (GPU traces) or host self time (CPU traces)."""
@@ -78,13 +90,20 @@ def operator_stats(
     if len(idx) == 0:
         return []
     name = trace.host.name[idx].astype(np.int64)
-    shape = trace.host.input_dims[idx].astype(np.int64) if by_shape else np.zeros(len(idx), np.int64)
-    keys = np.stack((name, shape), axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    shape = (
+        trace.host.input_dims[idx].astype(np.int64) if by_shape else np.zeros(len(idx), np.int64)
+    )
+    # one int64 key per (name, shape): 1-D unique is far faster than unique(axis=0)
+    key = name * (np.int64(len(trace.strings)) + 1) + (shape + 1)
+    ukey, inverse = np.unique(key, return_inverse=True)
     inverse = inverse.reshape(-1)
+    uniq = np.stack((ukey // (len(trace.strings) + 1), ukey % (len(trace.strings) + 1) - 1), axis=1)
 
     def total(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        return np.bincount(inverse, weights=values[idx], minlength=len(uniq))
+        out: npt.NDArray[np.float64] = np.bincount(
+            inverse, weights=values[idx], minlength=len(uniq)
+        ).astype(np.float64)
+        return out
 
     calls = np.bincount(inverse, minlength=len(uniq))
     h_self, h_total = total(times.host_self), total(times.host_total)
@@ -94,8 +113,10 @@ def operator_stats(
             name=trace.strings[int(uniq[i, 0])],
             input_shape=(trace.name(int(uniq[i, 1])) if by_shape else None),
             calls=int(calls[i]),
-            host_self_us=h_self[i] / 1000.0, host_total_us=h_total[i] / 1000.0,
-            device_self_us=d_self[i] / 1000.0, device_total_us=d_total[i] / 1000.0,
+            host_self_us=h_self[i] / 1000.0,
+            host_total_us=h_total[i] / 1000.0,
+            device_self_us=d_self[i] / 1000.0,
+            device_total_us=d_total[i] / 1000.0,
             tc_eligible=trace.strings[int(uniq[i, 0])] in names.TC_ELIGIBLE_OPS,
         )
         for i in range(len(uniq))

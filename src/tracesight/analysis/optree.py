@@ -83,8 +83,13 @@ class OpTree:
         has_parent = parent >= 0
         children = np.bincount(parent[has_parent], minlength=n)
         p = np.maximum(parent, 0)
-        fold = (has_parent & (children[p] == 1) & (host.kind == HOST_OP)
-                & (host.kind[p] == HOST_OP) & (host.name == host.name[p]))
+        fold = (
+            has_parent
+            & (children[p] == 1)
+            & (host.kind == HOST_OP)
+            & (host.kind[p] == HOST_OP)
+            & (host.name == host.name[p])
+        )
         rep[fold] = parent[fold]
         while True:  # resolve chains a -> b -> c (depth of the chain, not per event)
             nxt = rep[rep]
@@ -94,7 +99,8 @@ class OpTree:
 
     @cached_property
     def folded(self) -> npt.NDArray[np.bool_]:
-        return self.representative != np.arange(len(self.trace.host))
+        out: npt.NDArray[np.bool_] = self.representative != np.arange(len(self.trace.host))
+        return out
 
     @cached_property
     def effective_parent(self) -> I64:
@@ -114,7 +120,7 @@ class OpTree:
 
     def roll_up(self, self_values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Totals: each node's value plus all its (non-folded) descendants', deepest first."""
-        total = self_values.astype(np.float64).copy()
+        total: npt.NDArray[np.float64] = self_values.astype(np.float64)
         live = ~self.folded & (self.depth >= 0)
         eff = self.effective_parent
         for level in range(int(self.depth.max()) if len(self.depth) else 0, 0, -1):

@@ -115,8 +115,10 @@ def find_steps(trace: Trace, links: Links | None = None) -> Steps:
             end = max(end, start)
             starts[i], ends[i] = start, end
             prev_end = end
-    steps = [Step(labels[i], int(starts[i]), int(ends[i]), int(hs[i]), int(he[i]), int(counts[i]))
-             for i in range(n)]
+    steps = [
+        Step(labels[i], int(starts[i]), int(ends[i]), int(hs[i]), int(he[i]), int(counts[i]))
+        for i in range(n)
+    ]
     dropped: list[str] = []
     if n > 1 and len(dev) and counts.any():
         last = int(np.flatnonzero(counts)[-1])

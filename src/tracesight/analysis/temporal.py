@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from tracesight.analysis import intervals as iv
 from tracesight.analysis import names
@@ -31,15 +32,17 @@ class Temporal:
         return 100.0 * value / self.span_ns if self.span_ns else 0.0
 
 
-def computation_mask(trace: Trace) -> np.ndarray:
+def computation_mask(trace: Trace) -> npt.NDArray[np.bool_]:
     dev = trace.device
     coll = names.mask(trace, names.is_collective_kernel)[dev.name]
     mem_named = names.mask(trace, names.is_memory_op_name)[dev.name]
-    return (dev.kind == DEV_KERNEL) & ~coll & ~mem_named
+    out: npt.NDArray[np.bool_] = (dev.kind == DEV_KERNEL) & ~coll & ~mem_named
+    return out
 
 
-def temporal_breakdown(trace: Trace, launched_before: int | None = None,
-                       links: Links | None = None) -> Temporal | None:
+def temporal_breakdown(
+    trace: Trace, launched_before: int | None = None, links: Links | None = None
+) -> Temporal | None:
     """None when the trace has no device activity (CPU-only).
 
     ``launched_before`` keeps only device work whose runtime call started before that

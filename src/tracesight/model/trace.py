@@ -40,7 +40,7 @@ class _Table:
 
     def __len__(self) -> int:
         first = dataclasses.fields(self)[0]
-        return int(len(getattr(self, first.name)))
+        return len(getattr(self, first.name))
 
     def columns(self) -> dict[str, np.ndarray[Any, Any]]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -63,8 +63,8 @@ class _Table:
 
     @property
     def end(self) -> I64:
-        ts: I64 = getattr(self, "ts")
-        dur: I64 = getattr(self, "dur")
+        ts: I64 = getattr(self, "ts")  # noqa: B009 - defined by the subclasses that have an end
+        dur: I64 = getattr(self, "dur")  # noqa: B009
         return ts + dur
 
 
@@ -83,8 +83,15 @@ class HostOps(_Table):
     call_stack: I32  # string id of "Call stack" (frames separated by ';'), -1 when absent
 
     DTYPES: ClassVar[dict[str, Any]] = {
-        "name": np.int32, "ts": np.int64, "dur": np.int64, "pid": np.int32, "tid": np.int32,
-        "kind": np.int8, "external_id": np.int64, "input_dims": np.int32, "call_stack": np.int32,
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "pid": np.int32,
+        "tid": np.int32,
+        "kind": np.int8,
+        "external_id": np.int64,
+        "input_dims": np.int32,
+        "call_stack": np.int32,
     }
 
 
@@ -101,8 +108,13 @@ class Runtimes(_Table):
     external_id: I64
 
     DTYPES: ClassVar[dict[str, Any]] = {
-        "name": np.int32, "ts": np.int64, "dur": np.int64, "pid": np.int32, "tid": np.int32,
-        "correlation": np.int64, "external_id": np.int64,
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "pid": np.int32,
+        "tid": np.int32,
+        "correlation": np.int64,
+        "external_id": np.int64,
     }
 
 
@@ -131,12 +143,25 @@ class DeviceOps(_Table):
     bytes: I64
 
     DTYPES: ClassVar[dict[str, Any]] = {
-        "name": np.int32, "ts": np.int64, "dur": np.int64, "kind": np.int8, "device": np.int32,
-        "stream": np.int64, "correlation": np.int64, "external_id": np.int64,
-        "blocks_per_sm": np.float32, "occupancy_pct": np.float32,
-        "grid_x": np.int32, "grid_y": np.int32, "grid_z": np.int32,
-        "block_x": np.int32, "block_y": np.int32, "block_z": np.int32,
-        "registers": np.int32, "shared_mem": np.int64, "bytes": np.int64,
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "kind": np.int8,
+        "device": np.int32,
+        "stream": np.int64,
+        "correlation": np.int64,
+        "external_id": np.int64,
+        "blocks_per_sm": np.float32,
+        "occupancy_pct": np.float32,
+        "grid_x": np.int32,
+        "grid_y": np.int32,
+        "grid_z": np.int32,
+        "block_x": np.int32,
+        "block_y": np.int32,
+        "block_z": np.int32,
+        "registers": np.int32,
+        "shared_mem": np.int64,
+        "bytes": np.int64,
     }
 
 
@@ -151,7 +176,11 @@ class GpuAnnotations(_Table):
     stream: I64
 
     DTYPES: ClassVar[dict[str, Any]] = {
-        "name": np.int32, "ts": np.int64, "dur": np.int64, "device": np.int32, "stream": np.int64,
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "device": np.int32,
+        "stream": np.int64,
     }
 
 
@@ -167,7 +196,11 @@ class Syncs(_Table):
     correlation: I64
 
     DTYPES: ClassVar[dict[str, Any]] = {
-        "name": np.int32, "ts": np.int64, "dur": np.int64, "device": np.int32, "stream": np.int64,
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "device": np.int32,
+        "stream": np.int64,
         "correlation": np.int64,
     }
 
@@ -186,8 +219,13 @@ class MemoryRecords(_Table):
     tid: I32
 
     DTYPES: ClassVar[dict[str, Any]] = {
-        "ts": np.int64, "device_type": np.int32, "device_id": np.int32, "bytes": np.int64,
-        "addr": np.int64, "total_allocated": np.int64, "total_reserved": np.int64,
+        "ts": np.int64,
+        "device_type": np.int32,
+        "device_id": np.int32,
+        "bytes": np.int64,
+        "addr": np.int64,
+        "total_allocated": np.int64,
+        "total_reserved": np.int64,
         "tid": np.int32,
     }
 
@@ -249,7 +287,9 @@ class Trace:
 
     def string_ids(self, predicate: Any) -> npt.NDArray[np.bool_]:
         """Boolean mask over the string table: which strings satisfy ``predicate(str)``."""
-        return np.fromiter((bool(predicate(s)) for s in self.strings), dtype=bool, count=len(self.strings))
+        return np.fromiter(
+            (bool(predicate(s)) for s in self.strings), dtype=bool, count=len(self.strings)
+        )
 
     @property
     def has_gpu(self) -> bool:

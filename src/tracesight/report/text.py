@@ -12,9 +12,16 @@ from rich.text import Text
 from tracesight.analysis.breakdown import CATEGORIES
 from tracesight.report.build import Report
 
-LABELS = {"kernel": "Kernel", "memcpy": "Memcpy", "memset": "Memset",
-          "communication": "Communication", "runtime": "Runtime", "dataloader": "DataLoader",
-          "cpu_exec": "CPU exec", "other": "Other"}
+LABELS = {
+    "kernel": "Kernel",
+    "memcpy": "Memcpy",
+    "memset": "Memset",
+    "communication": "Communication",
+    "runtime": "Runtime",
+    "dataloader": "DataLoader",
+    "cpu_exec": "CPU exec",
+    "other": "Other",
+}
 NAME_WIDTH = 70
 
 
@@ -32,7 +39,9 @@ def render_text(report: Report, console: Console | None = None) -> None:
     src = data["source"]
     title = f"tracesight report — {escape(src['path'])}"
     console.rule(Text(title, style="bold"))
-    devices = ", ".join(f"GPU {d['id']}: {escape(d['name'])}" for d in data["devices"]) or "CPU only"
+    devices = (
+        ", ".join(f"GPU {d['id']}: {escape(d['name'])}" for d in data["devices"]) or "CPU only"
+    )
     rank = f" · rank {src['rank']}" if src["rank"] is not None else ""
     console.print(f"{src['events']:,} events · {src['vendor']} · {devices}{rank}")
     for w in src["warnings"]:
@@ -97,8 +106,13 @@ def _gpu(console: Console, data: dict[str, Any]) -> None:
 
     for g in data["gpu"]:
         name = f"{g['device']}" + (f" {escape(g['name'])}" if g["name"] else "")
-        table.add_row(name, pct(g["utilization_pct"]), pct(g["sm_efficiency_pct"]),
-                      pct(g["achieved_occupancy_pct"]), pct(g["tensor_core_pct"]))
+        table.add_row(
+            name,
+            pct(g["utilization_pct"]),
+            pct(g["sm_efficiency_pct"]),
+            pct(g["achieved_occupancy_pct"]),
+            pct(g["tensor_core_pct"]),
+        )
     console.print("[bold]GPU[/] (over the steps)")
     console.print(table)
 
@@ -109,7 +123,9 @@ def _operators(console: Console, data: dict[str, Any]) -> None:
         return
     gpu = any(o["device_total_us"] > 0 for o in ops)
     console.print()
-    console.print(f"[bold]Top operators[/] by {'device' if gpu else 'host'} self time (whole trace)")
+    console.print(
+        f"[bold]Top operators[/] by {'device' if gpu else 'host'} self time (whole trace)"
+    )
     table = Table(show_edge=False, box=None, pad_edge=False)
     table.add_column("operator", overflow="fold", max_width=NAME_WIDTH)
     table.add_column("calls", justify="right")
@@ -139,7 +155,10 @@ def _kernels(console: Console, data: dict[str, Any]) -> None:
         table.add_column(col, justify="right")
     for k in ks:
         table.add_row(
-            escape(_short(k["name"])), f"{k['calls']:,}", _ms(k["total_us"]), _ms(k["mean_us"]),
+            escape(_short(k["name"])),
+            f"{k['calls']:,}",
+            _ms(k["total_us"]),
+            _ms(k["mean_us"]),
             "" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.1f}",
             "" if k["achieved_occupancy_pct"] is None else f"{k['achieved_occupancy_pct']:.0f} %",
             "yes" if k["tensor_cores"] else "",
@@ -160,13 +179,14 @@ def _temporal(console: Console, data: dict[str, Any]) -> None:
         worst = max(idle, key=lambda s: s["idle_us"])
         console.print(
             f"  idle on stream {worst['stream']} (device {worst['device']}): "
-            f"host wait {worst['host_wait_pct']:.0f} %, kernel wait {worst['kernel_wait_pct']:.0f} %, "
-            f"other {worst['other_pct']:.0f} %"
+            f"host wait {worst['host_wait_pct']:.0f} %, "
+            f"kernel wait {worst['kernel_wait_pct']:.0f} %, other {worst['other_pct']:.0f} %"
         )
     la = data["launches"]
     if la:
         console.print(
             f"[bold]Launches[/]: {la['launches']:,} · short kernels {la['short_kernels']:,} · "
-            f"launch delay mean {_ms(la['launch_delay_mean_us'])}, p95 {_ms(la['launch_delay_p95_us'])}"
-            f" · outliers: runtime {la['runtime_outliers']:,}, delay {la['launch_delay_outliers']:,}"
+            f"launch delay mean {_ms(la['launch_delay_mean_us'])}, "
+            f"p95 {_ms(la['launch_delay_p95_us'])} · outliers: runtime "
+            f"{la['runtime_outliers']:,}, delay {la['launch_delay_outliers']:,}"
         )

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv (idempotent) and install tracesight with its torch, test and dev extras.
+# torch is pinned to 2.13.0: on the project's machines that is a local CPU wheel; any other
+# version would download gigabytes of CUDA packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[torch,test]"
