@@ -29,8 +29,46 @@ def _ms(us: float) -> str:
     return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
 
 
+def _strip_params(name: str) -> str:
+    """Drop a trailing C++ parameter list: 'f<T>(int, float)' -> 'f<T>'."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i] if i > 0 else name
+    return name
+
+
+def _collapse_templates(name: str, keep: int = 1) -> str:
+    """Elide template arguments nested deeper than ``keep``: 'a<b<c>, d>' -> 'a<b<…>, d>'."""
+    out = []
+    depth = 0
+    for ch in name:
+        if ch == "<":
+            if depth == keep:
+                out.append("<…")
+            elif depth < keep:
+                out.append(ch)
+            depth += 1
+        elif ch == ">" and depth > 0:
+            depth -= 1
+            if depth <= keep:
+                out.append(">")
+        elif depth <= keep:
+            out.append(ch)
+    return "".join(out).replace("::(anonymous namespace)::", "::")
+
+
 def _short(name: str, width: int = NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    """Readable one-line name: kernels lose 'void ', parameters, then template arguments."""
+    if len(name) <= width:
+        return name
+    short = _strip_params(name.removeprefix("void "))
+    if len(short) > width:
+        short = _collapse_templates(short)
+    return short if len(short) <= width else short[: width - 1] + "…"
 
 
 def render_text(report: Report, console: Console | None = None) -> None:
@@ -127,7 +165,7 @@ def _operators(console: Console, data: dict[str, Any]) -> None:
         f"[bold]Top operators[/] by {'device' if gpu else 'host'} self time (whole trace)"
     )
     table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("operator", overflow="fold", max_width=NAME_WIDTH)
+    table.add_column("operator", overflow="ellipsis", no_wrap=True, max_width=NAME_WIDTH)
     table.add_column("calls", justify="right")
     if gpu:
         table.add_column("device self", justify="right")
@@ -150,8 +188,8 @@ def _kernels(console: Console, data: dict[str, Any]) -> None:
     console.print()
     console.print("[bold]Top kernels[/] by total time (whole trace)")
     table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("kernel", overflow="fold", max_width=NAME_WIDTH)
-    for col in ("calls", "total", "mean", "blocks/SM", "occupancy", "TC"):
+    table.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=NAME_WIDTH)
+    for col in ("calls", "total", "mean", "blocks/SM", "occup.", "TC"):
         table.add_column(col, justify="right")
     for k in ks:
         table.add_row(
