@@ -122,9 +122,11 @@ def _breakdown(console: Console, data: dict[str, Any]) -> None:
     table.add_column("avg per step", justify="right")
     table.add_column("share", justify="right")
     table.add_column("")
+    device_categories = ("kernel", "memcpy", "memset", "communication", "runtime")
+    cpu_only = not data["gpu"] and all(bd["avg_us"][c] == 0 for c in device_categories)
     for c in CATEGORIES:
         pct = bd["pct"][c]
-        if bd["avg_us"][c] == 0 and c in ("communication", "memset", "memcpy"):
+        if bd["avg_us"][c] == 0 and (cpu_only or c in ("communication", "memset", "memcpy")):
             continue
         bar = "█" * round(pct / 4)
         table.add_row(LABELS[c], _ms(bd["avg_us"][c]), f"{pct:5.1f} %", f"[cyan]{bar}[/]")
