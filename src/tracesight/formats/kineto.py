@@ -167,11 +167,24 @@ def _event_is_sane(e: Event) -> bool:
     return True
 
 
-# Forked workers read the shared buffer through this module global (copy-on-write).
+# Forked workers read the shared buffer through this module global (copy-on-write) or, for
+# an uncompressed local file, read their byte range with pread (file, offset of the body):
+# touching a memory map would leave every page a worker decoded resident in its RSS.
 _SHARED: memoryview | None = None
+_SHARED_FILE: tuple[str, int] | None = None
 
 
 def _worker(bounds: tuple[int, int]) -> ChunkResult:
+    if _SHARED_FILE is not None:
+        path, base = _SHARED_FILE
+        start, end = bounds
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            blob = os.pread(fd, end - start, base + start)
+        finally:
+            os.close(fd)
+        if len(blob) == end - start:
+            return _decode_chunk(_piece(memoryview(blob), 0, len(blob)))
     assert _SHARED is not None
     return _decode_chunk(_piece(_SHARED, *bounds))
 
@@ -184,15 +197,17 @@ def _piece(body: memoryview, start: int, end: int) -> bytes:
 
 
 def _decode_all_chunks(
-    body: memoryview, workers: int, progress: ProgressFn | None
+    body: memoryview, workers: int, progress: ProgressFn | None,
+    file_body: tuple[str, int] | None = None,
 ) -> list[ChunkResult]:
     bounds = _chunk_bounds(body)
     results: list[ChunkResult] = []
     if progress:
         progress(0, body.nbytes)
     if workers > 1 and len(bounds) > 1 and body.nbytes >= PARALLEL_MIN_BYTES:
-        global _SHARED
+        global _SHARED, _SHARED_FILE
         _SHARED = body
+        _SHARED_FILE = file_body
         try:
             with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
                 for (_, end), res in zip(bounds, pool.map(_worker, bounds)):
@@ -201,6 +216,7 @@ def _decode_all_chunks(
                         progress(end, body.nbytes)
         finally:
             _SHARED = None
+            _SHARED_FILE = None
         return results
     for start, end in bounds:
         results.append(_decode_chunk(_piece(body, start, end)))
@@ -209,12 +225,54 @@ def _decode_all_chunks(
     return results
 
 
-def _decode_body(body: memoryview, workers: int, progress: ProgressFn | None) -> list[ChunkResult]:
+def _decode_body(body: memoryview, workers: int, progress: ProgressFn | None,
+                 file_body: tuple[str, int] | None = None) -> list[ChunkResult]:
     try:
-        return _decode_all_chunks(body, workers, progress)
+        return _decode_all_chunks(body, workers, progress, file_body)
     except msgspec.DecodeError:
         # The boundary heuristic cut inside an event (a non-Kineto layout): decode it whole.
         return [_decode_chunk(_piece(body, 0, body.nbytes))]
+
+
+_OPEN_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
+_FAST_HEAD = 4 << 20
+_FAST_TAIL = 1 << 20
+
+
+def _fast_split(data: memoryview) -> tuple[Document, memoryview, int] | None:
+    """Top level and event-array body without scanning the whole file, or None.
+
+    Decoding the whole document just to find ``traceEvents`` costs a full pass over the
+    bytes (~1 s per GB) and, for a memory-mapped file, makes all of it resident. Instead
+    find the array's opening bracket near the start and its closing bracket near the end,
+    and decode ``head + "]" + tail`` as the document. The body is validated anyway when its
+    chunks are decoded; whatever does not fit this shape goes the slow way.
+    """
+    n = data.nbytes
+    head = bytes(data[: min(n, _FAST_HEAD)])
+    m = _OPEN_EVENTS.search(head)
+    if m is None:
+        return None
+    start = m.end()
+    tail_at = max(start, n - _FAST_TAIL)
+    tail = bytes(data[tail_at:])
+    pos = len(tail)
+    for _ in range(16):  # try the last few ']' (closing brackets of nested arrays come first)
+        pos = tail.rfind(b"]", 0, pos)
+        if pos < 0:
+            return None
+        end = tail_at + pos
+        before = bytes(data[max(start, end - 64) : end]).rstrip()
+        if end > start and not before.endswith(b"}") and before.strip():
+            continue
+        if before == b"" and bytes(data[start:end]).strip():
+            continue
+        try:
+            doc = _DOCUMENT.decode(head[:start] + b"]" + tail[pos + 1 :])
+        except msgspec.MsgspecError:
+            continue
+        return doc, data[start:end], start
+    return None
 
 
 def _merge(results: Sequence[ChunkResult]) -> tuple[list[str], dict[int, Columns]]:
@@ -305,9 +363,21 @@ def read_kineto(source: RawSource, *, workers: int | None = None,
     warnings: list[str] = []
     doc: Document | None = None
     body: memoryview
+    n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    results: list[ChunkResult] | None = None
+    stripped_head = bytes(data[:64]).lstrip()
+    fast = _fast_split(data) if stripped_head[:1] == b"{" else None
+    if fast is not None:
+        doc, body, offset = fast
+        file_body = (source.local_file, offset) if source.local_file is not None else None
+        try:
+            results = _decode_body(body, n_workers, progress, file_body)
+        except msgspec.DecodeError:
+            doc, results = None, None  # not the shape we guessed: decode it the careful way
     try:
-        stripped_head = bytes(data[:64]).lstrip()
-        if stripped_head[:1] == b"[":
+        if results is not None:
+            pass
+        elif stripped_head[:1] == b"[":
             body = _array_body(path, data, 0)
         else:
             doc = _DOCUMENT.decode(data)
@@ -327,8 +397,11 @@ def read_kineto(source: RawSource, *, workers: int | None = None,
         warnings.append(
             f"file is truncated ({msg}); read the complete events before the cut"
         )
-    n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
-    results = _decode_body(body, n_workers, progress)
+    if results is None:
+        try:
+            results = _decode_body(body, n_workers, progress)
+        except msgspec.DecodeError as exc:
+            raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
     strings, tables = _merge(results)
     categories: Counter[str] = Counter()
     skipped: Counter[str] = Counter()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,9 @@ KNOWN_UNUSED = frozenset(
      "cuda_profiler_range", "cpu_instant_event", "overhead", "python_function_instant"}
 )
 
+_PID = attrgetter("pid")
+_TID = attrgetter("tid")
+
 MAX_TS_US = 2.0**62 / 1000.0  # beyond this an int64 ns clock overflows
 MAX_DUR_US = 7 * 24 * 3600 * 1e6  # a week: longer is a corrupt record (cf. HTA issue #325)
 
@@ -71,11 +75,12 @@ class Strings:
     index: dict[str, int] = field(default_factory=dict)
 
     def ids(self, values: list[str]) -> npt.NDArray[np.int32]:
+        # new strings are added once per distinct value; the per-event lookup runs in C
         table = self.index
-        setdefault = table.setdefault
-        return np.fromiter(
-            (setdefault(v, len(table)) for v in values), dtype=np.int32, count=len(values)
-        )
+        for v in dict.fromkeys(values):
+            if v not in table:
+                table[v] = len(table)
+        return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
 
     def id(self, value: str) -> int:
         return self.index.setdefault(value, len(self.index))
@@ -160,21 +165,20 @@ def _host(events: list[Event], kinds: list[int], strings: Strings, skipped: Coun
     keep, ts, dur = _times(events, skipped, True)
     args = [e.args or EMPTY_ARGS for e in events]
     ext = np.maximum(_ints([a.external_id for a in args]), _ints([a.external_id_lc for a in args]))
-    dims_raw = [a.input_dims if len(a.input_dims) else a.input_dims_lc for a in args]
-    dims = np.fromiter(
-        (-1 if not len(d) else strings.id(bytes(d).decode("utf-8", "replace").replace(" ", ""))
-         for d in dims_raw),
-        dtype=np.int32, count=len(args),
-    )
-    stacks = np.fromiter(
-        (-1 if a.call_stack is None else strings.id(a.call_stack) for a in args),
-        dtype=np.int32, count=len(args),
-    )
+    dims_raw = [bytes(a.input_dims if len(a.input_dims) else a.input_dims_lc) for a in args]
+    # the same shapes repeat: decode and intern each distinct JSON text once
+    dims_ids = {d: strings.id(d.decode("utf-8", "replace").replace(" ", "")) if d else -1
+                for d in dict.fromkeys(dims_raw)}
+    dims = np.fromiter(map(dims_ids.__getitem__, dims_raw), dtype=np.int32, count=len(args))
+    stack_ids = {c: -1 if c is None else strings.id(c)
+                 for c in dict.fromkeys(a.call_stack for a in args)}
+    stacks = np.fromiter((stack_ids[a.call_stack] for a in args), dtype=np.int32,
+                         count=len(args))
     cols: Columns = {
         "name": strings.ids([e.name for e in events]),
         "ts": ts, "dur": dur,
-        "pid": strings.ids([str(e.pid) for e in events]),
-        "tid": strings.ids([str(e.tid) for e in events]),
+        "pid": strings.ids(list(map(str, map(_PID, events)))),
+        "tid": strings.ids(list(map(str, map(_TID, events)))),
         "kind": np.array(kinds, dtype=np.int8),
         "external_id": ext, "input_dims": dims, "call_stack": stacks,
     }
@@ -187,8 +191,8 @@ def _runtime(events: list[Event], strings: Strings, skipped: Counter[str]) -> Co
     cols: Columns = {
         "name": strings.ids([e.name for e in events]),
         "ts": ts, "dur": dur,
-        "pid": strings.ids([str(e.pid) for e in events]),
-        "tid": strings.ids([str(e.tid) for e in events]),
+        "pid": strings.ids(list(map(str, map(_PID, events)))),
+        "tid": strings.ids(list(map(str, map(_TID, events)))),
         "correlation": _ints([a.correlation for a in args]),
         "external_id": np.maximum(
             _ints([a.external_id for a in args]), _ints([a.external_id_lc for a in args])
@@ -267,7 +271,7 @@ def _memory(events: list[Event], strings: Strings, skipped: Counter[str]) -> Col
         "addr": _ints([a.addr for a in args]),
         "total_allocated": _ints([a.total_allocated for a in args]),
         "total_reserved": _ints([a.total_reserved for a in args]),
-        "tid": strings.ids([str(e.tid) for e in events]),
+        "tid": strings.ids(list(map(str, map(_TID, events)))),
     }
     return {k: v[keep] for k, v in cols.items()}
 
