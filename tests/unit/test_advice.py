@@ -1,0 +1,222 @@
+"""Advisor rules on synthetic traces: each fires on the problem and stays silent on a
+healthy GPU-bound trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from rich.console import Console
+from tests.builders import TraceBuilder
+
+from tracesight.advice import RULES, Finding, advise
+from tracesight.advice.context import Context, first_user_frame
+from tracesight.report.build import run_analyses
+
+GEMM_TC = "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"  # noqa: E501
+
+
+def findings(b: TraceBuilder, tmp_path: Path) -> list[Finding]:
+    return advise(run_analyses(b.load(tmp_path)))
+
+
+def ids(fs: list[Finding]) -> list[str]:
+    return [f.id for f in fs]
+
+
+def healthy(b: TraceBuilder, *, kernel: str = GEMM_TC, op: str = "aten::mm",
+            occupancy: float = 50.0, n: int = 100, cat: str = "kernel") -> None:
+    """One 10 ms step, the GPU busy all of it with kernels queued well ahead."""
+    with b.step(1, 0, 10_000):
+        for i in range(n):
+            o = b.op(op, 10 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=kernel, k_ts=100 + i * 99,
+                     k_dur=99, cat=cat, **{"est. achieved occupancy %": occupancy,
+                                           "blocks per SM": 4.0})
+
+
+def test_healthy_trace_is_silent(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b)
+    assert findings(b, tmp_path) == []
+
+
+def test_sync_leads_and_names_the_python_line(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    stack = "train.py(12): train_step;train.py(30): main"
+    lib = "site-packages/torch/_tensor.py(900): item;" + stack
+    with b.step(1, 0, 10_000):
+        for i in range(5):
+            t = i * 2000
+            mm = b.op("aten::mm", t, 10)
+            b.launch(mm, "cudaLaunchKernel", t + 1, 5, kernel=GEMM_TC, k_ts=t + 10, k_dur=1000)
+            item = b.op("aten::item", t + 20, 1000, stack=lib)
+            b.runtime("cudaStreamSynchronize", t + 30, 985, owner=item)
+            b.op("aten::empty", t + 1100, 5)
+    fs = findings(b, tmp_path)
+    assert fs[0].id == "host-sync"
+    f = fs[0]
+    assert f.saving_pct == pytest.approx(49.25, abs=1.0)  # 5 × 985 µs of a 10 ms step
+    assert f.source_lines and f.source_lines[0].startswith("train.py(12): train_step")
+    assert any("aten::item" in e for e in f.evidence)
+
+
+def test_launch_bound(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(1000):
+            t = 5 + i * 10
+            o = b.op("aten::add", t, 8)
+            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
+                     k_dur=2)
+    fs = findings(b, tmp_path)
+    f = next(f for f in fs if f.id == "launch-bound")
+    assert f.saving_pct > 50  # 8 µs of every 10 µs idle, capped by 6 µs of launch
+    assert "torch.compile" in (f.code or "")
+
+
+@pytest.mark.parametrize(("kernel", "rule"), [
+    ("volta_sgemm_128x64_nn", "tensor-cores"),
+])
+def test_tensor_cores(tmp_path: Path, kernel: str, rule: str) -> None:
+    b = TraceBuilder()
+    healthy(b, kernel=kernel)
+    f = next(f for f in findings(b, tmp_path) if f.id == rule)
+    assert f.saving_pct == pytest.approx(49.5, abs=1.0)  # half of 99 % busy
+    assert "bfloat16" in (f.code or "")  # compute capability 9.0
+
+
+def test_tensor_cores_silent_before_volta(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.device_properties[0].update(computeMajor=6, computeMinor=0)
+    healthy(b, kernel="volta_sgemm_128x64_nn")
+    assert "tensor-cores" not in ids(findings(b, tmp_path))
+
+
+def test_low_occupancy(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b, occupancy=5.0)
+    f = next(f for f in findings(b, tmp_path) if f.id == "low-occupancy")
+    assert f.saving_pct == pytest.approx(99 * (1 - 5 / 15), abs=1.0)
+
+
+def test_elementwise_dominated(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b, op="aten::mul",
+            kernel="void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>")
+    f = next(f for f in findings(b, tmp_path) if f.id == "elementwise-dominated")
+    assert f.saving_pct == pytest.approx(49.5, abs=1.0)
+
+
+def test_materialising_copies(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b, op="aten::copy_", kernel="void at::native::unrolled_elementwise_kernel<copy>")
+    assert "materialising-copies" in ids(findings(b, tmp_path))
+
+
+def _copy_trace(b: TraceBuilder, name: str) -> None:
+    with b.step(1, 0, 10_000):
+        o = b.op("aten::copy_", 10, 3000)
+        b.launch(o, "cudaMemcpyAsync", 20, 2900, kernel=name, k_ts=100, k_dur=2000,
+                 cat="gpu_memcpy", bytes=400_000_000)
+        mm = b.op("aten::mm", 3100, 10)
+        b.launch(mm, "cudaLaunchKernel", 3101, 5, kernel=GEMM_TC, k_ts=3110, k_dur=6800)
+
+
+def test_pageable_memcpy(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    _copy_trace(b, "Memcpy HtoD (Pageable -> Device)")
+    fs = findings(b, tmp_path)
+    f = next(f for f in fs if f.id == "pageable-memcpy")
+    assert f.saving_pct == pytest.approx(20.0, abs=0.5)
+    assert "h2d-not-overlapped" not in ids(fs)
+
+
+def test_h2d_not_overlapped(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    _copy_trace(b, "Memcpy HtoD (Pinned -> Device)")
+    fs = findings(b, tmp_path)
+    f = next(f for f in fs if f.id == "h2d-not-overlapped")
+    assert f.saving_pct == pytest.approx(20.0, abs=0.5)
+    assert "pageable-memcpy" not in ids(fs)
+
+
+def test_gpu_gaps_and_cpu_ops(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+        b.op("aten::nonzero", 1100, 4800, stack="model.py(77): forward")
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    fs = findings(b, tmp_path)
+    gaps = next(f for f in fs if f.id == "gpu-gaps")
+    assert gaps.saving_pct == pytest.approx(49.9, abs=0.5)
+    assert any("aten::nonzero" in e for e in gaps.evidence)
+    cpu = next(f for f in fs if f.id == "cpu-ops-in-gpu-job")
+    assert cpu.saving_pct == pytest.approx(48.0, abs=0.5)
+    assert cpu.source_lines[0].startswith("model.py(77): forward")
+
+
+def test_small_batch(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(20):
+            t = i * 500
+            o = b.op("aten::mm", t, 10)
+            b.launch(o, "cudaLaunchKernel", t + 1, 5, kernel=GEMM_TC, k_ts=t + 10, k_dur=100,
+                     **{"blocks per SM": 0.2})
+    f = next(f for f in findings(b, tmp_path) if f.id == "small-batch")
+    assert f.saving_pct == pytest.approx(40.0, abs=1.0)  # half of 80 % idle
+
+
+@pytest.mark.parametrize(("op", "fires"), [("aten::add_", True), ("aten::_foreach_add_", False)])
+def test_unfused_optimizer(tmp_path: Path, op: str, fires: bool) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=7000)
+        b.annotation("Optimizer.step#SGD.step", 7100, 2800)
+        for i in range(100):
+            t = 7110 + i * 25
+            o = b.op(op, t, 20)
+            b.launch(o, "cudaLaunchKernel", t + 1, 5, kernel="void at::native::add_kernel",
+                     k_ts=t + 8, k_dur=2)
+    assert ("unfused-optimizer" in ids(findings(b, tmp_path))) is fires
+
+
+def test_a_failing_rule_does_not_break_the_report(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b, occupancy=5.0)
+
+    def boom(ctx: Context) -> Finding | None:
+        raise RuntimeError("kaput")
+
+    fs = advise(run_analyses(b.load(tmp_path)), {**RULES, "boom": boom})
+    assert ids(fs)[0] == "low-occupancy"
+    assert fs[-1].id == "advisor-error" and "kaput" in fs[-1].evidence[0]
+
+
+def test_json_and_text_rendering(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b, op="aten::copy_", kernel="copy<[bold]>&")
+    fs = findings(b, tmp_path)
+    assert fs
+    data: dict[str, Any] = fs[0].to_json()
+    msgspec.json.encode(data)
+    assert set(data) == {"id", "title", "severity", "estimated_saving", "evidence",
+                         "source_lines", "fix", "references"}
+    console = Console(record=True, width=120)
+    fs[0].render_text(console, 1)
+    out = console.export_text()
+    assert "1. " in out and "fix:" in out
+
+
+def test_first_user_frame() -> None:
+    stack = ("/usr/lib/python3/site-packages/torch/_tensor.py(1): item;"
+             "torch/nn/modules/module.py(2): _call_impl;"
+             "/home/me/train.py(42): step;/home/me/train.py(90): main")
+    assert first_user_frame(stack) == "/home/me/train.py(42): step"
+    assert first_user_frame("torch/x.py(1): f") is None
