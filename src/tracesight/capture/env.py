@@ -40,7 +40,8 @@ def default_activities() -> list[Any]:
     import torch
     from torch.profiler import ProfilerActivity
 
-    supported = torch.profiler.supported_activities()
+    profiler: Any = torch.profiler  # untyped in torch
+    supported = profiler.supported_activities()
     chosen = [ProfilerActivity.CPU]
     if ProfilerActivity.CUDA in supported and torch.cuda.is_available():
         chosen.append(ProfilerActivity.CUDA)

@@ -10,9 +10,11 @@ once by the user) just works. Output is gzip when the name ends in ``.gz``; fssp
 from __future__ import annotations
 
 import gzip
+import importlib
 import os
 import shutil
 import tempfile
+import uuid
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -21,10 +23,15 @@ from typing import IO, Any
 from tracesight.errors import TraceSourceError, UsageError
 from tracesight.io.source import is_url
 
-try:  # same format as the stdlib, several times faster to compress
-    from isal import igzip as _gzip_impl
-except ImportError:  # pragma: no cover - exercised only where isal is missing
-    _gzip_impl = gzip  # type: ignore[no-redef]
+
+def _gzip_file_class() -> Any:
+    try:  # same format as the stdlib, several times faster to compress
+        return importlib.import_module("isal.igzip").IGzipFile
+    except ImportError:  # pragma: no cover - exercised only where isal is missing
+        return gzip.GzipFile
+
+
+_GzipFile: Any = _gzip_file_class()
 
 _COPY_CHUNK = 4 << 20
 # autograd-level profiler object (one per profiling cycle) -> first file written for it
@@ -95,7 +102,7 @@ def _open_plain(path: str, storage_options: dict[str, Any] | None) -> Iterator[I
         magic = fh.read(2)
         fh.seek(0)
         if magic == b"\x1f\x8b":
-            with _gzip_impl.GzipFile(fileobj=fh, mode="rb") as gz:
+            with _GzipFile(fileobj=fh, mode="rb") as gz:
                 yield gz
         else:
             yield fh
@@ -106,7 +113,7 @@ def _open_out(path: str, storage_options: dict[str, Any] | None) -> Iterator[IO[
     with _open_raw(path, "wb", storage_options) as fh:
         if path.endswith(".gz"):
             # mtime=0: exporting the same cycle twice gives byte-identical files.
-            with _gzip_impl.GzipFile(fileobj=fh, mode="wb", mtime=0) as gz:
+            with _GzipFile(fileobj=fh, mode="wb", mtime=0) as gz:
                 yield gz
         else:
             yield fh
@@ -130,12 +137,12 @@ def _open_raw(path: str, mode: str, storage_options: dict[str, Any] | None) -> I
         with open(local, "rb") as fh:
             yield fh
         return
-    parent = os.path.dirname(os.path.abspath(local))
-    os.makedirs(parent, exist_ok=True)
-    # Write beside the target and rename: a reader never sees half a trace.
-    fd, tmp = tempfile.mkstemp(prefix=".tracesight-", suffix=".part", dir=parent)
+    os.makedirs(os.path.dirname(os.path.abspath(local)), exist_ok=True)
+    # Write beside the target and rename: a reader never sees half a trace. (Not mkstemp:
+    # its 0600 mode would make traces unreadable to the rest of a team.)
+    tmp = f"{local}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             yield fh
         os.replace(tmp, local)
     except BaseException:

@@ -18,7 +18,7 @@ TRACE_SUFFIX = ".pt.trace.json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def default_run_name() -> str:
+def default_run_name(*, distributed: bool | None = None) -> str:
     """A run name every rank of a job agrees on without talking to the others.
 
     Explicit ``TRACESIGHT_RUN`` wins; under torchrun its run id; a single process gets the
@@ -34,7 +34,9 @@ def default_run_name() -> str:
     script = os.path.splitext(os.path.basename(sys.argv[0] or ""))[0] or "python"
     if script in ("-c", "-m", ""):
         script = "python"
-    if env.is_distributed():
+    if distributed is None:
+        distributed = env.is_distributed()
+    if distributed:
         return safe_name(script)
     return safe_name(f"{script}-{time.strftime('%Y%m%d-%H%M%S')}")
 
@@ -57,6 +59,7 @@ def worker_name(rank: int | None = None) -> str:
     return f"{name}_rank{rank}" if rank is not None else name
 
 
-def trace_file_name(rank: int | None = None, *, gzip: bool = True, now_ms: int | None = None) -> str:
+def trace_file_name(rank: int | None = None, *, gzip: bool = True,
+                    now_ms: int | None = None) -> str:
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     return f"{worker_name(rank)}.{ms}{TRACE_SUFFIX}{'.gz' if gzip else ''}"

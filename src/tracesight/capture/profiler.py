@@ -40,8 +40,11 @@ class TraceWriter:
         self.storage_options = storage_options
         self.then = then
         self.paths: list[str] = []
+        self.discard = False  # set to drop a cycle instead of writing it
 
     def __call__(self, prof: Any) -> None:
+        if self.discard:
+            return
         # Rank is looked up now, not at construction: scripts often build the profiler
         # before init_process_group.
         name = paths.trace_file_name(self.rank, gzip=self.gzip)
@@ -57,7 +60,7 @@ def _record_always(step: int) -> ProfilerAction:
     return ProfilerAction.RECORD
 
 
-class Profile(torch.profiler.profile):  # type: ignore[misc]
+class Profile(torch.profiler.profile):  # type: ignore[misc, unused-ignore]
     """``torch.profiler.profile`` that knows where its traces went."""
 
     def __init__(self, *, writer: TraceWriter, **kwargs: Any) -> None:

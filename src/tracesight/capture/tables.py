@@ -1,0 +1,101 @@
+"""``print_top_tables``: the operator tables people used to get from ``key_averages()``.
+
+Three tables from tracesight's own operator statistics (the same numbers as the report):
+top operators by self device time (only when the trace has device activity: no empty
+CUDA columns on CPU runs), by self CPU time, and grouped by input shape.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tracesight.analysis.operators import OperatorRow, operator_stats
+from tracesight.errors import UsageError
+from tracesight.model import Trace
+
+NAME_WIDTH = 60
+SHAPE_WIDTH = 40
+
+
+def print_top_tables(prof_or_trace: Any, n: int = 20, *, console: Console | None = None) -> None:
+    """Print the top-``n`` operator tables for a profiler, a Trace or a trace path/URL."""
+    trace = as_trace(prof_or_trace)
+    console = console or Console()
+    gpu = trace.has_gpu
+    by_name = operator_stats(trace)
+    if not by_name:
+        console.print("No operators in this trace (was anything run inside the profiled steps?)")
+        return
+    if gpu:
+        rows = sorted(by_name, key=lambda r: (-r.device_self_us, -r.host_self_us, r.name))
+        _table(console, "Top operators by self device time", rows[:n], gpu=True,
+               share_of=sum(r.device_self_us for r in by_name), device_share=True)
+    rows = sorted(by_name, key=lambda r: (-r.host_self_us, r.name))
+    _table(console, "Top operators by self CPU time", rows[:n], gpu=gpu,
+           share_of=sum(r.host_self_us for r in by_name), device_share=False)
+    by_shape = operator_stats(trace, by_shape=True)
+    key = "device" if gpu else "CPU"
+    _table(console, f"Top operators by input shape (self {key} time)", by_shape[:n], gpu=gpu,
+           share_of=sum((r.device_self_us if gpu else r.host_self_us) for r in by_shape),
+           device_share=gpu, shapes=True)
+
+
+def as_trace(source: Any) -> Trace:
+    """A Trace from a Trace, a path/URL, or a torch profiler that has finished a cycle."""
+    if isinstance(source, Trace):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        from tracesight import load
+
+        return load(os.fspath(source))
+    if hasattr(source, "export_chrome_trace"):
+        from tracesight import load
+        from tracesight.capture.export import export_trace
+
+        with tempfile.TemporaryDirectory(prefix="tracesight-tables-") as tmp:
+            path = export_trace(source, os.path.join(tmp, "trace.json"))
+            return load(path, cache=False)
+    raise UsageError(f"print_top_tables: expected a torch profiler, a Trace or a trace path, "
+                     f"got {type(source).__name__}")
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _table(console: Console, title: str, rows: list[OperatorRow], *, gpu: bool,
+           share_of: float, device_share: bool, shapes: bool = False) -> None:
+    table = Table(title=title, title_justify="left", title_style="bold", show_edge=False,
+                  box=None, pad_edge=False)
+    table.add_column("operator", overflow="fold", max_width=NAME_WIDTH)
+    if shapes:
+        table.add_column("input shapes", overflow="fold", max_width=SHAPE_WIDTH)
+    table.add_column("calls", justify="right")
+    table.add_column("share", justify="right")
+    if gpu:
+        table.add_column("self device", justify="right")
+        table.add_column("total device", justify="right")
+    table.add_column("self CPU", justify="right")
+    table.add_column("total CPU", justify="right")
+    for r in rows:
+        own = r.device_self_us if device_share else r.host_self_us
+        cells = [escape(_short(r.name, NAME_WIDTH))]
+        if shapes:
+            cells.append(escape(_short(r.input_shape or "", SHAPE_WIDTH)) or "-")
+        cells += [f"{r.calls:,}", f"{100.0 * own / share_of:.1f}%" if share_of > 0 else "-"]
+        if gpu:
+            cells += [_ms(r.device_self_us), _ms(r.device_total_us)]
+        cells += [_ms(r.host_self_us), _ms(r.host_total_us)]
+        table.add_row(*cells)
+    console.print()
+    console.print(table)
