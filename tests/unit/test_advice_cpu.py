@@ -1,0 +1,57 @@
+"""Advisor rules on small CPU captures made with torch.profiler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import tracesight
+from tracesight.advice import advise
+from tracesight.report.build import run_analyses
+
+torch = pytest.importorskip("torch")
+
+
+def capture(tmp_path: Path, body: Callable[[], object], steps: int = 4) -> list[str]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        for _ in range(steps):
+            body()
+    path = tmp_path / "cpu.pt.trace.json"
+    prof.export_chrome_trace(str(path))
+    fs = advise(run_analyses(tracesight.load(str(path), cache=False)))
+    return [f.id for f in fs]
+
+
+def test_pointwise_heavy_cpu_loop(tmp_path: Path) -> None:
+    x = torch.randn(256, 256)
+
+    def body() -> object:
+        y = x
+        for _ in range(20):
+            y = y * 1.0001
+        return y
+
+    assert "elementwise-dominated" in capture(tmp_path, body)
+
+
+def test_copy_heavy_cpu_loop(tmp_path: Path) -> None:
+    x = torch.randn(64, 128, 32)
+
+    def body() -> object:
+        return [x.permute(2, 0, 1).contiguous() for _ in range(10)] + [x.repeat(2, 1, 1)]
+
+    assert "materialising-copies" in capture(tmp_path, body)
+
+
+def test_matmul_cpu_loop_is_silent(tmp_path: Path) -> None:
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+
+    def body() -> object:
+        return [a @ b for _ in range(10)]
+
+    found = capture(tmp_path, body)
+    assert "elementwise-dominated" not in found and "materialising-copies" not in found
