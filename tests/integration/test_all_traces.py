@@ -96,11 +96,6 @@ def _sanity(data: dict[str, Any], rel: str) -> None:
     json.dumps(data)  # serialisable as is
 
 
-NUMPY_IN_JSON = pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "bug in src/tracesight/report/build.py: Report.to_json() puts numpy.float64 values in "
-    "operators[*] (_op_json: round(np.float64, 3) stays numpy) and kernels[*] (total_us, "
-    "mean_us, min_us, max_us); msgspec refuses them, so `report --format json` raises "
-    "TypeError on every trace with an operator or kernel"))
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +130,6 @@ def test_report_cli_text(rel: str, reports: dict[str, dict[str, Any]],
         assert f"{g['utilization_pct']:.2f} %" in out
 
 
-@NUMPY_IN_JSON
 @pytest.mark.parametrize("rel", TRACES)
 def test_report_cli_json(rel: str, reports: dict[str, dict[str, Any]],
                          capsys: pytest.CaptureFixture[str]) -> None:

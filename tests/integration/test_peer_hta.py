@@ -76,7 +76,7 @@ CASES: dict[str, dict[str, Any]] = {'amd_trace': {'path': 'hta/amd_trace/mi250_m
                             'rank': 0,
                             'temporal': (13335836440, 5634009128, 7309063136, 392764176),
                             'hta_temporal_pct': (42.22, 54.84, 2.94),
-                            'launches': None,
+                            'launches': (3453, 0, 3453, 0, 8374363193, 7309063136, 13440),
                             'hta_launches': (3453, 0, 3453, 0),
                             'idle_us': {1: (404263.96, 13944.688, 5195910.096),
                                         102: (443.68, 12.424, 2540550.088),
@@ -284,14 +284,12 @@ def test_launch_stats(analysed: dict[str, Analyses], name: str) -> None:
         assert case["hta_launches"][0] == 0 < L.launches  # HTA ignores cuLaunchKernel / hip
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "launch_stats ignores MTIA launches ('runFunction - job_prep_and_submit_for_execution', "
-    "cat mtia_runtime): names.LAUNCH_CALLS has no MTIA entry, so launch_stats returns None "
-    "although HTA counts 3453 launches"))
 def test_mtia_launches_counted(analysed: dict[str, Analyses]) -> None:
     a = _analyses(analysed, "mtia_trace_single_rank")
     assert a.launches is not None
-    assert a.launches.launches == CASES["mtia_trace_single_rank"]["hta_launches"][0]
+    L = a.launches
+    assert (L.launches, L.short_kernels, L.runtime_outliers, L.launch_delay_outliers) == (
+        CASES["mtia_trace_single_rank"]["hta_launches"])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -68,9 +68,6 @@ def test_json_annotation_only_trace(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert [s["name"] for s in d["steps"]] == ["2"]
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "bug in src/tracesight/report/build.py: numpy.float64 in operators/kernels rows makes "
-    "msgspec fail in render_json, so --format json raises on any trace with operators"))
 def test_json_format_top_and_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(_gpu_trace(tmp_path))
     assert main(["report", path, "--format", "json", "--top", "1"]) == 0

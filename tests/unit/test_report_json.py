@@ -87,9 +87,6 @@ def _non_plain(x: Any, path: str = "") -> list[str]:
     return [] if type(x) in (int, float, str, bool, type(None)) else [f"{path}: {type(x)}"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug in src/tracesight/report/build.py: operators[*] and kernels[*] time fields are "
-    "numpy.float64 (round() of a numpy scalar stays numpy), which msgspec cannot encode"))
 def test_json_values_are_plain_python_and_render(tmp_path: Path) -> None:
     b = TraceBuilder()
     op = b.op("aten::mm", 0, 10)

@@ -108,10 +108,6 @@ def test_breakdown_tb_readme_priority_example(tmp_path: Path) -> None:
                       "runtime": 1 * US, "dataloader": 0, "cpu_exec": 1 * US, "other": 3 * US}
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
-    "bug in src/tracesight/analysis/steps.py find_steps: with ProfilerStep ranges and device "
-    "ops but no runtime calls, rt_step is empty and rt_step[np.maximum(dev_rt, 0)] raises "
-    "IndexError instead of keeping the host steps"))
 def test_steps_with_device_ops_but_no_runtime_calls(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.annotation("ProfilerStep#1", 0, 10)

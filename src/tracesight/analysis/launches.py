@@ -43,7 +43,7 @@ class LaunchStats:
 def launch_stats(trace: Trace, links: Links | None = None) -> LaunchStats | None:
     links = links or Links(trace)
     rt = trace.runtime
-    is_launch = names.mask_in(trace, names.LAUNCH_CALLS | names.COPY_CALLS)[rt.name]
+    is_launch = names.mask(trace, names.is_launch_call)[rt.name]
     dev_rt = links.device_runtime
     has = dev_rt >= 0
     if not has.any():

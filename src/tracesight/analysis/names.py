@@ -167,6 +167,11 @@ SYNC_CALLS = frozenset(
 )
 
 
+def is_launch_call(name: str) -> bool:
+    """Runtime calls that launch device work (MTIA's carry a suffix: 'runFunction - ...')."""
+    return name in LAUNCH_CALLS or name in COPY_CALLS or name.startswith("runFunction")
+
+
 def is_profiler_step(name: str) -> bool:
     return name.startswith("ProfilerStep#")
 

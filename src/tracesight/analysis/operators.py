@@ -113,10 +113,10 @@ def operator_stats(
             name=trace.strings[int(uniq[i, 0])],
             input_shape=(trace.name(int(uniq[i, 1])) if by_shape else None),
             calls=int(calls[i]),
-            host_self_us=h_self[i] / 1000.0,
-            host_total_us=h_total[i] / 1000.0,
-            device_self_us=d_self[i] / 1000.0,
-            device_total_us=d_total[i] / 1000.0,
+            host_self_us=float(h_self[i]) / 1000.0,
+            host_total_us=float(h_total[i]) / 1000.0,
+            device_self_us=float(d_self[i]) / 1000.0,
+            device_total_us=float(d_total[i]) / 1000.0,
             tc_eligible=trace.strings[int(uniq[i, 0])] in names.TC_ELIGIBLE_OPS,
         )
         for i in range(len(uniq))
