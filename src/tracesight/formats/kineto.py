@@ -131,11 +131,17 @@ def _chunk_bounds_mv(body: memoryview) -> list[tuple[int, int]]:
 
 def _decode_events(piece: bytes) -> tuple[list[Event], Counter[str]]:
     """Typed decode of one '[...]' piece; per-event lenient decode when types are off."""
+    skipped: Counter[str] = Counter()
     try:
-        return _EVENTS.decode(piece), Counter()
+        return _EVENTS.decode(piece), skipped
     except msgspec.ValidationError:
         pass
-    skipped: Counter[str] = Counter()
+    except UnicodeDecodeError:
+        # strings with bytes that are not UTF-8: keep the events, with U+FFFD for those bytes
+        piece = piece.decode("utf-8", "replace").encode()
+        events, skipped = _decode_events(piece)
+        skipped["invalid UTF-8 in names (replaced by U+FFFD)"] += 1
+        return events, skipped
     events = []
     for item in _GENERIC.decode(piece):
         try:
@@ -210,7 +216,7 @@ def _decode_all_chunks(
         _SHARED_FILE = file_body
         try:
             with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-                for (_, end), res in zip(bounds, pool.map(_worker, bounds)):
+                for (_, end), res in zip(bounds, pool.map(_worker, bounds), strict=True):
                     results.append(res)
                     if progress:
                         progress(end, body.nbytes)
@@ -269,7 +275,7 @@ def _fast_split(data: memoryview) -> tuple[Document, memoryview, int] | None:
             continue
         try:
             doc = _DOCUMENT.decode(head[:start] + b"]" + tail[pos + 1 :])
-        except msgspec.MsgspecError:
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
             continue
         return doc, data[start:end], start
     return None
@@ -295,7 +301,7 @@ def _merge(results: Sequence[ChunkResult]) -> tuple[list[str], dict[int, Columns
     merged: dict[int, Columns] = {}
     for fam, str_cols in string_cols.items():
         parts: dict[str, list[npt.NDArray[Any]]] = {}
-        for res, remap in zip(results, remaps):
+        for res, remap in zip(results, remaps, strict=True):
             for col, values in res.tables[fam].items():
                 if col in str_cols and len(values):
                     values = np.where(values >= 0, remap[np.maximum(values, 0)], -1)
@@ -358,6 +364,15 @@ def _find_events_array(data: memoryview) -> int:
 def read_kineto(source: RawSource, *, workers: int | None = None,
                 progress: ProgressFn | None = None) -> Trace:
     """Parse a Kineto Chrome-trace JSON into a columnar Trace (raises TraceFormatError)."""
+    try:
+        return _read_kineto(source, workers, progress)
+    except RecursionError:
+        raise TraceFormatError(
+            f"{source.path}: JSON nested too deeply to be a trace (hostile or corrupt file)"
+        ) from None
+
+
+def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | None) -> Trace:
     path = source.path
     data = source.data if isinstance(source.data, memoryview) else memoryview(source.data)
     warnings: list[str] = []
@@ -386,6 +401,10 @@ def read_kineto(source: RawSource, *, workers: int | None = None,
             body = _array_body(path, memoryview(doc.traceEvents), 0)
     except msgspec.ValidationError as exc:
         raise TraceFormatError(f"{path}: JSON but not a Chrome trace ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
     except msgspec.DecodeError as exc:
         msg = str(exc)
         start = _find_events_array(data) if _TRUNCATED.search(msg) else -1

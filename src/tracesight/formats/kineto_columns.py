@@ -161,7 +161,9 @@ def _times(
     return keep, ts_ns, dur_ns
 
 
-def _host(events: list[Event], kinds: list[int], strings: Strings, skipped: Counter[str]) -> Columns:
+def _host(
+    events: list[Event], kinds: list[int], strings: Strings, skipped: Counter[str]
+) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
     args = [e.args or EMPTY_ARGS for e in events]
     ext = np.maximum(_ints([a.external_id for a in args]), _ints([a.external_id_lc for a in args]))
@@ -212,13 +214,16 @@ def _as_int(value: int | str) -> int:
 
 def _device_and_stream(events: list[Event], args: list[Any]) -> tuple[npt.NDArray[np.int64], ...]:
     device = _ints([a.device if a.device != -1 else (e.pid if isinstance(e.pid, int) else -1)
-                    for e, a in zip(events, args)])
+                    for e, a in zip(events, args, strict=True)])
     stream = _ints([_as_int(a.stream) if a.stream != -1 else
-                    (e.tid if isinstance(e.tid, int) else -1) for e, a in zip(events, args)])
+                    (e.tid if isinstance(e.tid, int) else -1)
+                    for e, a in zip(events, args, strict=True)])
     return device, stream
 
 
-def _device(events: list[Event], kinds: list[int], strings: Strings, skipped: Counter[str]) -> Columns:
+def _device(
+    events: list[Event], kinds: list[int], strings: Strings, skipped: Counter[str]
+) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
     args = [e.args or EMPTY_ARGS for e in events]
     device, stream = _device_and_stream(events, args)
@@ -300,7 +305,7 @@ def build_chunk(events: list[Event]) -> ChunkResult:
                 continue
             f, kind = fam  # type: ignore[misc]
             buckets[f].append(e)
-            if f == F_HOST or f == F_DEVICE:
+            if f in (F_HOST, F_DEVICE):
                 kinds[f].append(kind)
         elif (ph == "i" or ph == "I") and e.name == "[memory]":
             buckets[F_MEMORY].append(e)
@@ -323,5 +328,5 @@ def build_chunk(events: list[Event]) -> ChunkResult:
     spans = []
     if buckets[F_TRACE]:
         keep, ts, dur = _times(buckets[F_TRACE], Counter(), True)
-        spans = [(int(t), int(t + d)) for t, d, k in zip(ts, dur, keep) if k]
+        spans = [(int(t), int(t + d)) for t, d, k in zip(ts, dur, keep, strict=True) if k]
     return ChunkResult(strings.as_list(), tables, categories, skipped, spans, len(events))

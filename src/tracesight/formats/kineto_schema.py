@@ -54,21 +54,21 @@ class Event(msgspec.Struct, gc=False):
 class Document(msgspec.Struct, gc=False):
     """The top level; ``traceEvents`` is kept raw so it can be decoded in chunks."""
 
-    traceEvents: msgspec.Raw = msgspec.Raw()  # noqa: N815 - the JSON key; empty when absent
-    schemaVersion: int | str | None = None  # noqa: N815
-    deviceProperties: msgspec.Raw = msgspec.Raw()  # noqa: N815
-    distributedInfo: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    traceEvents: msgspec.Raw = msgspec.Raw()
+    schemaVersion: int | str | None = None
+    deviceProperties: msgspec.Raw = msgspec.Raw()
+    distributedInfo: msgspec.Raw = msgspec.Raw()
 
 
 class DeviceProps(msgspec.Struct, gc=False):
     id: int = -1
     name: str = ""
-    totalGlobalMem: int = 0  # noqa: N815
-    computeMajor: int = 0  # noqa: N815
-    computeMinor: int = 0  # noqa: N815
-    numSms: int = 0  # noqa: N815
-    maxThreadsPerMultiprocessor: int = 0  # noqa: N815
-    warpSize: int = 0  # noqa: N815
+    totalGlobalMem: int = 0
+    computeMajor: int = 0
+    computeMinor: int = 0
+    numSms: int = 0
+    maxThreadsPerMultiprocessor: int = 0
+    warpSize: int = 0
 
 
 class DistributedInfo(msgspec.Struct, gc=False):

@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -109,7 +110,7 @@ def load(key: str, path: str) -> Trace | None:
     try:
         meta = msgspec.json.decode((entry / "meta.json").read_bytes(), type=TraceMeta)
         strings = tuple(_read(entry / "strings.arrow").column("s").to_pylist())
-        tables = {}
+        tables: dict[str, Any] = {}
         for name, cls in Trace.TABLES.items():
             t = _read(entry / f"{name}.arrow")
             cols = {c: t.column(c).to_numpy() for c in t.column_names}

@@ -12,14 +12,21 @@ import mmap
 import os
 import zlib
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from tracesight.errors import TraceFormatError, TraceSourceError
 
+_gzip_impl: ModuleType = gzip
+_ISAL_ERROR: type[Exception] = zlib.error
 try:  # isal is an optional accelerator with the same API as the stdlib module
-    from isal import igzip as _gzip_impl
+    import isal.igzip
+    import isal.isal_zlib
+
+    _gzip_impl = isal.igzip
+    _ISAL_ERROR = getattr(isal.isal_zlib, "error")  # noqa: B009 - IsalError, not a zlib.error
 except ImportError:  # pragma: no cover - exercised only where isal is missing
-    _gzip_impl = gzip  # type: ignore[no-redef]
+    pass
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -52,10 +59,13 @@ def _local_path(path: str) -> str:
 def _inflate(path: str, blob: bytes | memoryview) -> bytes:
     try:
         return bytes(_gzip_impl.decompress(blob))
-    except (EOFError, zlib.error, OSError, ValueError) as exc:
+    except (EOFError, zlib.error, OSError, ValueError, _ISAL_ERROR) as exc:
+        # isal raises its own IsalError (not a zlib.error) for an invalid deflate block
         msg = str(exc) or type(exc).__name__
         if isinstance(exc, EOFError) or "end-of-stream" in msg or "truncated" in msg.lower():
-            raise TraceSourceError(f"{path}: gzip data is truncated (incomplete download or copy?)")
+            raise TraceSourceError(
+                f"{path}: gzip data is truncated (incomplete download or copy?)"
+            ) from None
         raise TraceSourceError(f"{path}: gzip data is corrupt ({msg})") from None
 
 
