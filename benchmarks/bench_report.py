@@ -81,7 +81,7 @@ def timed_rss(cmd: list[str], env: dict[str, str]) -> tuple[float, int, int, str
     """Wall time and peak RSS via /usr/bin/time -v when present (per command, exact)."""
     if Path("/usr/bin/time").exists():
         with tempfile.NamedTemporaryFile("r", suffix=".txt") as rep:
-            wall, _, rc, out, err = child(["/usr/bin/time", "-v", "-o", rep.name, *cmd], env)
+            wall, _, rc, _out, err = child(["/usr/bin/time", "-v", "-o", rep.name, *cmd], env)
             text = rep.read()
         rss = -1
         for line in text.splitlines():
