@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tracesight.analysis import names
+
 from ..context import Context, fmt_ns, short
 from ..finding import Finding
 
@@ -13,6 +15,8 @@ def check(ctx: Context) -> Finding | None:
     rows = ctx.a.kernels
     if not ctx.has_gpu or not rows or rows[0].achieved_occupancy_pct is None:
         return None
+    # communication kernels are deliberately small (a few blocks): not a launch problem
+    rows = [r for r in rows if not names.is_collective_kernel(r.name)]
     total = sum(r.total_us for r in rows)
     low = [r for r in rows if r.achieved_occupancy_pct is not None
            and 0 < r.achieved_occupancy_pct < OCCUPANCY_PCT]

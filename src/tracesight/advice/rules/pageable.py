@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracesight.analysis import intervals as iv
 from tracesight.model.trace import DEV_MEMCPY
 
 from ..context import Context, fmt_ns
@@ -19,17 +20,19 @@ def check(ctx: Context) -> Finding | None:
     sel = (dev.kind == DEV_MEMCPY) & pageable_name[dev.name] & ctx.device_sel
     if not sel.any():
         return None
-    copy_ns = ctx.per_step_union(dev.ts[sel], dev.end[sel])
+    copies = iv.intersect(iv.union(dev.ts[sel], dev.end[sel]), ctx.window)
+    copy_ns = iv.length(copies) / ctx.n_steps
+    exposed = iv.length(iv.subtract(copies, ctx.kernel_busy)) / ctx.n_steps
     rt = ctx.a.links.device_runtime[sel]
     rt = rt[rt >= 0]
     api_ns = ctx.per_step_union(trace.runtime.ts[rt], trace.runtime.end[rt]) if len(rt) else 0.0
-    saving = copy_ns  # pinned + non_blocking lets the copy overlap compute
+    saving = exposed  # pinned + non_blocking lets the copy overlap compute
     if ctx.pct(saving) < THRESHOLD_PCT:
         return None
     n = int(np.count_nonzero(ctx.in_steps(dev.ts[sel], dev.end[sel]) > 0))
     nbytes = dev.bytes[sel]
     evidence = [f"{n / ctx.n_steps:.1f} pageable copy(ies) per step, {fmt_ns(copy_ns)} of copy "
-                f"time per step on the GPU"]
+                f"time per step on the GPU, {fmt_ns(exposed)} of it with no kernel running"]
     if (nbytes > 0).any():
         evidence.append(f"{float(nbytes[nbytes > 0].sum()) / ctx.n_steps / 1e6:,.1f} MB per step "
                         "staged through a bounce buffer")
@@ -41,8 +44,8 @@ def check(ctx: Context) -> Finding | None:
     return ctx.finding(
         id="pageable-memcpy", title="Host-to-device copies from pageable memory",
         saving_ns=saving,
-        estimate=("GPU time per step of the pageable copies (union): from pinned memory with "
-                  "non_blocking=True they overlap with compute."),
+        estimate=("GPU time per step of the pageable copies while no kernel runs: from pinned "
+                  "memory with non_blocking=True they overlap with compute."),
         evidence=evidence,
         fix=("Copy from page-locked memory, asynchronously: DataLoader(pin_memory=True) and "
              ".to(device, non_blocking=True) (or tensor.pin_memory() for your own buffers)."),
