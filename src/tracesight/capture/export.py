@@ -112,8 +112,8 @@ def _open_plain(path: str, storage_options: dict[str, Any] | None) -> Iterator[I
 def _open_out(path: str, storage_options: dict[str, Any] | None) -> Iterator[IO[bytes]]:
     with _open_raw(path, "wb", storage_options) as fh:
         if path.endswith(".gz"):
-            # mtime=0: exporting the same cycle twice gives byte-identical files.
-            with _GzipFile(fileobj=fh, mode="wb", mtime=0) as gz:
+            # No name, mtime 0: exporting the same cycle twice gives identical bytes.
+            with _GzipFile(filename="", fileobj=fh, mode="wb", mtime=0) as gz:
                 yield gz
         else:
             yield fh

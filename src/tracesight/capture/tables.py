@@ -21,6 +21,7 @@ from tracesight.model import Trace
 
 NAME_WIDTH = 60
 SHAPE_WIDTH = 40
+WIDE = 120  # console columns from which total times are shown too
 
 
 def print_top_tables(prof_or_trace: Any, n: int = 20, *, console: Console | None = None) -> None:
@@ -77,16 +78,23 @@ def _table(console: Console, title: str, rows: list[OperatorRow], *, gpu: bool,
            share_of: float, device_share: bool, shapes: bool = False) -> None:
     table = Table(title=title, title_justify="left", title_style="bold", show_edge=False,
                   box=None, pad_edge=False)
-    table.add_column("operator", overflow="fold", max_width=NAME_WIDTH)
-    if shapes:
-        table.add_column("input shapes", overflow="fold", max_width=SHAPE_WIDTH)
-    table.add_column("calls", justify="right")
-    table.add_column("share", justify="right")
+    # Totals only where they fit: an 80-column terminal shows the self times in full.
+    wide = console.width >= WIDE + (SHAPE_WIDTH if shapes else 0)
+    headers = ["calls", "share"]
     if gpu:
-        table.add_column("self device", justify="right")
-        table.add_column("total device", justify="right")
-    table.add_column("self CPU", justify="right")
-    table.add_column("total CPU", justify="right")
+        headers += ["self device", "total device"] if wide else ["self device"]
+    headers += ["self CPU", "total CPU"] if wide else ["self CPU"]
+    # One line per row: numbers never wrap; names get what is left and are cut with "…".
+    # (counts and shares are at most 6 characters wide, times 9: "142.46 ms")
+    left = console.width - sum(max(len(h), 6 if i < 2 else 9) + 2 for i, h in enumerate(headers))
+    name_width = max(16, min(NAME_WIDTH, left // 2 if shapes else left))
+    table.add_column("operator", no_wrap=True, overflow="ellipsis", max_width=name_width)
+    if shapes:
+        shape_width = max(12, min(SHAPE_WIDTH, left - name_width - 2))
+        table.add_column("input shapes", no_wrap=True, overflow="ellipsis",
+                         max_width=shape_width)
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     for r in rows:
         own = r.device_self_us if device_share else r.host_self_us
         cells = [escape(_short(r.name, NAME_WIDTH))]
@@ -94,8 +102,8 @@ def _table(console: Console, title: str, rows: list[OperatorRow], *, gpu: bool,
             cells.append(escape(_short(r.input_shape or "", SHAPE_WIDTH)) or "-")
         cells += [f"{r.calls:,}", f"{100.0 * own / share_of:.1f}%" if share_of > 0 else "-"]
         if gpu:
-            cells += [_ms(r.device_self_us), _ms(r.device_total_us)]
-        cells += [_ms(r.host_self_us), _ms(r.host_total_us)]
+            cells += [_ms(r.device_self_us)] + ([_ms(r.device_total_us)] if wide else [])
+        cells += [_ms(r.host_self_us)] + ([_ms(r.host_total_us)] if wide else [])
         table.add_row(*cells)
     console.print()
     console.print(table)

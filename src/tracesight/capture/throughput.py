@@ -154,9 +154,9 @@ class ThroughputMeter:
 
 
 def format_rate(value: float) -> str:
-    if value >= 100:
+    if value >= 99.95:  # what would print as "100.0"
         return f"{value:,.0f}"
-    if value >= 1:
+    if value >= 0.995:
         return f"{value:.1f}"
     return f"{value:.2g}"
 

@@ -1,0 +1,70 @@
+"""print_top_tables: three tables on GPU traces, no device columns on CPU-only runs."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from tests.conftest import shared_trace
+
+import tracesight
+from tracesight.errors import UsageError
+
+torch = pytest.importorskip("torch")
+
+
+def _render(source: Any, n: int = 20) -> str:
+    out = io.StringIO()
+    tracesight.print_top_tables(source, n=n, console=Console(file=out, width=160))
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def cpu_prof() -> Any:
+    from torch.profiler import ProfilerActivity, profile
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for batch in (8, 16):
+            model(torch.randn(batch, 64)).sum().backward()
+    return prof
+
+
+def test_cpu_tables_have_no_device_columns(cpu_prof: Any) -> None:
+    text = _render(cpu_prof)
+    assert "Top operators by self CPU time" in text
+    assert "Top operators by input shape (self CPU time)" in text
+    assert "device" not in text.lower() and "cuda" not in text.lower()
+    assert "aten::addmm" in text
+    # grouped by shape: the two batch sizes are separate rows
+    assert "[[64],[8,64],[64,64]" in text.replace(" ", "")
+    assert "[[64],[16,64],[64,64]" in text.replace(" ", "")
+
+
+def test_row_limit_and_sources(cpu_prof: Any, tmp_path: Path) -> None:
+    from tracesight.capture.tables import as_trace
+
+    trace = as_trace(cpu_prof)
+    path = tmp_path / "t.json"
+    tracesight.export_trace(cpu_prof, str(path))
+    assert _render(trace, n=3) == _render(str(path), n=3)
+    table = _render(trace, n=3).split("Top operators by input shape")[0]
+    rows = [line for line in table.splitlines() if line.startswith("aten::")]
+    assert len(rows) == 3
+
+
+def test_gpu_trace_has_the_device_table() -> None:
+    text = _render(str(shared_trace("kineto_resnet50/num_workers_0/"
+                                    "worker0.1623143089861.pt.trace.json.gz")), n=5)
+    first = text.index("Top operators by self device time")
+    assert first < text.index("Top operators by self CPU time")
+    assert "self device" in text and "aten::cudnn_convolution" in text
+    assert "Top operators by input shape (self device time)" in text
+
+
+def test_not_a_trace() -> None:
+    with pytest.raises(UsageError, match="expected a torch profiler"):
+        tracesight.print_top_tables(42)
