@@ -36,7 +36,7 @@ class AutoConfig:
     warmup: int = 1
     active: int = 3
     repeat: int = 1
-    window_s: float = 5.0
+    window_s: float = 2.0
     record_shapes: bool = True
     profile_memory: bool = True
     with_stack: bool = True

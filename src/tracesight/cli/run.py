@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="cycles of wait/warmup/active, 0 = until the end "
                              "(default: %(default)s)")
-    parser.add_argument("--window", type=float, default=5.0, metavar="SECONDS",
+    parser.add_argument("--window", type=float, default=2.0, metavar="SECONDS",
                         help="for programs without optimizer steps: seconds recorded "
                              "(default: %(default)s)")
     parser.add_argument("--no-shapes", action="store_true", help="do not record input shapes")

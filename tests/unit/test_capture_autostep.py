@@ -1,0 +1,111 @@
+"""AutoProfiler (the engine of `tracesight run`), in process: step and window modes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import tracesight
+from tracesight.capture.autostep import AutoConfig, AutoProfiler
+
+torch = pytest.importorskip("torch")
+
+
+def _optimizer_hooks() -> dict[int, object]:
+    import torch.optim.optimizer as optimizer_module
+
+    hooks: dict[int, object] = optimizer_module._global_optimizer_post_hooks
+    return hooks
+
+
+def _host_ranges(path: str, prefix: str) -> list[tuple[str, int, int]]:
+    trace = tracesight.load(path, cache=False)
+    h = trace.host
+    return sorted((trace.name(int(h.name[i])), int(h.ts[i]), int(h.ts[i] + h.dur[i]))
+                  for i in range(len(h)) if trace.name(int(h.name[i])).startswith(prefix))
+
+
+def _auto(tmp_path: Path, **kwargs: float) -> AutoProfiler:
+    auto = AutoProfiler(AutoConfig(logdir=str(tmp_path), run="r", **kwargs))  # type: ignore[arg-type]
+    auto.install()
+    return auto
+
+
+def _train(steps: int, optimizers: int = 1) -> None:
+    model = torch.nn.Linear(16, 4)
+    opts = [torch.optim.SGD(model.parameters(), lr=0.01) for _ in range(optimizers)]
+    for _ in range(steps):
+        model(torch.randn(8, 16)).sum().backward()
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+
+
+def test_optimizer_steps_are_profiler_steps(tmp_path: Path) -> None:
+    auto = _auto(tmp_path, wait=1, warmup=1, active=2)
+    _train(10, optimizers=2)  # the second optimizer does not add steps
+    outcome = auto.finish()
+    assert outcome.mode == "steps" and len(outcome.traces) == 1
+    steps = _host_ranges(outcome.traces[0], "ProfilerStep#")
+    assert [name for name, _, _ in steps] == ["ProfilerStep#2", "ProfilerStep#3"]
+    # each step holds exactly one whole Optimizer.step range of the followed optimizer
+    opt_ranges = _host_ranges(outcome.traces[0], "Optimizer.step#")
+    for _, start, end in steps:
+        inside = [r for r in opt_ranges if start <= r[1] and r[2] <= end]
+        crossing = [r for r in opt_ranges if r[1] < end < r[2] or r[1] < start < r[2]]
+        assert len(inside) == 2 and not crossing  # two optimizers step inside each step
+    # the schedule finished: hooks are gone and the optimizer has its own step again
+    assert auto.mode.value == "done"
+    assert not _optimizer_hooks()
+
+
+def test_inference_records_a_time_window(tmp_path: Path) -> None:
+    auto = _auto(tmp_path, wait=1, warmup=1, window_s=0.2)
+    # a few milliseconds per call: a few dozen calls in the window, a small trace
+    model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU())
+    x = torch.randn(1024, 512)
+    end = time.monotonic() + 0.6
+    with torch.no_grad():
+        while time.monotonic() < end:
+            model(x)
+    outcome = auto.finish()
+    assert outcome.mode == "window" and len(outcome.traces) == 1
+    trace = tracesight.load(outcome.traces[0], cache=False)
+    span = (int(trace.host.end.max()) - int(trace.host.ts.min())) / 1e9
+    assert 0.15 < span < 0.5  # about the 0.2 s window, far less than the 0.6 s run
+    assert "aten::addmm" in trace.strings
+    # nested module calls are not counted as separate calls
+    assert outcome.module_calls > 2
+
+
+def test_optimizer_after_a_window_replaces_it(tmp_path: Path) -> None:
+    auto = _auto(tmp_path, wait=0, warmup=1, active=1, window_s=60)
+    model = torch.nn.Linear(8, 8)
+    with torch.no_grad():
+        for _ in range(3):  # an evaluation pass first: starts the provisional window
+            model(torch.randn(2, 8))
+    assert auto.mode.value == "window"
+    _train(6)
+    outcome = auto.finish()
+    assert outcome.mode == "steps" and len(outcome.traces) == 1
+    assert [n for n, _, _ in _host_ranges(outcome.traces[0], "ProfilerStep#")] == [
+        "ProfilerStep#1"]
+    assert len(list((tmp_path / "r").iterdir())) == 1  # the window was not written
+
+
+def test_nothing_to_profile(tmp_path: Path) -> None:
+    auto = _auto(tmp_path)
+    torch.randn(3).sum()
+    outcome = auto.finish()
+    assert outcome.traces == [] and "nothing was profiled" in outcome.note
+    assert not _optimizer_hooks()
+
+
+def test_program_ends_mid_schedule(tmp_path: Path) -> None:
+    auto = _auto(tmp_path, wait=0, warmup=1, active=5)
+    _train(4)  # profiler starts after step 1, records steps 1.. until the end
+    outcome = auto.finish()
+    assert len(outcome.traces) == 1
+    assert _host_ranges(outcome.traces[0], "ProfilerStep#")[0][0] == "ProfilerStep#1"
