@@ -218,8 +218,6 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str], evs: list[Any], cut:
     _check_cli(blob[: cut % (len(blob) + 1)], capsys, "cut.json")
 
 
-@pytest.mark.xfail(strict=False, reason="analysis code raises on some hostile traces; see "
-                   "the collected sites (outside the reader: analysis/, report/)")
 def test_report_never_raises() -> None:
     """Runs last in this module: trace.report() raised only TracesightError on every example."""
     assert not REPORT_BUGS, "\n".join(f"{k}\n    example: {v[:200]!r}"

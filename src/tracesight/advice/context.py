@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tracesight.analysis import intervals as iv
+from tracesight.analysis.links import gather
 from tracesight.analysis.operators import NodeTimes, node_times
 from tracesight.model.trace import DEV_KERNEL, HOST_PYTHON
 from tracesight.report.build import Analyses
@@ -154,7 +155,7 @@ class Context:
         order = sel[np.argsort(dev.ts[sel], kind="stable")]
         ts, end = dev.ts[order], dev.end[order]
         rt = links.device_runtime[order]
-        launch = np.where(rt >= 0, self.trace.runtime.ts[np.maximum(rt, 0)], -1)
+        launch = gather(self.trace.runtime.ts, rt, -1)
         prev_end = np.maximum.accumulate(end)[:-1]
         gap = ts[1:] - prev_end
         ok = gap > 0

@@ -13,7 +13,7 @@ import numpy as np
 
 from tracesight.analysis import intervals as iv
 from tracesight.analysis import names
-from tracesight.analysis.links import Links
+from tracesight.analysis.links import Links, gather
 from tracesight.analysis.steps import Steps
 from tracesight.model.trace import (
     DEV_KERNEL,
@@ -73,7 +73,7 @@ def category_unions(trace: Trace, links: Links | None = None) -> dict[str, iv.Un
     )
     dev_host = links.device_host
     if collective_host.any():
-        dev_is_coll |= (dev_host >= 0) & collective_host[np.maximum(dev_host, 0)]
+        dev_is_coll |= gather(collective_host, dev_host, False)
     dev_end, host_end = dev.end, host.end
     is_step = names.mask(trace, names.is_profiler_step)[host_names]
     is_loader = names.mask(trace, names.is_dataloader)[host_names]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracesight.analysis.links import Links
+from tracesight.analysis.links import Links, gather
 from tracesight.model.trace import Trace
 
 KERNEL_WAIT_NS = 30_000
@@ -46,9 +46,7 @@ def idle_breakdown(
     dev = trace.device
     if len(dev) == 0:
         return []
-    launch_ts = np.where(
-        links.device_runtime >= 0, trace.runtime.ts[np.maximum(links.device_runtime, 0)], -1
-    )
+    launch_ts = gather(trace.runtime.ts, links.device_runtime, -1)
     out = []
     keys = np.stack((dev.device.astype(np.int64), dev.stream), axis=1)
     for device, stream in np.unique(keys, axis=0):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +13,19 @@ import numpy.typing as npt
 from tracesight.model.trace import HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
+
+
+def gather(values: npt.NDArray[Any], index: I64, fill: Any) -> npt.NDArray[Any]:
+    """``values[index]`` where ``index >= 0``, ``fill`` elsewhere; safe for empty ``values``.
+
+    (``values[np.maximum(index, 0)]`` raises on an empty table, e.g. a trace with kernels
+    but no runtime calls.)
+    """
+    dtype = np.result_type(values.dtype, np.min_scalar_type(fill))
+    out = np.full(len(index), fill, dtype=dtype)
+    ok = (index >= 0) & (index < len(values))
+    out[ok] = values[index[ok]]
+    return out
 
 
 def lookup(keys: I64, table_keys: I64) -> I64:
@@ -41,13 +55,13 @@ class Links:
         host = self.trace.host
         candidates = np.flatnonzero((host.kind != HOST_PYTHON) & (host.external_id > 0))
         idx = lookup(self.trace.runtime.external_id, host.external_id[candidates])
-        return np.where(idx >= 0, candidates[np.maximum(idx, 0)], -1)
+        return gather(candidates, idx, -1)
 
     @cached_property
     def device_host(self) -> I64:
         """For each device op, the host op that launched it (through its runtime), or -1."""
         rt = self.device_runtime
-        return np.where(rt >= 0, self.runtime_host[np.maximum(rt, 0)], -1)
+        return gather(self.runtime_host, rt, -1)
 
     @cached_property
     def device_launch_count(self) -> I64:

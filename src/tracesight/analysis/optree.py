@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from tracesight.analysis.links import Links
+from tracesight.analysis.links import Links, gather
 from tracesight.model.trace import HOST_OP, HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
@@ -105,18 +105,18 @@ class OpTree:
     @cached_property
     def effective_parent(self) -> I64:
         parent = self.parent
-        return np.where(parent >= 0, self.representative[np.maximum(parent, 0)], -1)
+        return gather(self.representative, parent, -1)
 
     @cached_property
     def runtime_owner(self) -> I64:
         """Host node each runtime call belongs to (after folding), -1 if none."""
         owner = self.links.runtime_host
-        return np.where(owner >= 0, self.representative[np.maximum(owner, 0)], -1)
+        return gather(self.representative, owner, -1)
 
     @cached_property
     def device_owner(self) -> I64:
         rt = self.links.device_runtime
-        return np.where(rt >= 0, self.runtime_owner[np.maximum(rt, 0)], -1)
+        return gather(self.runtime_owner, rt, -1)
 
     def roll_up(self, self_values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Totals: each node's value plus all its (non-folded) descendants', deepest first."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracesight.analysis import names
-from tracesight.analysis.links import Links
+from tracesight.analysis.links import Links, gather
 from tracesight.errors import TraceFormatError
 from tracesight.model.trace import HOST_ANNOTATION, HOST_OP, HOST_PYTHON, Trace
 
@@ -93,10 +93,7 @@ def find_steps(trace: Trace, links: Links | None = None) -> Steps:
     rt_step = np.where((k >= 0) & (rt.end <= he[kc]), kc, -1)
     dev_rt = links.device_runtime
     dev = trace.device
-    if len(rt_step):
-        dev_step = np.where(dev_rt >= 0, rt_step[np.maximum(dev_rt, 0)], -1)
-    else:  # no runtime calls: device work cannot be attributed to steps
-        dev_step = np.full(len(dev_rt), -1, dtype=np.int64)
+    dev_step = gather(rt_step, dev_rt, -1)
     inside = dev_step >= 0
     counts = np.bincount(dev_step[inside], minlength=n)
     starts = hs.copy()

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from tracesight.analysis import intervals as iv
 from tracesight.analysis import names
-from tracesight.analysis.links import Links
+from tracesight.analysis.links import Links, gather
 from tracesight.model.trace import DEV_KERNEL, Trace
 
 
@@ -52,7 +52,7 @@ def temporal_breakdown(
     keep = np.ones(len(dev), dtype=bool)
     if launched_before is not None:
         rt = (links or Links(trace)).device_runtime
-        keep = (rt >= 0) & (trace.runtime.ts[np.maximum(rt, 0)] < launched_before)
+        keep = (rt >= 0) & (gather(trace.runtime.ts, rt, 0) < launched_before)
     if not keep.any():
         return None
     busy = iv.union(dev.ts[keep], dev.end[keep])

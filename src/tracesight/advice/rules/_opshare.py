@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from tracesight.analysis.links import gather
 from tracesight.model.trace import DEV_KERNEL
 
 from ..context import Context, fmt_ns, short, top_by_name
@@ -30,7 +31,7 @@ def op_family_share(ctx: Context, op_mask: npt.NDArray[np.bool_]) -> Share:
         owner = ctx.a.tree.device_owner
         kernel = ctx.device_sel & (dev.kind == DEV_KERNEL)
         dur = ctx.in_steps(dev.ts, dev.end).astype(np.float64)
-        fam = kernel & (owner >= 0) & op_mask[host.name[np.maximum(owner, 0)]]
+        fam = kernel & (owner >= 0) & gather(op_mask[host.name], owner, False)
         total = float(dur[kernel].sum())
         ns = float(dur[fam].sum())
         ev = [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import intervals as iv
+from tracesight.analysis.links import gather
 from tracesight.model.trace import DEV_KERNEL, HOST_PYTHON
 
 from ..context import Context, fmt_ns, short, top_by_name
@@ -28,7 +29,7 @@ def check(ctx: Context) -> Finding | None:
         return None
     # kernels launched from inside optimizer.step
     rt = ctx.a.links.device_runtime
-    launch_ts = np.where(rt >= 0, trace.runtime.ts[np.maximum(rt, 0)], -1)
+    launch_ts = gather(trace.runtime.ts, rt, -1)
     inside = ((rt >= 0) & (iv.measure_in(opt_u, launch_ts, launch_ts + 1) > 0)
               & (dev.kind == DEV_KERNEL))
     kernels = int(inside.sum()) / len(idx)

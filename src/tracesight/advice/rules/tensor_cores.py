@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import names
+from tracesight.analysis.links import gather
 from tracesight.model.trace import DEV_KERNEL
 
 from ..context import Context, fmt_ns, short, top_by_name
@@ -43,7 +44,7 @@ def check(ctx: Context) -> Finding | None:
     owner = ctx.a.tree.device_owner
     kernel = ctx.device_sel & (dev.kind == DEV_KERNEL)
     eligible_name = ctx.name_mask(set(names.TC_ELIGIBLE_OPS))
-    eligible = kernel & (owner >= 0) & eligible_name[host.name[np.maximum(owner, 0)]]
+    eligible = kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
     tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]
     dur = ctx.in_steps(dev.ts, dev.end).astype(np.float64)
     kernel_ns = float(dur[kernel].sum())
