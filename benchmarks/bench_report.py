@@ -77,19 +77,29 @@ def child(cmd: list[str], env: dict[str, str]) -> tuple[float, int, int, str, st
     return wall, rss, proc.returncode, proc.stdout, proc.stderr
 
 
-def timed_rss(cmd: list[str], env: dict[str, str]) -> tuple[float, int, int, str]:
-    """Wall time and peak RSS via /usr/bin/time -v when present (per command, exact)."""
+def timed_rss(cmd: list[str], env: dict[str, str]) -> tuple[float, int, int, str, float]:
+    """Wall time, peak RSS, exit code, stderr and CPU seconds (user+sys, workers included).
+
+    Uses /usr/bin/time -v when present (exact per command). CPU seconds are reported because
+    on a shared 2-core machine wall time swings with other load; CPU time much less so.
+    """
     if Path("/usr/bin/time").exists():
         with tempfile.NamedTemporaryFile("r", suffix=".txt") as rep:
             wall, _, rc, _out, err = child(["/usr/bin/time", "-v", "-o", rep.name, *cmd], env)
             text = rep.read()
         rss = -1
+        cpu = 0.0
         for line in text.splitlines():
             if "Maximum resident set size" in line:
                 rss = int(line.split(":")[1]) * 1024
-        return wall, rss, rc, err
+            elif "User time (seconds)" in line or "System time (seconds)" in line:
+                cpu += float(line.split(":")[1])
+        return wall, rss, rc, err, cpu
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall, rss, rc, _, err = child(cmd, env)
-    return wall, rss, rc, err
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, rss, rc, err, cpu
 
 
 def bench(path: Path, repeat: int) -> dict[str, float]:
@@ -102,15 +112,17 @@ def bench(path: Path, repeat: int) -> dict[str, float]:
     with open(path, "rb") as fh:
         while fh.read(64 << 20):
             pass
-    walls, rsss = [], []
+    walls, rsss, cpus = [], [], []
     for _ in range(repeat):
-        wall, rss, rc, err = timed_rss([*CLI, "report", "--no-cache", "--format", "json",
+        wall, rss, rc, err, cpu = timed_rss([*CLI, "report", "--no-cache", "--format", "json",
                                         str(path)], env)
         if rc != 0:
             print(f"  report exited {rc}: {err.strip().splitlines()[-1:]}", file=sys.stderr)
         walls.append(wall)
         rsss.append(rss)
+        cpus.append(cpu)
     res["report_s"] = min(walls)
+    res["report_cpu_s"] = min(cpus)
     res["report_rss_mb"] = max(rsss) / 1e6
     bare = []
     for _ in range(repeat):
@@ -127,7 +139,7 @@ def bench(path: Path, repeat: int) -> dict[str, float]:
     res["cached_reopen_s"] = min(reopen)
     rc_walls = []
     for _ in range(repeat):
-        wall, rss, rc, _ = timed_rss([*CLI, "report", "--format", "json", str(path)], env)
+        wall, rss, rc, _, _ = timed_rss([*CLI, "report", "--format", "json", str(path)], env)
         rc_walls.append(wall)
         res["report_cached_rss_mb"] = rss / 1e6
     res["report_cached_s"] = min(rc_walls)
@@ -152,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((label, r))
         print(
             f"{label:>5} ({r['size_mb']:.0f} MB): report {r['report_s']:.2f} s, "
-            f"peak RSS {r['report_rss_mb']:.0f} MB | bare parse {r['bare_parse_s']:.2f} s | "
+            f"peak RSS {r['report_rss_mb']:.0f} MB, CPU {r['report_cpu_s']:.2f} s | "
+            f"bare parse {r['bare_parse_s']:.2f} s | "
             f"ratio {r['ratio']:.2f} | first load+cache write "
             f"{r['first_load_with_cache_write_s']:.2f} s | cached reopen "
             f"{r['cached_reopen_s'] * 1000:.0f} ms | report from cache "

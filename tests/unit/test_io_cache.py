@@ -112,10 +112,19 @@ def test_cache_key_follows_content_not_name(tmp_path: Path) -> None:
     assert cache.key_for(read_source(str(b)), "v") != ka
 
 
-def test_content_hash_is_chunk_size_independent() -> None:
+def test_content_hash_same_for_bytes_view_and_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blob = os.urandom((1 << 20) + 17)
-    assert cache.content_hash(blob) == cache.content_hash(memoryview(blob))
-    assert cache.content_hash(blob) != cache.content_hash(blob[:-1])
+    f = tmp_path / "blob.bin"
+    f.write_bytes(blob)
+    for piece in (cache.HASH_PIECE, 4096):  # one piece, then many pieces on two threads
+        monkeypatch.setattr(cache, "HASH_PIECE", piece)
+        h = cache.content_hash(blob)
+        assert h == cache.content_hash(memoryview(blob)) == cache.content_hash(blob, str(f))
+        assert h != cache.content_hash(blob[:-1])
+        swapped = blob[4096:8192] + blob[:4096] + blob[8192:]
+        assert h != cache.content_hash(swapped)
 
 
 def test_read_only_cache_dir_does_not_break_loading(

@@ -14,6 +14,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ import pyarrow.ipc as ipc
 from tracesight.io.source import RawSource
 from tracesight.model.trace import Trace, TraceMeta
 
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"  # 2: tree content hash
 
 
 def cache_dir() -> Path:
@@ -33,13 +35,53 @@ def cache_dir() -> Path:
     return Path(base) / "tracesight"
 
 
-def content_hash(data: bytes | memoryview) -> str:
+HASH_PIECE = 64 << 20
+_HASH_READ = 8 << 20
+
+
+def _digest_range(read: Callable[[int, int], bytes | memoryview], start: int, end: int) -> bytes:
     h = hashlib.sha256()
+    for pos in range(start, end, _HASH_READ):
+        h.update(read(pos, min(_HASH_READ, end - pos)))
+    return h.digest()
+
+
+def content_hash(data: bytes | memoryview, local_file: str | None = None) -> str:
+    """Tree hash: sha256 of the sha256 of each 64 MB piece (pieces hashed on 2 threads).
+
+    sha256 (SHA-NI) is the fastest hash in hashlib here (~0.6 s/GB on one core; blake2b is
+    ~2x slower); hashlib releases the GIL, so two threads halve the time. A local file is
+    hashed through pread rather than its memory map, which would leave the whole file
+    resident in this process (peak RSS).
+    """
     view = memoryview(data)
-    step = 8 << 20
-    for i in range(0, view.nbytes, step):
-        h.update(view[i : i + step])
-    return h.hexdigest()[:32]
+    size = view.nbytes
+    fd = -1
+    if local_file is not None:
+        try:
+            fd = os.open(local_file, os.O_RDONLY)
+        except OSError:
+            fd = -1
+    try:
+        read: Callable[[int, int], bytes | memoryview]
+        if fd >= 0:
+            def read(off: int, n: int) -> bytes | memoryview:
+                blob = os.pread(fd, n, off)
+                return blob if len(blob) == n else view[off : off + n]
+        else:
+            def read(off: int, n: int) -> bytes | memoryview:
+                return view[off : off + n]
+        ranges = [(i, min(size, i + HASH_PIECE)) for i in range(0, size, HASH_PIECE)] or [(0, 0)]
+        if len(ranges) > 1:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                digests = list(pool.map(lambda r: _digest_range(read, *r), ranges))
+        else:
+            digests = [_digest_range(read, *ranges[0])]
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    tree = hashlib.sha256(b"".join(digests) + size.to_bytes(8, "little"))
+    return tree.hexdigest()[:32]
 
 
 def key_for(source: RawSource, reader_version: str) -> str:
@@ -54,7 +96,7 @@ def key_for(source: RawSource, reader_version: str) -> str:
                 return f"{reader_version}-{CACHE_FORMAT}-{digest}"
         except OSError:
             pass
-    digest = content_hash(source.data)
+    digest = content_hash(source.data, source.local_file)
     if stat_file is not None:
         try:
             stat_file.parent.mkdir(parents=True, exist_ok=True)
