@@ -1,0 +1,97 @@
+"""``run_demo``: profile the slow variant, then the fixed one, and compare."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from tracesight.capture.throughput import format_rate
+from tracesight.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    slow_trace: str
+    fast_trace: str
+    slow_samples_per_s: float
+    fast_samples_per_s: float
+    html_report: str | None = None
+
+    @property
+    def speedup(self) -> float:
+        return self.fast_samples_per_s / self.slow_samples_per_s if self.slow_samples_per_s else 0.0
+
+
+def run_demo(outdir: str = "tracesight_demo", *, steps: int = 8, batch_size: int = 64,
+             device: str | None = None, quiet: bool = True, top: int = 10,
+             console: Console | None = None) -> DemoResult:
+    """Train the demo workload twice under the profiler; traces go to ``outdir/{before,after}``.
+
+    With ``quiet=False`` both reports, the throughput before/after and (when the HTML
+    renderer exists) the HTML report's path are printed.
+    """
+    console = console or Console()
+    slow = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console)
+    fast = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
+    html = _write_html(fast.trace, os.path.join(outdir, "report.html"))
+    result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html)
+    if not quiet:
+        _summary(console, result)
+    return result
+
+
+def _one(variant: Variant, index: int, outdir: str, steps: int, batch_size: int,
+         device: str | None, quiet: bool, top: int, console: Console) -> RunResult:
+    if not quiet:
+        console.rule(f"[bold]Run {index}/2: {variant.name} the fixes[/]")
+        console.print(f"{escape(variant.description)}; {steps} steps of {batch_size} "
+                      f"samples, profiling the last {steps - 2}…")
+    result = train_profiled(variant, outdir, steps=steps, batch_size=batch_size, device=device)
+    if not quiet:
+        _render(result.trace, top, console)
+        console.print(f"[bold][Throughput during profiled window][/] "
+                      f"~{format_rate(result.samples_per_s)} samples/sec")
+    return result
+
+
+def _render(trace_path: str, top: int, console: Console) -> None:
+    from tracesight import load
+    from tracesight.report.build import build_report
+    from tracesight.report.text import render_text
+
+    render_text(build_report(load(trace_path), top=top), console)
+
+
+def _write_html(trace_path: str, out: str) -> str | None:
+    """The single-file HTML report of the fixed run, once ``tracesight.report.html`` exists."""
+    if importlib.util.find_spec("tracesight.report.html") is None:
+        return None
+    html: Any = importlib.import_module("tracesight.report.html")
+    writer = getattr(html, "write_html", None)
+    if writer is None:
+        return None
+    from tracesight import load
+    from tracesight.report.build import build_report
+
+    writer(build_report(load(trace_path)), out)
+    return out
+
+
+def _summary(console: Console, result: DemoResult) -> None:
+    console.rule("[bold]Before / after[/]")
+    console.print(f"[Throughput during profiled window] before: "
+                  f"~{format_rate(result.slow_samples_per_s)} samples/sec")
+    console.print(f"[Throughput during profiled window] after:  "
+                  f"~{format_rate(result.fast_samples_per_s)} samples/sec  "
+                  f"([bold green]{result.speedup:.1f}x[/])")
+    console.print("What changed: " + escape(FIXED.description) + ".")
+    console.print(f"Traces: {escape(result.slow_trace)}\n        {escape(result.fast_trace)}")
+    console.print(f"Explore one: tracesight report {escape(result.fast_trace)}")
+    if result.html_report:
+        console.print(f"HTML report: {escape(result.html_report)}")

@@ -1,0 +1,95 @@
+"""The built-in demo: the slow run shows its problems in the trace, the fixed run is faster."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tracesight
+from tracesight.cli.main import main
+from tracesight.demo import DemoResult, run_demo
+from tracesight.model import Trace
+
+pytest.importorskip("torch")
+
+SLOW_LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+FAST_LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    return run_demo(str(tmp_path_factory.mktemp("demo")), steps=8, quiet=True)
+
+
+def _ranges(trace: Trace, name: str) -> tuple[np.ndarray, np.ndarray]:
+    ids = [i for i, s in enumerate(trace.strings) if s == name]
+    mask = np.isin(trace.host.name, ids)
+    return trace.host.ts[mask], trace.host.end[mask]
+
+
+def _steps(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    ids = [i for i, s in enumerate(trace.strings) if s.startswith("ProfilerStep#")]
+    mask = np.isin(trace.host.name, ids)
+    return trace.host.ts[mask], trace.host.end[mask]
+
+
+def _per_step(trace: Trace, name: str, *, outside: str | None = None) -> list[int]:
+    """Calls of ``name`` per profiler step, optionally not inside ``outside`` ranges."""
+    s_ts, s_end = _steps(trace)
+    ts, _ = _ranges(trace, name)
+    if outside is not None:
+        o_ts, o_end = _ranges(trace, outside)
+        inside = ((ts[:, None] >= o_ts[None, :]) & (ts[:, None] < o_end[None, :])).any(1)
+        ts = ts[~inside]
+    return [int(((ts >= a) & (ts < b)).sum()) for a, b in zip(s_ts, s_end, strict=True)]
+
+
+@pytest.mark.slow
+def test_fixed_run_is_measurably_faster(demo: DemoResult) -> None:
+    assert demo.slow_samples_per_s > 0
+    assert demo.fast_samples_per_s > 1.5 * demo.slow_samples_per_s, demo
+    assert demo.speedup == demo.fast_samples_per_s / demo.slow_samples_per_s
+
+
+@pytest.mark.slow
+def test_slow_trace_shows_the_loader_and_per_step_syncs(demo: DemoResult) -> None:
+    trace = tracesight.load(demo.slow_trace, cache=False)
+    assert "/before/" in demo.slow_trace.replace("\\", "/")
+    assert _per_step(trace, SLOW_LOADER) == [1] * 6  # 8 steps: wait 1, warm-up 1, active 6
+    s_ts, s_end = _steps(trace)
+    l_ts, l_end = _ranges(trace, SLOW_LOADER)
+    share = (l_end - l_ts).sum() / (s_end - s_ts).sum()
+    assert share > 0.4  # the input pipeline dominates the slow step
+    # two .item() per step in the training loop: loss and accuracy logging
+    assert _per_step(trace, "aten::item", outside=SLOW_LOADER) == [2] * 6
+    assert "forward" in trace.strings and "backward" in trace.strings  # annotate ranges
+
+
+@pytest.mark.slow
+def test_fixed_trace_uses_workers_and_rarely_syncs(demo: DemoResult) -> None:
+    trace = tracesight.load(demo.fast_trace, cache=False)
+    assert _per_step(trace, FAST_LOADER) == [1] * 6
+    assert SLOW_LOADER not in trace.strings
+    assert sum(_per_step(trace, "aten::item", outside=FAST_LOADER)) == 0
+
+
+@pytest.mark.slow
+def test_cli_prints_both_reports_and_the_throughputs(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--outdir", str(tmp_path), "--steps", "4", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Run 1/2") < out.index("Run 2/2") < out.index("Before / after")
+    assert out.count("tracesight report —") == 2
+    assert "before: ~" in out and "after:  ~" in out and "samples/sec" in out
+    has_html = importlib.util.find_spec("tracesight.report.html") is not None
+    assert ("HTML report:" in out) == (has_html and (tmp_path / "report.html").exists())
+    assert len(list((tmp_path / "before").glob("*.pt.trace.json.gz"))) == 1
+    assert len(list((tmp_path / "after").glob("*.pt.trace.json.gz"))) == 1
+
+
+def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--steps", "2"]) == 2
+    assert "--steps must be >= 3" in capsys.readouterr().err
