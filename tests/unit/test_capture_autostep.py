@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,10 +14,10 @@ from tracesight.capture.autostep import AutoConfig, AutoProfiler
 torch = pytest.importorskip("torch")
 
 
-def _optimizer_hooks() -> dict[int, object]:
+def _optimizer_hooks() -> dict[int, Any]:
     import torch.optim.optimizer as optimizer_module
 
-    hooks: dict[int, object] = optimizer_module._global_optimizer_post_hooks
+    hooks: dict[int, Any] = optimizer_module._global_optimizer_post_hooks
     return hooks
 
 

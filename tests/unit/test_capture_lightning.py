@@ -18,7 +18,10 @@ pl = pytest.importorskip("pytorch_lightning",
                          reason="pytorch-lightning not installed (pip install pytorch-lightning)")
 
 
-class Tiny(pl.LightningModule):  # type: ignore[misc]
+LightningModule: Any = pl.LightningModule
+
+
+class Tiny(LightningModule):  # type: ignore[misc]
     def __init__(self) -> None:
         super().__init__()
         self.layer = torch.nn.Linear(16, 2)

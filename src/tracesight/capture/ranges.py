@@ -25,6 +25,7 @@ _Token = tuple[Any, bool]  # (entered record_function or None, NVTX range pushed
 _IDLE: _Token = (None, False)
 
 _nvtx: tuple[_NvtxPush, _NvtxPop] | None = None
+_ap: Any = None  # torch.autograd.profiler, once the program has imported torch
 _nvtx_resolved = False
 _package_checked = False
 _package_present = False
@@ -45,17 +46,27 @@ class annotate:  # lower case: it stands beside torch's record_function
         self._tokens: list[_Token] = []
 
     def __enter__(self) -> annotate:
-        self._tokens.append(_enter(self.name, self.color))
+        ap = _ap
+        # The idle path, inlined: it is what every call pays when nobody is profiling.
+        if ap is not None and not ap._is_profiler_enabled and _nvtx is None and _nvtx_resolved:
+            self._tokens.append(_IDLE)
+        else:
+            self._tokens.append(_enter(self.name, self.color))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _exit(self._tokens.pop())
+        token = self._tokens.pop()
+        if token is not _IDLE:
+            _exit(token)
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         name, color = self.name, self.color
 
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            ap = _ap
+            if ap is not None and not ap._is_profiler_enabled and _nvtx is None and _nvtx_resolved:
+                return fn(*args, **kwargs)
             token = _enter(name, color)
             try:
                 return fn(*args, **kwargs)
@@ -94,9 +105,14 @@ def _exit(token: _Token) -> None:
 
 
 def _torch_profiler_recording() -> bool:
-    ap = sys.modules.get("torch.autograd.profiler")
-    # torch keeps this flag precisely for cheap "is a profiler on?" checks from Python.
-    return ap is not None and bool(getattr(ap, "_is_profiler_enabled", False))
+    global _ap
+    if _ap is None:
+        ap = sys.modules.get("torch.autograd.profiler")
+        # torch keeps this flag precisely for cheap "is a profiler on?" checks from Python.
+        if ap is None or not hasattr(ap, "_is_profiler_enabled"):
+            return False
+        _ap = ap
+    return bool(_ap._is_profiler_enabled)
 
 
 def _resolve_nvtx() -> None:
