@@ -110,3 +110,13 @@ def test_program_ends_mid_schedule(tmp_path: Path) -> None:
     outcome = auto.finish()
     assert len(outcome.traces) == 1
     assert _host_ranges(outcome.traces[0], "ProfilerStep#")[0][0] == "ProfilerStep#1"
+
+
+def test_program_with_its_own_profiler(tmp_path: Path) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    auto = _auto(tmp_path)
+    with profile(activities=[ProfilerActivity.CPU]):
+        _train(4)
+    outcome = auto.finish()
+    assert outcome.traces == [] and "its own torch profiler" in outcome.note

@@ -78,6 +78,7 @@ class AutoProfiler:
         self.optimizer_steps = 0
         self.module_calls = 0
         self.traces: list[str] = []
+        self._note = ""
 
     # -- hooks -------------------------------------------------------------------------
 
@@ -125,6 +126,10 @@ class AutoProfiler:
             return
         self.optimizer_steps += 1
         if self._prof is None:
+            if _someone_else_profiling():
+                self._give_up("the program runs its own torch profiler; its traces are "
+                              "the ones to read")
+                return
             self._prof = self._new_profiler(scheduled=True)
             self._prof.start()
             return
@@ -144,6 +149,10 @@ class AutoProfiler:
         self.module_calls += 1
         now = time.monotonic()
         if self.mode is Mode.IDLE and self.module_calls > self.config.wait + self.config.warmup:
+            if _someone_else_profiling():
+                self._give_up("the program runs its own torch profiler; its traces are "
+                              "the ones to read")
+                return
             self._prof = self._new_profiler(scheduled=False)
             self._prof.start()
             self._window_end = now + self.config.window_s
@@ -179,6 +188,12 @@ class AutoProfiler:
         prof.stop()
         self.traces.extend(writer.paths)
 
+    def _give_up(self, note: str) -> None:
+        self._note = note
+        self.mode = Mode.DONE
+        self._restore_optimizer()
+        self._uninstall()
+
     def _restore_optimizer(self) -> None:
         if self._optimizer is not None and "step" in vars(self._optimizer):
             del self._optimizer.step
@@ -192,8 +207,8 @@ class AutoProfiler:
         self._restore_optimizer()
         self._uninstall()
         self.mode = Mode.DONE
-        note = ""
-        if not self.traces:
+        note = self._note
+        if not self.traces and not note:
             if mode is Mode.IDLE:
                 note = ("no optimizer step and too few nn.Module calls were seen, so nothing "
                         "was profiled; wrap the code with tracesight.profile() instead")
@@ -204,3 +219,8 @@ class AutoProfiler:
 
     def _done_kind(self) -> str:
         return "steps" if self._optimizer is not None else "window"
+
+
+def _someone_else_profiling() -> bool:
+    # Two Kineto profilers cannot run at once: never fight the program's own.
+    return bool(torch.autograd.profiler._is_profiler_enabled)
