@@ -60,6 +60,10 @@ def test_optimizer_steps_are_profiler_steps(tmp_path: Path) -> None:
     # the schedule finished: hooks are gone and the optimizer has its own step again
     assert auto.mode.value == "done"
     assert not _optimizer_hooks()
+    from torch.nn.modules import module as module_module
+
+    assert not module_module._global_forward_pre_hooks
+    assert not module_module._global_forward_hooks
 
 
 def test_inference_records_a_time_window(tmp_path: Path) -> None:

@@ -68,7 +68,8 @@ class AutoProfiler:
         self.run_dir = paths.join(config.logdir, self.run_name)
         self._pid = os.getpid()
         self._main_thread = threading.get_ident()
-        self._handles: list[Any] = []
+        self._optimizer_hook: Any = None
+        self._module_hooks: list[Any] = []
         self._optimizer: Any = None
         self._prof: Profile | None = None
         self._writer: TraceWriter | None = None
@@ -89,16 +90,25 @@ class AutoProfiler:
         )
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
-        self._handles = [
-            register_optimizer_step_post_hook(self._on_optimizer_step),
+        self._optimizer_hook = register_optimizer_step_post_hook(self._on_optimizer_step)
+        self._module_hooks = [
             register_module_forward_pre_hook(self._on_module_enter),
             register_module_forward_hook(self._on_module_exit, always_call=True),
         ]
 
-    def _uninstall(self) -> None:
-        for handle in self._handles:
+    def _remove_module_hooks(self) -> None:
+        # Global module hooks put every nn.Module call on torch's slow path: keep them
+        # only while the time-window fallback may still need them.
+        for handle in self._module_hooks:
             handle.remove()
-        self._handles = []
+        self._module_hooks = []
+
+    def _uninstall(self) -> None:
+        """Remove every hook (not from inside the optimizer hook loop, which it mutates)."""
+        self._remove_module_hooks()
+        if self._optimizer_hook is not None:
+            self._optimizer_hook.remove()
+            self._optimizer_hook = None
 
     def _ours(self) -> bool:
         # Forked DataLoader workers inherit the hooks; only the main thread of the
@@ -112,6 +122,7 @@ class AutoProfiler:
         if self.mode is Mode.WINDOW:
             self._stop(keep=False)
         self.mode = Mode.STEPS
+        self._remove_module_hooks()
         original = optimizer.step
 
         def step(*a: Any, **kw: Any) -> Any:
@@ -138,6 +149,7 @@ class AutoProfiler:
                 and self._prof.current_action == ProfilerAction.NONE):
             self._stop(keep=True)
             self._restore_optimizer()
+            self._uninstall()
             self.mode = Mode.DONE
 
     def _on_module_enter(self, module: Any, args: Any) -> None:
