@@ -198,3 +198,6 @@ def _report(outcome: dict[str, Any], args: argparse.Namespace) -> None:
     except TracesightError as exc:
         print(f"tracesight run: cannot report on {newest}: {one_line(str(exc))}",
               file=sys.stderr)
+    except Exception as exc:  # a reporting bug must not replace the program's exit code
+        print(f"tracesight run: report failed on {newest} ({type(exc).__name__}: "
+              f"{one_line(str(exc))}); the trace is intact", file=sys.stderr)
