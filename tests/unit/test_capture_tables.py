@@ -34,7 +34,7 @@ def cpu_prof() -> Any:
 
 
 def test_cpu_tables_have_no_device_columns(cpu_prof: Any) -> None:
-    text = _render(cpu_prof)
+    text = _render(cpu_prof, n=500)  # every row: the order of tiny ops varies run to run
     assert "Top operators by self CPU time" in text
     assert "Top operators by input shape (self CPU time)" in text
     assert "device" not in text.lower() and "cuda" not in text.lower()
