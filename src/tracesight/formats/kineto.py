@@ -101,32 +101,19 @@ def _bounds_with(finder: Callable[[bytes, int], int], size: int) -> list[tuple[i
 
 
 def _chunk_bounds_mv(body: memoryview) -> list[tuple[int, int]]:
-    # mmap-backed views: search with mmap/bytes windows to avoid copying the whole file
+    """Chunk bounds of an mmap-backed view, searching 1 MB windows (never copying it all)."""
     size = body.nbytes
-    bounds = []
-    start = 0
-    while start < size:
-        target = start + CHUNK_BYTES
-        if target >= size:
-            bounds.append((start, size))
-            break
-        window = 1 << 20
-        hit = -1
-        pos = target
+    window = 1 << 20
+
+    def windowed_find(pattern: bytes, pos: int) -> int:
         while pos < size:
-            piece = bytes(body[pos : min(size, pos + window + len(BOUNDARY))])
-            i = piece.find(BOUNDARY)
+            i = bytes(body[pos : min(size, pos + window + len(pattern))]).find(pattern)
             if i >= 0:
-                hit = pos + i
-                break
+                return pos + i
             pos += window
-        if hit < 0:
-            bounds.append((start, size))
-            break
-        cut = hit + 2
-        bounds.append((start, cut))
-        start = cut
-    return bounds
+        return -1
+
+    return _bounds_with(windowed_find, size)
 
 
 def _decode_events(piece: bytes | memoryview) -> tuple[list[Event], Counter[str]]:
