@@ -62,9 +62,3 @@ class Links:
         """For each device op, the host op that launched it (through its runtime), or -1."""
         rt = self.device_runtime
         return gather(self.runtime_host, rt, -1)
-
-    @cached_property
-    def device_launch_count(self) -> I64:
-        """Device ops launched by each runtime call."""
-        rt = self.device_runtime
-        return np.bincount(rt[rt >= 0], minlength=len(self.trace.runtime)).astype(np.int64)

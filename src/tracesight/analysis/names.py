@@ -7,6 +7,7 @@ predicates collect every spelling seen across PyTorch versions and vendors.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -38,9 +39,8 @@ _COLLECTIVE_HOST = re.compile(r"^(nccl|gloo|rccl|mpi|xccl):(" + "|".join(COLLECT
 # NCCL/RCCL device kernels: ncclKernel_AllReduce..., ncclDevKernel_Generic, ...
 _COLLECTIVE_KERNEL = re.compile(r"^(void )?(nccl|rccl)\w*(Kernel|kernel)")
 
-# Substrings of kernel names that run on Tensor Cores (NVIDIA PyProf's list, as used by
-# torch-tb-profiler) plus modern spellings it missed: Hopper/Ampere CUTLASS/cuBLASLt
-# GEMMs (sm80_/sm90_ xmma, gemm with tf32/f16/bf16 MMA shapes), FlashAttention.
+# Substrings of kernel names that run on Tensor Cores: NVIDIA PyProf's list, as used by
+# torch-tb-profiler (docs/metrics.md: Triton and FlashAttention kernels are not recognised).
 TC_TOKENS = (
     "h884",
     "s884",
@@ -61,7 +61,6 @@ TC_TOKENS = (
     "xmma_sparse_gemm",
     "c1688",
 )
-TB_COMPATIBLE_TC_TOKENS = TC_TOKENS
 
 # Operators that can run on Tensor Cores (autocast fp16 list, as torch-tb-profiler).
 TC_ELIGIBLE_OPS = frozenset(
@@ -176,13 +175,6 @@ def is_profiler_step(name: str) -> bool:
     return name.startswith("ProfilerStep#")
 
 
-def step_number(name: str) -> int | None:
-    try:
-        return int(name[len("ProfilerStep#") :])
-    except ValueError:
-        return None
-
-
 def is_dataloader(name: str) -> bool:
     return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or (
         name.startswith("enumerate(DataPipe)#")
@@ -209,10 +201,8 @@ def is_memory_op_name(name: str) -> bool:
     return name.startswith(("Memcpy", "Memset", "dma"))
 
 
-def mask(trace: Trace, predicate: object) -> npt.NDArray[np.bool_]:
-    """Boolean mask over the string table (index it with a name column)."""
-    if len(trace.strings) == 0:
-        return np.zeros(1, dtype=bool)
+def mask(trace: Trace, predicate: Callable[[str], object]) -> npt.NDArray[np.bool_]:
+    """Boolean mask over the string table (index it with a name column); memoised."""
     return trace.string_ids(predicate)
 
 

@@ -8,6 +8,7 @@ wrote them). Missing integers are -1, missing floats NaN. Tables are sorted by s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -51,15 +52,6 @@ class _Table:
         for f in dataclasses.fields(cls):
             kwargs[f.name] = np.ascontiguousarray(cols[f.name], dtype=cls.DTYPES[f.name])
         return cls(**kwargs)
-
-    @classmethod
-    def empty(cls: type[T]) -> T:
-        return cls.from_columns(
-            {f.name: np.empty(0, dtype=cls.DTYPES[f.name]) for f in dataclasses.fields(cls)}
-        )
-
-    def take(self: T, index: npt.NDArray[Any]) -> T:
-        return type(self)(**{k: v[index] for k, v in self.columns().items()})
 
     @property
     def end(self) -> I64:
@@ -272,6 +264,9 @@ class Trace:
     gpu_annotations: GpuAnnotations
     syncs: Syncs
     memory: MemoryRecords
+    _masks: dict[Callable[[str], object], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     TABLES: ClassVar[dict[str, type[_Table]]] = {
         "host": HostOps,
@@ -285,11 +280,20 @@ class Trace:
     def name(self, string_id: int) -> str:
         return self.strings[string_id] if string_id >= 0 else ""
 
-    def string_ids(self, predicate: Any) -> npt.NDArray[np.bool_]:
-        """Boolean mask over the string table: which strings satisfy ``predicate(str)``."""
-        return np.fromiter(
-            (bool(predicate(s)) for s in self.strings), dtype=bool, count=len(self.strings)
-        )
+    def string_ids(self, predicate: Callable[[str], object]) -> npt.NDArray[np.bool_]:
+        """Boolean mask over the string table: which strings satisfy ``predicate(str)``.
+
+        Index it with a name column. Masks are memoised per predicate: the analyses and the
+        advisor ask for the same classifications (steps, loaders, Tensor Core kernels, ...),
+        and each costs one Python call per distinct string.
+        """
+        cached = self._masks.get(predicate)
+        if cached is None:
+            cached = np.fromiter(
+                (bool(predicate(s)) for s in self.strings), dtype=bool, count=len(self.strings)
+            )
+            self._masks[predicate] = cached
+        return cached
 
     @property
     def has_gpu(self) -> bool:
