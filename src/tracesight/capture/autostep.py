@@ -137,12 +137,7 @@ class AutoProfiler:
             return
         self.optimizer_steps += 1
         if self._prof is None:
-            if _someone_else_profiling():
-                self._give_up("the program runs its own torch profiler; its traces are "
-                              "the ones to read")
-                return
-            self._prof = self._new_profiler(scheduled=True)
-            self._prof.start()
+            self._start(scheduled=True)
             return
         self._prof.step()
         if (self.config.repeat > 0 and self._prof.step_num >= self._last_step
@@ -161,14 +156,9 @@ class AutoProfiler:
         self.module_calls += 1
         now = time.monotonic()
         if self.mode is Mode.IDLE and self.module_calls > self.config.wait + self.config.warmup:
-            if _someone_else_profiling():
-                self._give_up("the program runs its own torch profiler; its traces are "
-                              "the ones to read")
-                return
-            self._prof = self._new_profiler(scheduled=False)
-            self._prof.start()
-            self._window_end = now + self.config.window_s
-            self.mode = Mode.WINDOW
+            if self._start(scheduled=False):
+                self._window_end = now + self.config.window_s
+                self.mode = Mode.WINDOW
         elif self.mode is Mode.WINDOW and now >= self._window_end:
             self._stop(keep=True)
             self.mode = Mode.DONE
@@ -180,16 +170,24 @@ class AutoProfiler:
 
     # -- profiler ----------------------------------------------------------------------
 
-    def _new_profiler(self, *, scheduled: bool) -> Profile:
+    def _start(self, *, scheduled: bool) -> bool:
+        """Start recording (following the schedule, or for the time window); False when
+        the program runs its own profiler, which we then leave alone for good."""
+        if _someone_else_profiling():
+            self._give_up("the program runs its own torch profiler; its traces are "
+                          "the ones to read")
+            return False
         cfg = self.config
         self._writer = TraceWriter(self.run_dir)
         kwargs: dict[str, Any] = {}
         if scheduled:
             kwargs["schedule"] = torch.profiler.schedule(
                 wait=cfg.wait, warmup=cfg.warmup, active=cfg.active, repeat=cfg.repeat)
-        return Profile(writer=self._writer, activities=env.default_activities(),
-                       record_shapes=cfg.record_shapes, profile_memory=cfg.profile_memory,
-                       with_stack=cfg.with_stack, **kwargs)
+        self._prof = Profile(writer=self._writer, activities=env.default_activities(),
+                             record_shapes=cfg.record_shapes, profile_memory=cfg.profile_memory,
+                             with_stack=cfg.with_stack, **kwargs)
+        self._prof.start()
+        return True
 
     def _stop(self, *, keep: bool) -> None:
         prof, writer = self._prof, self._writer
