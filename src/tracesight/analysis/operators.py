@@ -15,10 +15,10 @@ import numpy.typing as npt
 
 from tracesight.analysis import names
 from tracesight.analysis.links import Links
-from tracesight.analysis.optree import OpTree
-from tracesight.model.trace import HOST_OP, Trace
+from tracesight.analysis.optree import NodeTimes, OpTree
+from tracesight.model.trace import Trace
 
-_NOT_OPERATORS = ("DataParallel.forward", "DistributedDataParallel.forward")
+__all__ = ["NodeTimes", "OperatorRow", "node_times", "operator_stats"]
 
 
 @dataclass(frozen=True)
@@ -33,46 +33,9 @@ class OperatorRow:
     tc_eligible: bool
 
 
-@dataclass(frozen=True)
-class NodeTimes:
-    """Per host-row times (ns, float) shared by operator, advice and module analyses."""
-
-    host_self: npt.NDArray[np.float64]
-    host_total: npt.NDArray[np.float64]
-    device_self: npt.NDArray[np.float64]
-    device_total: npt.NDArray[np.float64]
-    is_operator: npt.NDArray[np.bool_]
-
-
 def node_times(trace: Trace, tree: OpTree) -> NodeTimes:
-    host, rt, dev = trace.host, trace.runtime, trace.device
-    n = len(host)
-    live = ~tree.folded & (tree.depth >= 0)
-    eff = tree.effective_parent
-    child_sum = np.zeros(n)
-    has = live & (eff >= 0)
-    np.add.at(child_sum, eff[has], host.dur[has].astype(np.float64))
-    rt_owner = tree.runtime_owner
-    rt_sum = np.bincount(
-        rt_owner[rt_owner >= 0], weights=rt.dur[rt_owner >= 0].astype(np.float64), minlength=n
-    )
-    dev_owner = tree.device_owner
-    dev_self: npt.NDArray[np.float64] = np.bincount(
-        dev_owner[dev_owner >= 0], weights=dev.dur[dev_owner >= 0].astype(np.float64), minlength=n
-    ).astype(np.float64)
-    host_total = host.dur.astype(np.float64)
-    host_self = np.maximum(host_total - child_sum - rt_sum, 0.0)
-    excluded = names.mask(
-        trace,
-        lambda s: (
-            names.is_profiler_step(s)
-            or names.is_dataloader(s)
-            or names.is_optimizer(s)
-            or s in _NOT_OPERATORS
-        ),
-    )
-    is_operator = live & (host.kind == HOST_OP) & ~excluded[host.name]
-    return NodeTimes(host_self, host_total, dev_self, tree.roll_up(dev_self), is_operator)
+    """Per host-row times; kept for callers, the tree computes and caches them once."""
+    return tree.times
 
 
 def operator_stats(
@@ -85,7 +48,7 @@ def operator_stats(
     """Rows sorted by device self time (GPU traces) or host self time (CPU traces)."""
     links = links or Links(trace)
     tree = tree or OpTree(trace, links)
-    times = node_times(trace, tree)
+    times = tree.times
     idx = np.flatnonzero(times.is_operator)
     if len(idx) == 0:
         return []

@@ -16,10 +16,37 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from tracesight.analysis import names
 from tracesight.analysis.links import Links, gather
 from tracesight.model.trace import HOST_OP, HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+_NOT_OPERATORS = ("DataParallel.forward", "DistributedDataParallel.forward")
+
+
+def _not_an_operator(name: str) -> bool:
+    """Host ranges that are never operator rows: their time shows in their children."""
+    return (
+        names.is_profiler_step(name)
+        or names.is_dataloader(name)
+        or names.is_optimizer(name)
+        or name in _NOT_OPERATORS
+    )
+
+
+@dataclass(frozen=True)
+class NodeTimes:
+    """Per host-row times (ns), as torch-tb-profiler and PyTorch's ``key_averages``:
+    host self = duration - direct children - own runtime calls; device self = device ops
+    launched by own runtime calls; device total = self + all descendants'."""
+
+    host_self: F64
+    host_total: F64
+    device_self: F64
+    device_total: F64
+    is_operator: npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -127,3 +154,27 @@ class OpTree:
             sel = live & (self.depth == level) & (eff >= 0)
             np.add.at(total, eff[sel], total[sel])
         return total
+
+    @cached_property
+    def times(self) -> NodeTimes:
+        host, rt, dev = self.trace.host, self.trace.runtime, self.trace.device
+        n = len(host)
+        live = ~self.folded & (self.depth >= 0)
+        eff = self.effective_parent
+        has = live & (eff >= 0)
+
+        def per_node(owner: I64, durations: I64) -> F64:
+            ok = owner >= 0
+            out: F64 = np.bincount(
+                owner[ok], weights=durations[ok].astype(np.float64), minlength=n
+            ).astype(np.float64)
+            return out
+
+        child_sum = per_node(np.where(has, eff, -1), host.dur)
+        rt_sum = per_node(self.runtime_owner, rt.dur)
+        dev_self = per_node(self.device_owner, dev.dur)
+        host_total = host.dur.astype(np.float64)
+        host_self = np.maximum(host_total - child_sum - rt_sum, 0.0)
+        excluded = names.mask(self.trace, _not_an_operator)[host.name]
+        is_operator = live & (host.kind == HOST_OP) & ~excluded
+        return NodeTimes(host_self, host_total, dev_self, self.roll_up(dev_self), is_operator)
