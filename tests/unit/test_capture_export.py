@@ -104,3 +104,17 @@ def test_nothing_recorded_yet(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="not recorded anything"):
         tracesight.export_trace(profile(), str(tmp_path / "x.json"))
+
+
+def test_unwritable_destinations_are_user_errors(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    from tracesight.errors import TraceSourceError
+
+    prof = _profiled()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(TraceSourceError, match="cannot write"):
+        tracesight.export_trace(prof, str(blocker / "x.json"))  # parent is a file
+    with pytest.raises(TraceSourceError, match=r"nosuch://x/y\.json: cannot open"):
+        tracesight.export_trace(prof, "nosuch://x/y.json")
+    assert not list(tmp_path.rglob("*.part"))

@@ -126,10 +126,13 @@ def _open_raw(path: str, mode: str, storage_options: dict[str, Any] | None) -> I
 
         try:
             fs, fs_path = fsspec.core.url_to_fs(path, **(storage_options or {}))
+            fh = fs.open(fs_path, mode)
         except ImportError as exc:
             raise TraceSourceError(f"{path}: support for this URL scheme is not installed "
                                    f"({exc})") from None
-        with fs.open(fs_path, mode) as fh:
+        except Exception as exc:  # unknown scheme, network and credential errors
+            raise TraceSourceError(f"{path}: cannot open ({type(exc).__name__}: {exc})") from None
+        with fh:
             yield fh
         return
     local = os.path.expanduser(path[len("file://"):] if path.startswith("file://") else path)
@@ -137,13 +140,17 @@ def _open_raw(path: str, mode: str, storage_options: dict[str, Any] | None) -> I
         with open(local, "rb") as fh:
             yield fh
         return
-    os.makedirs(os.path.dirname(os.path.abspath(local)), exist_ok=True)
     # Write beside the target and rename: a reader never sees half a trace. (Not mkstemp:
     # its 0600 mode would make traces unreadable to the rest of a team.)
     tmp = f"{local}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
     try:
-        with open(tmp, "wb") as fh:
-            yield fh
+        os.makedirs(os.path.dirname(os.path.abspath(local)), exist_ok=True)
+        out = open(tmp, "wb")  # noqa: SIM115 - closed by the with-block below
+    except OSError as exc:
+        raise TraceSourceError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    try:
+        with out:
+            yield out
         os.replace(tmp, local)
     except BaseException:
         with suppress(OSError):
