@@ -48,9 +48,13 @@ def idle_breakdown(
         return []
     launch_ts = gather(trace.runtime.ts, links.device_runtime, -1)
     out = []
-    keys = np.stack((dev.device.astype(np.int64), dev.stream), axis=1)
-    for device, stream in np.unique(keys, axis=0):
-        sel = np.flatnonzero((dev.device == device) & (dev.stream == stream))
+    # One stable sort groups the ops by (device, stream) and keeps each group in time order
+    # (the table is sorted by start); then walk the groups, not the events.
+    order = np.lexsort((dev.stream, dev.device))
+    device_col, stream_col = dev.device[order], dev.stream[order]
+    cut = np.flatnonzero((np.diff(device_col) != 0) | (np.diff(stream_col) != 0)) + 1
+    for sel in np.split(order, cut):
+        device, stream = dev.device[sel[0]], dev.stream[sel[0]]
         ts, end, launch = dev.ts[sel], dev.end[sel], launch_ts[sel]
         prev_end = np.maximum.accumulate(end)[:-1]
         gap = ts[1:] - prev_end

@@ -21,8 +21,9 @@ def union(starts: I64, ends: I64) -> Union:
     s, e = starts[keep], ends[keep]
     if len(s) == 0:
         return EMPTY
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if not bool(np.all(s[:-1] <= s[1:])):  # event tables arrive sorted: skip the sort
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
     run_end = np.maximum.accumulate(e)
     new_group = np.empty(len(s), dtype=bool)
     new_group[0] = True
