@@ -124,3 +124,17 @@ def test_program_with_its_own_profiler(tmp_path: Path) -> None:
         _train(4)
     outcome = auto.finish()
     assert outcome.traces == [] and "its own torch profiler" in outcome.note
+
+
+@pytest.mark.parametrize("active", [2, 50])  # the trace is written by a step / by finish()
+def test_trace_cannot_be_written(tmp_path: Path, active: int) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    auto = AutoProfiler(AutoConfig(logdir=str(blocker), run="r", wait=0, warmup=1,
+                                   active=active))
+    auto.install()
+    _train(6)  # the program runs on: no exception from inside its optimizer step
+    outcome = auto.finish()
+    assert outcome.traces == []
+    assert outcome.note.startswith("cannot write the trace: ") and "\n" not in outcome.note
+    assert not _optimizer_hooks()

@@ -26,6 +26,7 @@ from torch.profiler import ProfilerAction
 
 from tracesight.capture import env, paths
 from tracesight.capture.profiler import Profile, TraceWriter
+from tracesight.errors import TracesightError, one_line
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,14 @@ class AutoProfiler:
         if self._prof is None:
             self._start(scheduled=True)
             return
-        self._prof.step()
+        try:
+            self._prof.step()  # may write a trace
+        except TracesightError as exc:
+            # The trace cannot be written (bad --logdir...): say so, and let the program
+            # go on unprofiled rather than fail inside its optimizer step.
+            self._stop(keep=False)
+            self._give_up(_cannot_write(exc))
+            return
         if (self.config.repeat > 0 and self._prof.step_num >= self._last_step
                 and self._prof.current_action == ProfilerAction.NONE):
             self._stop(keep=True)
@@ -195,7 +203,10 @@ class AutoProfiler:
         if prof is None or writer is None:
             return
         writer.discard = not keep
-        prof.stop()
+        try:
+            prof.stop()  # writes the trace when keep
+        except TracesightError as exc:
+            self._note = _cannot_write(exc)
         self.traces.extend(writer.paths)
 
     def _give_up(self, note: str) -> None:
@@ -229,6 +240,10 @@ class AutoProfiler:
 
     def _done_kind(self) -> str:
         return "steps" if self._optimizer is not None else "window"
+
+
+def _cannot_write(exc: TracesightError) -> str:
+    return f"cannot write the trace: {one_line(str(exc))}"
 
 
 def _someone_else_profiling() -> bool:
