@@ -19,8 +19,6 @@ from tracesight.model.trace import (
     DEV_KERNEL,
     DEV_MEMCPY,
     DEV_MEMSET,
-    HOST_ANNOTATION,
-    HOST_OP,
     HOST_PYTHON,
     Trace,
 )
@@ -61,26 +59,21 @@ def category_unions(trace: Trace, links: Links | None = None) -> dict[str, iv.Un
     """The union of each category's ranges, before priorities are applied."""
     links = links or Links(trace)
     dev, host, rt = trace.device, trace.host, trace.runtime
-    host_names = host.name
-    collective_host = names.mask(trace, names.is_collective_host)[host_names] & (
-        host.kind != HOST_PYTHON
-    )
+    ranges = host.kind != HOST_PYTHON  # operators and annotations; Python frames never count
+    collective_host = ranges & names.mask(trace, names.is_collective_host)[host.name]
+    is_step = names.mask(trace, names.is_profiler_step)[host.name]
+    is_loader = ranges & names.mask(trace, names.is_dataloader)[host.name]
+    cpu_exec = ranges & ~is_step & ~is_loader & ~collective_host
+    # A kernel is communication when its name says NCCL/RCCL, or when it belongs to a
+    # collective host op: by external id (kernels carry it) or through its launching call.
     coll_ext = host.external_id[collective_host]
     kernel = dev.kind == DEV_KERNEL
     dev_is_coll = (
-        np.isin(dev.external_id, coll_ext[coll_ext > 0])
-        | names.mask(trace, names.is_collective_kernel)[dev.name]
+        names.mask(trace, names.is_collective_kernel)[dev.name]
+        | np.isin(dev.external_id, coll_ext[coll_ext > 0])
+        | gather(collective_host, links.device_host, False)
     )
-    dev_host = links.device_host
-    if collective_host.any():
-        dev_is_coll |= gather(collective_host, dev_host, False)
     dev_end, host_end = dev.end, host.end
-    is_step = names.mask(trace, names.is_profiler_step)[host_names]
-    is_loader = names.mask(trace, names.is_dataloader)[host_names]
-    host_range = (
-        (host.kind == HOST_OP) | (host.kind == HOST_ANNOTATION) | (host.kind == HOST_PYTHON)
-    )
-    cpu_exec = host_range & ~is_step & ~is_loader & ~collective_host & (host.kind != HOST_PYTHON)
     return {
         "kernel": iv.union(dev.ts[kernel & ~dev_is_coll], dev_end[kernel & ~dev_is_coll]),
         "memcpy": iv.union(dev.ts[dev.kind == DEV_MEMCPY], dev_end[dev.kind == DEV_MEMCPY]),
@@ -90,10 +83,7 @@ def category_unions(trace: Trace, links: Links | None = None) -> dict[str, iv.Un
             np.concatenate((dev_end[kernel & dev_is_coll], host_end[collective_host])),
         ),
         "runtime": iv.union(rt.ts, rt.end),
-        "dataloader": iv.union(
-            host.ts[is_loader & (host.kind != HOST_PYTHON)],
-            host_end[is_loader & (host.kind != HOST_PYTHON)],
-        ),
+        "dataloader": iv.union(host.ts[is_loader], host_end[is_loader]),
         "cpu_exec": iv.union(host.ts[cpu_exec], host_end[cpu_exec]),
     }
 
