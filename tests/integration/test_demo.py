@@ -93,3 +93,20 @@ def test_cli_prints_both_reports_and_the_throughputs(tmp_path: Path,
 def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--steps", "2"]) == 2
     assert "--steps must be >= 3" in capsys.readouterr().err
+
+
+def test_summary_numbers() -> None:
+    import io
+
+    from rich.console import Console
+
+    from tracesight.demo.run import _summary
+
+    out = io.StringIO()
+    _summary(Console(file=out, width=200, color_system=None),
+             DemoResult("b/t.json.gz", "a/t.json.gz", 123.4, 1234.5))
+    text = out.getvalue()
+    assert "[Throughput during profiled window] before: ~123 samples/sec" in text
+    assert "[Throughput during profiled window] after:  ~1,234 samples/sec  (10.0x)" in text
+    assert "Explore one: tracesight report a/t.json.gz" in text
+    assert DemoResult("b", "a", 0.0, 5.0).speedup == 0.0

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from tracesight.capture.throughput import format_rate
 from tracesight.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
+
+if TYPE_CHECKING:
+    from tracesight.report.build import Report
+
+HTML_TOP = 20  # rows per table in the HTML report (build_report's default)
 
 
 @dataclass(frozen=True)
@@ -37,9 +43,9 @@ def run_demo(outdir: str = "tracesight_demo", *, steps: int = 8, batch_size: int
     renderer exists) the HTML report's path are printed.
     """
     console = console or Console()
-    slow = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console)
-    fast = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
-    html = _write_html(fast.trace, os.path.join(outdir, "report.html"))
+    slow, _ = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console)
+    fast, fast_report = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
+    html = _write_html(fast.trace, fast_report, os.path.join(outdir, "report.html"))
     result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html)
     if not quiet:
         _summary(console, result)
@@ -47,39 +53,46 @@ def run_demo(outdir: str = "tracesight_demo", *, steps: int = 8, batch_size: int
 
 
 def _one(variant: Variant, index: int, outdir: str, steps: int, batch_size: int,
-         device: str | None, quiet: bool, top: int, console: Console) -> RunResult:
+         device: str | None, quiet: bool, top: int,
+         console: Console) -> tuple[RunResult, Report | None]:
+    """One profiled run; with ``quiet=False`` its report (returned for reuse) is printed."""
     if not quiet:
         console.rule(f"[bold]Run {index}/2: {variant.name} the fixes[/]")
         console.print(f"{escape(variant.description)}; {steps} steps of {batch_size} "
                       f"samples, profiling the last {steps - 2}…")
     result = train_profiled(variant, outdir, steps=steps, batch_size=batch_size, device=device)
-    if not quiet:
-        _render(result.trace, top, console)
-        console.print(f"[bold][Throughput during profiled window][/] "
-                      f"~{format_rate(result.samples_per_s)} samples/sec")
-    return result
-
-
-def _render(trace_path: str, top: int, console: Console) -> None:
-    from tracesight import load
-    from tracesight.report.build import build_report
+    if quiet:
+        return result, None
     from tracesight.report.text import render_text
 
-    render_text(build_report(load(trace_path), top=top), console)
+    report = _report(result.trace, top)
+    render_text(report, console)
+    console.print(f"[bold][Throughput during profiled window][/] "
+                  f"~{format_rate(result.samples_per_s)} samples/sec")
+    return result, report
 
 
-def _write_html(trace_path: str, out: str) -> str | None:
-    """The single-file HTML report of the fixed run, once ``tracesight.report.html`` exists."""
+def _report(trace_path: str, top: int) -> Report:
+    from tracesight import load
+    from tracesight.report.build import build_report
+
+    return build_report(load(trace_path), top=top)
+
+
+def _write_html(trace_path: str, report: Report | None, out: str) -> str | None:
+    """The single-file HTML report of the fixed run, once ``tracesight.report.html`` exists.
+
+    Reuses the printed report's analyses when there is one (only its row limit differs).
+    """
     if importlib.util.find_spec("tracesight.report.html") is None:
         return None
     html: Any = importlib.import_module("tracesight.report.html")
     writer = getattr(html, "write_html", None)
     if writer is None:
         return None
-    from tracesight import load
-    from tracesight.report.build import build_report
-
-    writer(build_report(load(trace_path)), out)
+    if report is None:
+        report = _report(trace_path, HTML_TOP)
+    writer(dataclasses.replace(report, top=HTML_TOP), out)
     return out
 
 
