@@ -25,7 +25,7 @@ from tests.conftest import shared_trace
 
 import tracesight
 from tracesight.analysis.temporal import temporal_breakdown
-from tracesight.report.build import Analyses, run_analyses
+from tracesight.analysis.suite import Analyses, run_analyses
 
 PTS = 0.5
 

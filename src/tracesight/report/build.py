@@ -7,19 +7,18 @@ bump SCHEMA on any incompatible change.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tracesight.analysis.breakdown import CATEGORIES, Breakdown, step_breakdown
-from tracesight.analysis.gpu import GpuMetrics, gpu_metrics
-from tracesight.analysis.idle import StreamIdle, idle_breakdown
-from tracesight.analysis.kernels import KernelRow, kernel_stats
-from tracesight.analysis.launches import LaunchStats, launch_stats
-from tracesight.analysis.links import Links
-from tracesight.analysis.operators import OperatorRow, operator_stats
-from tracesight.analysis.optree import OpTree
-from tracesight.analysis.steps import Steps, find_steps, select_step
-from tracesight.analysis.temporal import Temporal, temporal_breakdown
+from tracesight.analysis.breakdown import CATEGORIES
+from tracesight.analysis.operators import OperatorRow
+from tracesight.analysis.suite import Analyses, run_analyses
 from tracesight.model.trace import Trace
+
+if TYPE_CHECKING:
+    from tracesight.advice.finding import Finding
+
+# Analyses and run_analyses moved to tracesight.analysis.suite; re-exported for callers.
+__all__ = ["SCHEMA", "Analyses", "Report", "build_report", "run_analyses"]
 
 SCHEMA = "tracesight.report/1"
 
@@ -33,50 +32,10 @@ def _r(x: float | None, nd: int = 2) -> float | None:
 
 
 @dataclass(frozen=True)
-class Analyses:
-    """Every analysis result for one trace: the input of the advisor and the renderers."""
-
-    trace: Trace
-    links: Links
-    tree: OpTree
-    steps: Steps
-    breakdown: Breakdown
-    gpu: list[GpuMetrics]
-    operators: list[OperatorRow]
-    operators_by_shape: list[OperatorRow]
-    kernels: list[KernelRow]
-    temporal: Temporal | None
-    idle: list[StreamIdle]
-    launches: LaunchStats | None
-
-
-def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
-    links = Links(trace)
-    tree = OpTree(trace, links)
-    steps = find_steps(trace, links)
-    if step is not None:
-        steps = select_step(steps, step)
-    return Analyses(
-        trace=trace,
-        links=links,
-        tree=tree,
-        steps=steps,
-        breakdown=step_breakdown(trace, steps, links),
-        gpu=gpu_metrics(trace, steps.window, links),
-        operators=operator_stats(trace, links=links, tree=tree),
-        operators_by_shape=operator_stats(trace, by_shape=True, links=links, tree=tree),
-        kernels=kernel_stats(trace),
-        temporal=temporal_breakdown(trace, links=links),
-        idle=idle_breakdown(trace, links),
-        launches=launch_stats(trace, links),
-    )
-
-
-@dataclass(frozen=True)
 class Report:
     analyses: Analyses
     top: int
-    findings: list[Any] = field(default_factory=list)  # advice.Finding
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def trace(self) -> Trace:
@@ -223,11 +182,7 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
 
 
 def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+    from tracesight.advice import advise  # the advisor imports the analysis layer, not us
+
     analyses = run_analyses(trace, step=step)
-    try:
-        from tracesight.advice import advise
-    except ImportError:  # the advisor is optional while it is being built
-        findings: list[Any] = []
-    else:
-        findings = advise(analyses)
-    return Report(analyses=analyses, top=top, findings=findings)
+    return Report(analyses=analyses, top=top, findings=advise(analyses))

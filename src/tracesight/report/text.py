@@ -102,11 +102,7 @@ def _findings(console: Console, report: Report) -> None:
         return
     console.print("[bold]Findings[/] (ranked by estimated saving per step)")
     for i, f in enumerate(report.findings, 1):
-        render = getattr(f, "render_text", None)
-        if callable(render):
-            render(console, i)
-        else:  # pragma: no cover - findings always render themselves
-            console.print(f"{i}. {escape(str(f))}")
+        f.render_text(console, i)
 
 
 def _breakdown(console: Console, data: dict[str, Any]) -> None:
