@@ -68,3 +68,21 @@ def test_gpu_trace_has_the_device_table() -> None:
 def test_not_a_trace() -> None:
     with pytest.raises(UsageError, match="expected a torch profiler"):
         tracesight.print_top_tables(42)
+
+
+def test_numbers_in_the_tables(tmp_path: Path) -> None:
+    from tests.builders import TraceBuilder
+
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 10, 3000, input_dims=[[8, 64], [64, 64]])
+        b.launch(mm, "cudaLaunchKernel", 20, 10, kernel="sgemm", k_ts=100, k_dur=1500)
+        add = b.op("aten::add", 4000, 1000, input_dims=[[8, 64], [8, 64]])
+        b.launch(add, "cudaLaunchKernel", 4010, 10, kernel="add_kernel", k_ts=4100, k_dur=500)
+    lines = [line.split() for line in _render(b.load(tmp_path)).splitlines()]
+    device = lines.index(["Top", "operators", "by", "self", "device", "time"])
+    # name, calls, share of self device time, self/total device, self/total CPU
+    assert lines[device + 2] == ["aten::mm", "1", "75.0%", "1.50", "ms", "1.50", "ms",
+                                 "2.99", "ms", "3.00", "ms"]
+    assert lines[device + 3] == ["aten::add", "1", "25.0%", "500.0", "µs", "500.0", "µs",
+                                 "990.0", "µs", "1.00", "ms"]

@@ -18,6 +18,7 @@ from rich.table import Table
 from tracesight.analysis.operators import OperatorRow, operator_stats
 from tracesight.errors import UsageError
 from tracesight.model import Trace
+from tracesight.report.text import _ms  # the report's time format: same numbers, same look
 
 NAME_WIDTH = 60
 SHAPE_WIDTH = 40
@@ -64,10 +65,6 @@ def as_trace(source: Any) -> Trace:
             return load(path, cache=False)
     raise UsageError(f"print_top_tables: expected a torch profiler, a Trace or a trace path, "
                      f"got {type(source).__name__}")
-
-
-def _ms(us: float) -> str:
-    return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
 
 
 def _short(text: str, width: int) -> str:
