@@ -12,12 +12,13 @@ import numpy as np
 import numpy.typing as npt
 
 from tracesight.analysis import intervals as iv
+from tracesight.analysis import names
 from tracesight.analysis.links import gather
 from tracesight.analysis.operators import NodeTimes, node_times
 from tracesight.model.trace import DEV_KERNEL, HOST_PYTHON
 from tracesight.report.build import Analyses
 
-from .finding import Finding
+from .finding import Finding, fmt_us
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -72,8 +73,7 @@ class Context:
                 source_lines: Sequence[str] = (), references: Sequence[str] = ()) -> Finding:
         """A Finding whose saving is ``saving_ns`` per step (clamped to the step)."""
         saving = max(0.0, min(float(saving_ns), self.step_ns))
-        pct = 100.0 * saving / self.step_ns if self.step_ns > 0 else 0.0
-        return Finding(id=id, title=title, saving_us=saving / 1000.0, saving_pct=pct,
+        return Finding(id=id, title=title, saving_us=saving / 1000.0, saving_pct=self.pct(saving),
                        estimate=estimate, evidence=tuple(evidence), fix=fix, code=code,
                        source_lines=tuple(source_lines), references=tuple(references))
 
@@ -113,17 +113,30 @@ class Context:
         return np.asarray(dev.device == self.main_device, dtype=bool)
 
     @cached_property
-    def busy(self) -> iv.Union:
-        """Main GPU busy (any kernel, memcpy or memset) inside the steps."""
+    def kernel_sel(self) -> B:
+        """Kernels (not memcpy/memset) of the main GPU."""
+        sel: B = self.device_sel & (self.trace.device.kind == DEV_KERNEL)
+        return sel
+
+    @cached_property
+    def device_in_steps(self) -> F64:
+        """Part of each device op inside the steps, in ns."""
         dev = self.trace.device
-        sel = self.device_sel
+        return self.in_steps(dev.ts, dev.end).astype(np.float64)
+
+    def device_union(self, sel: B) -> iv.Union:
+        """Union of the selected device ops, inside the steps."""
+        dev = self.trace.device
         return iv.intersect(iv.union(dev.ts[sel], dev.end[sel]), self.window)
 
     @cached_property
+    def busy(self) -> iv.Union:
+        """Main GPU busy (any kernel, memcpy or memset) inside the steps."""
+        return self.device_union(self.device_sel)
+
+    @cached_property
     def kernel_busy(self) -> iv.Union:
-        dev = self.trace.device
-        sel = self.device_sel & (dev.kind == DEV_KERNEL)
-        return iv.intersect(iv.union(dev.ts[sel], dev.end[sel]), self.window)
+        return self.device_union(self.kernel_sel)
 
     @cached_property
     def idle(self) -> iv.Union:
@@ -145,17 +158,21 @@ class Context:
         return iv.measure_in(self.idle, ts, end)
 
     @cached_property
+    def launch_ts(self) -> I64:
+        """For each device op, the start of the runtime call that launched it (or -1)."""
+        return gather(self.trace.runtime.ts, self.a.links.device_runtime, -1)
+
+    @cached_property
     def gaps(self) -> Gaps:
         """Idle gaps between device ops (strictly inside the GPU's active span per step)."""
-        dev, links = self.trace.device, self.a.links
+        dev = self.trace.device
         sel = np.flatnonzero(self.device_sel)
         if len(sel) == 0:
             e = np.zeros(0, dtype=np.int64)
             return Gaps(e, e, np.zeros(0, dtype=bool))
         order = sel[np.argsort(dev.ts[sel], kind="stable")]
         ts, end = dev.ts[order], dev.end[order]
-        rt = links.device_runtime[order]
-        launch = gather(self.trace.runtime.ts, rt, -1)
+        launch = self.launch_ts[order]
         prev_end = np.maximum.accumulate(end)[:-1]
         gap = ts[1:] - prev_end
         ok = gap > 0
@@ -169,10 +186,30 @@ class Context:
     def times(self) -> NodeTimes:
         return node_times(self.trace, self.a.tree)
 
-    def name_mask(self, names: frozenset[str] | set[str]) -> B:
-        """Boolean mask over the string table."""
-        return np.fromiter((s in names for s in self.trace.strings), dtype=bool,
-                           count=len(self.trace.strings))
+    @cached_property
+    def loader_rows(self) -> B:
+        """Host rows that are DataLoader ranges (``enumerate(DataLoader)#...__next__``)."""
+        host = self.trace.host
+        rows: B = names.mask(self.trace, names.is_dataloader)[host.name]
+        rows &= host.kind != HOST_PYTHON
+        return rows
+
+    @cached_property
+    def sync_calls(self) -> B:
+        """Runtime rows that block the host until the device catches up."""
+        rt = self.trace.runtime
+        sel: B = names.mask_in(self.trace, names.SYNC_CALLS)[rt.name]
+        return sel
+
+    @cached_property
+    def operators(self) -> I64:
+        """Host rows that are operators (``NodeTimes.is_operator``)."""
+        return np.flatnonzero(self.times.is_operator)
+
+    def operators_within(self, u: iv.Union) -> I64:
+        """Operators lying entirely inside the union ``u``."""
+        host, ops = self.trace.host, self.operators
+        return ops[iv.measure_in(u, host.ts[ops], host.end[ops]) >= host.dur[ops]]
 
     def source_lines(self, host_idx: I64, weight: F64, top: int = 5) -> list[str]:
         """User source lines responsible for ``host_idx`` (host rows), heaviest first.
@@ -208,8 +245,7 @@ class Context:
 
     def _python_frames(self, host_idx: I64, weight: F64) -> dict[str, float]:
         host = self.trace.host
-        user_name = np.fromiter((is_user_frame(s) for s in self.trace.strings), dtype=bool,
-                                count=len(self.trace.strings))
+        user_name = names.mask(self.trace, is_user_frame)
         py = np.flatnonzero((host.kind == HOST_PYTHON) & user_name[host.name])
         out: dict[str, float] = {}
         if len(py) == 0:
@@ -242,8 +278,7 @@ class Context:
 
 
 def fmt_ns(ns: float) -> str:
-    us = ns / 1000.0
-    return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
+    return fmt_us(ns / 1000.0)
 
 
 def top_by_name(names: npt.NDArray[np.int32], weight: F64, strings: tuple[str, ...],

@@ -60,7 +60,7 @@ class Finding:
         colour = {"high": "red", "medium": "yellow", "low": "cyan"}[self.severity]
         console.print(
             f"\n[bold]{index}. {escape(self.title)}[/] [{colour}]{self.severity}[/] · "
-            f"saves up to [bold]{_fmt_us(self.saving_us)}[/] per step "
+            f"saves up to [bold]{fmt_us(self.saving_us)}[/] per step "
             f"({self.saving_pct:.1f} % of the step) [dim]\\[{escape(self.id)}][/]"
         )
         console.print(f"   [dim]estimate: {escape(self.estimate)}[/]")
@@ -78,5 +78,5 @@ class Finding:
             console.print(f"   [dim]see {escape(ref)}[/]")
 
 
-def _fmt_us(us: float) -> str:
+def fmt_us(us: float) -> str:
     return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"

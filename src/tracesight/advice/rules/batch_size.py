@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracesight.analysis import names
-
 from ..context import Context, fmt_ns
 from ..finding import Finding
 
@@ -25,8 +23,7 @@ def check(ctx: Context) -> Finding | None:
         return None
     if a.breakdown.pct.get("dataloader", 0.0) > OTHER_CAUSE_PCT:
         return None
-    rt = ctx.trace.runtime
-    sync = names.mask_in(ctx.trace, names.SYNC_CALLS)[rt.name]
+    rt, sync = ctx.trace.runtime, ctx.sync_calls
     sync_ns = ctx.per_step_union(rt.ts[sync], rt.end[sync])
     if ctx.pct(sync_ns) > OTHER_CAUSE_PCT:
         return None

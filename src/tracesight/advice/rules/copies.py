@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tracesight.analysis import names
+
 from ..context import Context
 from ..finding import Finding
 from ._opshare import op_family_share
@@ -23,7 +25,7 @@ model = torch.compile(model)"""
 
 
 def check(ctx: Context) -> Finding | None:
-    share = op_family_share(ctx, ctx.name_mask(set(COPY_OPS)))
+    share = op_family_share(ctx, names.mask_in(ctx.trace, COPY_OPS))
     if share.pct_of_work < THRESHOLD_PCT:
         return None
     where = "GPU kernel time" if share.on_gpu else "operator CPU self time"

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import intervals as iv
-from tracesight.analysis import names
-from tracesight.model.trace import HOST_PYTHON
 
 from ..context import Context, fmt_ns, short, top_by_name
 from ..finding import Finding
@@ -23,7 +21,7 @@ def check(ctx: Context) -> Finding | None:
     no_gpu = t.is_operator & (t.device_total == 0)
     outer = no_gpu & ~((parent >= 0) & no_gpu[np.maximum(parent, 0)])
     # data loading has its own rule
-    loader = names.mask(trace, names.is_dataloader)[host.name] & (host.kind != HOST_PYTHON)
+    loader = ctx.loader_rows
     loader_u = iv.union(host.ts[loader], host.end[loader])
     idx = np.flatnonzero(outer)
     idx = idx[iv.measure_in(loader_u, host.ts[idx], host.end[idx]) == 0]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import intervals as iv
-from tracesight.analysis import names
-from tracesight.model.trace import HOST_PYTHON
 
 from ..context import Context, fmt_ns, short, top_by_name
 from ..finding import Finding
@@ -33,8 +31,7 @@ def check(ctx: Context) -> Finding | None:
     if pct <= THRESHOLD_PCT:
         return None
     host = trace.host
-    is_loader = names.mask(trace, names.is_dataloader)[host.name] & (host.kind != HOST_PYTHON)
-    idx = np.flatnonzero(is_loader)
+    idx = np.flatnonzero(ctx.loader_rows)
     inside = ctx.in_steps(host.ts[idx], host.end[idx])
     idx = idx[inside > 0]
     loader_names = sorted({trace.strings[i] for i in np.unique(host.name[idx]).tolist()})
@@ -53,10 +50,7 @@ def check(ctx: Context) -> Finding | None:
         evidence.append("iterator is _SingleProcessDataLoaderIter: num_workers=0, batches are "
                         "loaded in the training process, serially with training")
     # what the loader does: operators inside it, by host self time
-    loader_u = iv.union(host.ts[idx], host.end[idx])
-    ops = np.flatnonzero(ctx.times.is_operator)
-    within = iv.measure_in(loader_u, host.ts[ops], host.end[ops]) >= host.dur[ops]
-    ops = ops[within]
+    ops = ctx.operators_within(iv.union(host.ts[idx], host.end[idx]))
     for name, ns, n in top_by_name(host.name[ops], ctx.times.host_self[ops], trace.strings, 3):
         evidence.append(f"inside the loader: {short(name)} ×{n / ctx.n_steps:.0f}/step, "
                         f"{fmt_ns(ns / ctx.n_steps)} self per step")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from tracesight.model.trace import DEV_KERNEL
+from tracesight.analysis import names
 
 from ..context import Context, fmt_ns, short, top_by_name
 from ..finding import Finding
@@ -25,6 +23,12 @@ POINTWISE = frozenset(
 KERNEL_TOKENS = ("elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise",
                  "triton_poi")
 
+
+
+def is_pointwise_kernel(name: str) -> bool:
+    return any(t in name for t in KERNEL_TOKENS)
+
+
 CODE = """\
 model = torch.compile(model)      # fuses chains of pointwise ops into one kernel
 # or use fused building blocks: F.gelu(x, approximate="tanh"), F.scaled_dot_product_attention,
@@ -35,10 +39,8 @@ def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     if ctx.has_gpu:
         dev = trace.device
-        kernel = ctx.device_sel & (dev.kind == DEV_KERNEL)
-        pw_name = trace.string_ids(lambda s: any(t in s for t in KERNEL_TOKENS))
-        pw = kernel & pw_name[dev.name]
-        dur = ctx.in_steps(dev.ts, dev.end).astype(np.float64)
+        kernel, dur = ctx.kernel_sel, ctx.device_in_steps
+        pw = kernel & names.mask(trace, is_pointwise_kernel)[dev.name]
         total = float(dur[kernel].sum())
         ns = float(dur[pw].sum())
         pct = 100 * ns / total if total else 0.0
@@ -53,7 +55,7 @@ def check(ctx: Context) -> Finding | None:
         hosts, weights = owner[ok], dur[pw][ok]
         where = "GPU kernel time"
     else:
-        share = op_family_share(ctx, ctx.name_mask(set(POINTWISE)))
+        share = op_family_share(ctx, names.mask_in(trace, POINTWISE))
         pct, ns_step = share.pct_of_work, share.ns_per_step
         evidence = [f"pointwise operators: {pct:.1f} % of operator CPU self time", *share.evidence]
         hosts, weights = share.hosts, share.weights

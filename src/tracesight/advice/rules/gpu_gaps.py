@@ -29,8 +29,7 @@ def check(ctx: Context) -> Finding | None:
     gap_u = iv.union(g_start, g_start + g_len)
     # time explained by other rules (data loading, synchronisation) is not counted again
     host, rt = trace.host, trace.runtime
-    loader = names.mask(trace, names.is_dataloader)[host.name] & (host.kind != HOST_PYTHON)
-    sync = names.mask_in(trace, names.SYNC_CALLS)[rt.name]
+    loader, sync = ctx.loader_rows, ctx.sync_calls
     explained = iv.union(np.concatenate((host.ts[loader], rt.ts[sync])),
                          np.concatenate((host.end[loader], rt.end[sync])))
     unexplained = iv.length(iv.subtract(gap_u, explained)) / ctx.n_steps

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracesight.analysis import names
 from tracesight.model.trace import HOST_OP
 
 from ..context import Context, fmt_ns, short, top_by_name
@@ -30,8 +29,7 @@ def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
     rt = trace.runtime
-    is_sync = names.mask_in(trace, names.SYNC_CALLS)[rt.name]
-    idx = np.flatnonzero(is_sync)
+    idx = np.flatnonzero(ctx.sync_calls)
     inside = ctx.in_steps(rt.ts[idx], rt.end[idx])
     idx, inside = idx[inside > 0], inside[inside > 0]
     if len(idx) == 0:
@@ -65,7 +63,6 @@ def check(ctx: Context) -> Finding | None:
                                    trace.strings, 3):
         evidence.append(f"caused by {short(name)} ({n / ctx.n_steps:.1f}/step, "
                         f"{fmt_ns(ns / ctx.n_steps)} waiting per step)")
-    # the user-visible operator: walk from the owner up to the outermost aten op
     return ctx.finding(
         id="host-sync", title="The CPU waits for the GPU (host-device synchronisation)",
         saving_ns=saving,

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from tracesight.analysis import names
 from tracesight.analysis.links import gather
-from tracesight.model.trace import DEV_KERNEL
 
 from ..context import Context, fmt_ns, short, top_by_name
 from ..finding import Finding
@@ -42,11 +39,10 @@ def check(ctx: Context) -> Finding | None:
         return None
     dev, host = trace.device, trace.host
     owner = ctx.a.tree.device_owner
-    kernel = ctx.device_sel & (dev.kind == DEV_KERNEL)
-    eligible_name = ctx.name_mask(set(names.TC_ELIGIBLE_OPS))
+    kernel, dur = ctx.kernel_sel, ctx.device_in_steps
+    eligible_name = names.mask_in(trace, names.TC_ELIGIBLE_OPS)
     eligible = kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
     tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]
-    dur = ctx.in_steps(dev.ts, dev.end).astype(np.float64)
     kernel_ns = float(dur[kernel].sum())
     eligible_ns = float(dur[eligible].sum())
     off = eligible & ~tc
