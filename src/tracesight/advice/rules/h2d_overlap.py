@@ -12,6 +12,10 @@ from ..finding import Finding
 
 THRESHOLD_PCT = 1.0  # non-overlapped HtoD copy time, % of the step
 
+
+def is_pinned_htod(name: str) -> bool:
+    return "HtoD" in name and "ageable" not in name  # pageable copies are rule 5
+
 CODE = """\
 copy_stream = torch.cuda.Stream()
 def prefetch(batch):
@@ -30,17 +34,16 @@ def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
     dev = ctx.trace.device
-    htod = ctx.trace.string_ids(lambda s: "HtoD" in s and "ageable" not in s)
-    sel = ctx.device_sel & (dev.kind == DEV_MEMCPY) & htod[dev.name]
+    sel = ctx.device_sel & (dev.kind == DEV_MEMCPY) & ctx.trace.string_ids(is_pinned_htod)[dev.name]
     if not sel.any():
         return None
-    copies = iv.intersect(iv.union(dev.ts[sel], dev.end[sel]), ctx.window)
+    copies = ctx.device_union(sel)
     exposed = iv.length(iv.subtract(copies, ctx.kernel_busy)) / ctx.n_steps
     if ctx.pct(exposed) < THRESHOLD_PCT:
         return None
     total = iv.length(copies) / ctx.n_steps
     streams = sorted(set(dev.stream[sel].tolist()))
-    kstreams = sorted(set(dev.stream[ctx.device_sel & (dev.kind == 0)].tolist()))
+    kstreams = sorted(set(dev.stream[ctx.kernel_sel].tolist()))
     same = bool(set(streams) & set(kstreams))
     return ctx.finding(
         id="h2d-not-overlapped", title="Host-to-device copies do not overlap compute",

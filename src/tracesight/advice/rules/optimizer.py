@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import intervals as iv
-from tracesight.analysis.links import gather
 from tracesight.model.trace import DEV_KERNEL, HOST_PYTHON
 
 from ..context import Context, fmt_ns, short, top_by_name
@@ -15,28 +14,30 @@ MIN_KERNELS = 50  # kernels per optimizer step
 MIN_PCT = 2.0  # optimizer.step wall time, % of the step
 
 
+def is_optimizer_step(name: str) -> bool:
+    return name.startswith("Optimizer.step#")
+
+
 def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     host, dev = trace.host, trace.device
-    is_step = trace.string_ids(lambda s: s.startswith("Optimizer.step#"))
-    idx = np.flatnonzero(is_step[host.name] & (host.kind != HOST_PYTHON))
+    is_step = trace.string_ids(is_optimizer_step)[host.name]
+    idx = np.flatnonzero(is_step & (host.kind != HOST_PYTHON))
     idx = idx[ctx.in_steps(host.ts[idx], host.end[idx]) > 0]
     if len(idx) == 0:
         return None
     opt_u = iv.union(host.ts[idx], host.end[idx])
-    wall = iv.length(iv.intersect(opt_u, ctx.window)) / ctx.n_steps
+    wall = ctx.per_step_union(host.ts[idx], host.end[idx])
     if ctx.pct(wall) < MIN_PCT:
         return None
     # kernels launched from inside optimizer.step
-    rt = ctx.a.links.device_runtime
-    launch_ts = gather(trace.runtime.ts, rt, -1)
-    inside = ((rt >= 0) & (iv.measure_in(opt_u, launch_ts, launch_ts + 1) > 0)
-              & (dev.kind == DEV_KERNEL))
+    launch_ts = ctx.launch_ts
+    inside = ((ctx.a.links.device_runtime >= 0)
+              & (iv.measure_in(opt_u, launch_ts, launch_ts + 1) > 0) & (dev.kind == DEV_KERNEL))
     kernels = int(inside.sum()) / len(idx)
     if kernels < MIN_KERNELS:
         return None
-    ops = np.flatnonzero(ctx.times.is_operator)
-    ops = ops[iv.measure_in(opt_u, host.ts[ops], host.end[ops]) >= host.dur[ops]]
+    ops = ctx.operators_within(opt_u)
     op_names = {trace.strings[i] for i in np.unique(host.name[ops]).tolist()}
     if any("_foreach_" in n or "_fused_" in n for n in op_names):
         return None

@@ -13,14 +13,17 @@ from ..finding import Finding
 THRESHOLD_PCT = 0.5  # of the step
 
 
+def is_pageable(name: str) -> bool:
+    return "Pageable" in name or "pageable" in name
+
+
 def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     dev = trace.device
-    pageable_name = ctx.trace.string_ids(lambda s: "Pageable" in s or "pageable" in s)
-    sel = (dev.kind == DEV_MEMCPY) & pageable_name[dev.name] & ctx.device_sel
+    sel = (dev.kind == DEV_MEMCPY) & trace.string_ids(is_pageable)[dev.name] & ctx.device_sel
     if not sel.any():
         return None
-    copies = iv.intersect(iv.union(dev.ts[sel], dev.end[sel]), ctx.window)
+    copies = ctx.device_union(sel)
     copy_ns = iv.length(copies) / ctx.n_steps
     exposed = iv.length(iv.subtract(copies, ctx.kernel_busy)) / ctx.n_steps
     rt = ctx.a.links.device_runtime[sel]
