@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from typing import IO, Any
 
 from tracesight.errors import TraceSourceError, UsageError
-from tracesight.io.source import is_url
+from tracesight.io.source import GZIP_MAGIC, is_url
 
 
 def _gzip_file_class() -> Any:
@@ -101,7 +101,7 @@ def _open_plain(path: str, storage_options: dict[str, Any] | None) -> Iterator[I
     with _open_raw(path, "rb", storage_options) as fh:
         magic = fh.read(2)
         fh.seek(0)
-        if magic == b"\x1f\x8b":
+        if magic == GZIP_MAGIC:
             with _GzipFile(fileobj=fh, mode="rb") as gz:
                 yield gz
         else:
