@@ -220,3 +220,108 @@ def test_first_user_frame() -> None:
              "/home/me/train.py(42): step;/home/me/train.py(90): main")
     assert first_user_frame(stack) == "/home/me/train.py(42): step"
     assert first_user_frame("torch/x.py(1): f") is None
+
+
+# ---- numbers shown to users, pinned -----------------------------------------------------
+
+
+def test_launch_bound_saving_is_capped_by_launch_time(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(1000):
+            t = 5 + i * 10
+            o = b.op("aten::add", t, 8)
+            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
+                     k_dur=2)
+    f = next(f for f in findings(b, tmp_path) if f.id == "launch-bound")
+    # host-wait idle 999 × 8 µs, launch calls 1000 × 6 µs less the 2 µs past the step's end
+    assert f.saving_us == pytest.approx(5998.0)
+    assert "1,000 kernel launches per step, 6.00 ms of CPU time per step in launch calls" \
+        in f.evidence
+    assert any("7.99 ms per step waiting" in e and "999 gaps" in e for e in f.evidence)
+
+
+def test_small_batch_projection(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(20):
+            t = i * 500
+            o = b.op("aten::mm", t, 10)
+            b.launch(o, "cudaLaunchKernel", t + 1, 5, kernel=GEMM_TC, k_ts=t + 10, k_dur=100,
+                     **{"blocks per SM": 0.2})
+    f = next(f for f in findings(b, tmp_path) if f.id == "small-batch")
+    assert f.saving_us == pytest.approx(4000.0)  # half of 8 ms idle
+    # busy 2 ms, idle 8 ms: twice the samples in 2 × 2 + 8 ms; 10 / (2 + 4) = 1.67×
+    assert "doubling the batch: about 12.00 ms per step for twice the samples, up to 67 % " \
+        "more samples/s" in f.evidence
+    assert "mean kernel 100.0 µs" in f.evidence
+
+
+def test_materialising_copies_saving(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b, op="aten::copy_", kernel="void at::native::unrolled_elementwise_kernel<copy>")
+    f = next(f for f in findings(b, tmp_path) if f.id == "materialising-copies")
+    assert f.saving_us == pytest.approx(9900.0)  # 100 copy kernels × 99 µs
+    assert f.evidence[0] == "copy/layout operators: 100.0 % of GPU kernel time"
+    assert "aten::copy_: 9.90 ms of kernels per step (100 kernels)" in f.evidence
+
+
+def test_unfused_optimizer_saving(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=7000)
+        b.annotation("Optimizer.step#SGD.step", 7100, 2800)
+        for i in range(100):
+            t = 7110 + i * 25
+            o = b.op("aten::add_", t, 20)
+            b.launch(o, "cudaLaunchKernel", t + 1, 5, kernel="void at::native::add_kernel",
+                     k_ts=t + 8, k_dur=2)
+    f = next(f for f in findings(b, tmp_path) if f.id == "unfused-optimizer")
+    # 2.8 ms of optimizer.step minus 100 × 2 µs of kernels, all of it with the GPU idle
+    assert f.saving_us == pytest.approx(2600.0)
+    assert f.evidence[0].startswith("Optimizer.step#SGD.step: 2.80 ms per step (28.0 %), "
+                                    "100 kernels per call, 200.0 µs of them busy on the GPU")
+    assert "aten::add_ ×100 per step" in f.evidence
+
+
+def test_pageable_memcpy_evidence(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    _copy_trace(b, "Memcpy HtoD (Pageable -> Device)")
+    f = next(f for f in findings(b, tmp_path) if f.id == "pageable-memcpy")
+    assert f.saving_us == pytest.approx(2000.0)
+    assert "400.0 MB per step staged through a bounce buffer" in f.evidence
+    assert any("blocks the CPU 2.90 ms per step" in e for e in f.evidence)
+
+
+def test_gpu_gaps_evidence(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+        b.op("aten::nonzero", 1100, 4800)
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    gaps = next(f for f in findings(b, tmp_path) if f.id == "gpu-gaps")
+    # one 4.99 ms gap in a 9.98 ms active span: half of the 30 windows are under 50 % in use
+    assert gaps.evidence[1].startswith("15 of 30 equal windows")
+    assert "gap of 4.99 ms: CPU in aten::nonzero" in gaps.evidence
+
+
+def test_host_sync_evidence(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(5):
+            t = i * 2000
+            mm = b.op("aten::mm", t, 10)
+            b.launch(mm, "cudaLaunchKernel", t + 1, 5, kernel=GEMM_TC, k_ts=t + 10, k_dur=1000)
+            item = b.op("aten::item", t + 20, 1000)
+            b.runtime("cudaStreamSynchronize", t + 30, 985, owner=item)
+            b.op("aten::empty", t + 1100, 5)
+    f = next(f for f in findings(b, tmp_path) if f.id == "host-sync")
+    assert f.saving_us == pytest.approx(4925.0)  # 5 × 985 µs, under the 5 ms GPU idle
+    # operators cover 5 × (10 + 1000 + 5) µs of CPU time; 4925 / 5075 = 97 %
+    assert f.evidence[0] == ("5.0 synchronising call(s) per step block the CPU for 4.92 ms per "
+                             "step (49.2 % of the step, 97 % of the time the CPU spends in "
+                             "operators)")
+    assert "caused by aten::item (5.0/step, 4.92 ms waiting per step)" in f.evidence
