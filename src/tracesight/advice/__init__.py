@@ -7,19 +7,16 @@ never breaks the report. Findings are sorted by estimated saving per step, large
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from tracesight.report.build import Analyses
 
 from .context import Context
 from .finding import Finding
 from .rules import RULES
+from .rules import RuleFn as Rule
 
 __all__ = ["RULES", "Finding", "Rule", "advise"]
 
 MIN_SAVING_PCT = 0.5  # findings saving less than this share of the step are dropped
-
-Rule = Callable[[Context], "Finding | list[Finding] | None"]
 
 
 def advise(analyses: Analyses, rules: dict[str, Rule] | None = None) -> list[Finding]:
