@@ -13,8 +13,10 @@ SHARED_TRACES = Path(os.environ.get("TRACESIGHT_SHARED_TRACES", ROOT.parent / "s
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Never touch the user's ~/.cache from tests."""
+    """Never touch the user's ~/.cache from tests; let internal errors raise."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    # Our own bugs must surface as exceptions in tests, not as the one-line user message.
+    monkeypatch.setenv("TRACESIGHT_DEBUG", "1")
 
 
 def shared_trace(relative: str) -> Path:

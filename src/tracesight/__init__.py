@@ -13,15 +13,12 @@ Capture helpers (need torch): ``tracesight.profile``, ``tracesight.annotate``,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tracesight.errors import TraceFormatError, TracesightError, TraceSourceError
 from tracesight.model import Trace
 
 __version__ = "0.1.0"
-
-if TYPE_CHECKING:
-    from tracesight.report.build import Report
 
 
 def load(path: str, *, cache: bool = True, storage_options: dict[str, Any] | None = None) -> Trace:
@@ -29,14 +26,6 @@ def load(path: str, *, cache: bool = True, storage_options: dict[str, Any] | Non
     from tracesight.formats import load_trace
 
     return load_trace(path, use_cache=cache, storage_options=storage_options)
-
-
-def analyze(source: Trace | str, *, top: int = 20, step: int | None = None) -> Report:
-    """Load (if given a path) and run every analysis plus the advisor."""
-    from tracesight.report.build import build_report
-
-    trace = load(source) if isinstance(source, str) else source
-    return build_report(trace, top=top, step=step)
 
 
 _CAPTURE = {"profile", "annotate", "ThroughputMeter", "print_top_tables", "export_trace"}
@@ -57,7 +46,6 @@ __all__ = [
     "TraceFormatError",
     "TraceSourceError",
     "TracesightError",
-    "analyze",
     "annotate",
     "export_trace",
     "load",

@@ -110,3 +110,24 @@ def test_second_run_hits_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture
     assert capsys.readouterr().out == first
     with pytest.raises(AssertionError, match="parsed again"):
         main(["report", path, "--no-cache"])
+
+
+def test_internal_error_is_one_line_unless_debugging(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracesight.cli.report as report_cmd
+
+    def broken(*_: object, **__: object) -> None:
+        raise ValueError("boom\nsecond line")
+
+    monkeypatch.setattr(report_cmd, "build_report", broken)
+    path = str(_gpu_trace(tmp_path))
+    monkeypatch.delenv("TRACESIGHT_DEBUG", raising=False)
+    assert main(["report", path]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "internal error (ValueError: boom second line)" in err
+    assert "TRACESIGHT_DEBUG=1" in err and "Traceback" not in err
+    monkeypatch.setenv("TRACESIGHT_DEBUG", "1")
+    with pytest.raises(ValueError, match="boom"):
+        main(["report", path])

@@ -15,7 +15,7 @@ import numpy as np
 
 from tracesight.analysis import names
 from tracesight.analysis.links import Links, gather
-from tracesight.errors import TraceFormatError
+from tracesight.errors import TraceFormatError, UsageError
 from tracesight.model.trace import HOST_ANNOTATION, HOST_OP, HOST_PYTHON, Trace
 
 TAIL_RATIO = 0.8
@@ -132,8 +132,6 @@ def find_steps(trace: Trace, links: Links | None = None) -> Steps:
 
 def select_step(steps: Steps, wanted: int) -> Steps:
     """Only step ``wanted`` (the N of ProfilerStep#N)."""
-    from tracesight.errors import UsageError
-
     for s in steps.steps:
         if s.name == str(wanted):
             return Steps((s,), (), steps.profiler_steps)

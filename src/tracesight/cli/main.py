@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -73,6 +74,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `tracesight report x | head`
         return 0
+    except Exception as exc:  # a bug of ours: one line for users, the traceback on request
+        if os.environ.get("TRACESIGHT_DEBUG"):
+            raise
+        print(
+            f"tracesight {name}: internal error ({type(exc).__name__}: {one_line(str(exc))}); "
+            "rerun with TRACESIGHT_DEBUG=1 for the traceback and please report it",
+            file=sys.stderr,
+        )
+        return 1
 
 
 def entry_point() -> None:
