@@ -18,7 +18,7 @@ from rich.table import Table
 from tracesight.analysis.operators import OperatorRow, operator_stats
 from tracesight.errors import UsageError
 from tracesight.model import Trace
-from tracesight.report.text import _ms  # the report's time format: same numbers, same look
+from tracesight.report.text import format_us  # the report's time format
 
 NAME_WIDTH = 60
 SHAPE_WIDTH = 40
@@ -99,8 +99,9 @@ def _table(console: Console, title: str, rows: list[OperatorRow], *, gpu: bool,
             cells.append(escape(_short(r.input_shape or "", SHAPE_WIDTH)) or "-")
         cells += [f"{r.calls:,}", f"{100.0 * own / share_of:.1f}%" if share_of > 0 else "-"]
         if gpu:
-            cells += [_ms(r.device_self_us)] + ([_ms(r.device_total_us)] if wide else [])
-        cells += [_ms(r.host_self_us)] + ([_ms(r.host_total_us)] if wide else [])
+            cells += [format_us(r.device_self_us)]
+            cells += [format_us(r.device_total_us)] if wide else []
+        cells += [format_us(r.host_self_us)] + ([format_us(r.host_total_us)] if wide else [])
         table.add_row(*cells)
     console.print()
     console.print(table)

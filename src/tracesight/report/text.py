@@ -25,7 +25,8 @@ LABELS = {
 NAME_WIDTH = 70
 
 
-def _ms(us: float) -> str:
+def format_us(us: float) -> str:
+    """µs as the reports show them: '89.0 µs', '1.92 ms' (shared with the capture tables)."""
     return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
 
 
@@ -110,7 +111,7 @@ def _breakdown(console: Console, data: dict[str, Any]) -> None:
     steps = data["steps"]
     console.print()
     what = f"{len(steps)} step(s)" if data["profiler_steps"] else "whole trace (no ProfilerStep)"
-    console.print(f"[bold]Step time[/]: {_ms(bd['step_avg_us'])} on average over {what}")
+    console.print(f"[bold]Step time[/]: {format_us(bd['step_avg_us'])} on average over {what}")
     if data["steps_dropped"]:
         console.print(f"  dropped incomplete trailing step(s): {', '.join(data['steps_dropped'])}")
     table = Table(show_edge=False, pad_edge=False, box=None)
@@ -125,7 +126,7 @@ def _breakdown(console: Console, data: dict[str, Any]) -> None:
         if bd["avg_us"][c] == 0 and (cpu_only or c in ("communication", "memset", "memcpy")):
             continue
         bar = "█" * round(pct / 4)
-        table.add_row(LABELS[c], _ms(bd["avg_us"][c]), f"{pct:5.1f} %", f"[cyan]{bar}[/]")
+        table.add_row(LABELS[c], format_us(bd["avg_us"][c]), f"{pct:5.1f} %", f"[cyan]{bar}[/]")
     console.print(table)
 
 
@@ -173,8 +174,8 @@ def _operators(console: Console, data: dict[str, Any]) -> None:
     for o in ops:
         cells = [escape(_short(o["name"])), f"{o['calls']:,}"]
         if gpu:
-            cells += [_ms(o["device_self_us"]), _ms(o["device_total_us"])]
-        cells += [_ms(o["host_self_us"]), _ms(o["host_total_us"])]
+            cells += [format_us(o["device_self_us"]), format_us(o["device_total_us"])]
+        cells += [format_us(o["host_self_us"]), format_us(o["host_total_us"])]
         table.add_row(*cells)
     console.print(table)
 
@@ -193,8 +194,8 @@ def _kernels(console: Console, data: dict[str, Any]) -> None:
         table.add_row(
             escape(_short(k["name"])),
             f"{k['calls']:,}",
-            _ms(k["total_us"]),
-            _ms(k["mean_us"]),
+            format_us(k["total_us"]),
+            format_us(k["mean_us"]),
             "" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.1f}",
             "" if k["achieved_occupancy_pct"] is None else f"{k['achieved_occupancy_pct']:.0f} %",
             "yes" if k["tensor_cores"] else "",
@@ -206,7 +207,7 @@ def _temporal(console: Console, data: dict[str, Any]) -> None:
     console.print()
     for t in data["temporal"]:
         console.print(
-            f"[bold]GPU time[/] (rank {t['rank']}, {_ms(t['span_us'])} active span): "
+            f"[bold]GPU time[/] (rank {t['rank']}, {format_us(t['span_us'])} active span): "
             f"compute {t['compute_pct']:.1f} %, non-compute {t['non_compute_pct']:.1f} %, "
             f"idle {t['idle_pct']:.1f} %"
         )
@@ -222,7 +223,7 @@ def _temporal(console: Console, data: dict[str, Any]) -> None:
     if la:
         console.print(
             f"[bold]Launches[/]: {la['launches']:,} · short kernels {la['short_kernels']:,} · "
-            f"launch delay mean {_ms(la['launch_delay_mean_us'])}, "
-            f"p95 {_ms(la['launch_delay_p95_us'])} · outliers: runtime "
+            f"launch delay mean {format_us(la['launch_delay_mean_us'])}, "
+            f"p95 {format_us(la['launch_delay_p95_us'])} · outliers: runtime "
             f"{la['runtime_outliers']:,}, delay {la['launch_delay_outliers']:,}"
         )
