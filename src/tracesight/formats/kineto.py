@@ -29,8 +29,10 @@ from tracesight.formats.kineto_columns import (
     F_MEMORY,
     F_RUNTIME,
     F_SYNC,
+    STRING_COLUMNS,
     ChunkResult,
     Columns,
+    Strings,
     build_chunk,
 )
 from tracesight.formats.kineto_schema import DeviceProps, DistributedInfo, Document, Event
@@ -61,59 +63,44 @@ _GENERIC = msgspec.json.Decoder()
 
 ProgressFn = Callable[[int, int], None]
 
+_SNIFF_BYTES = 4096
 
-def looks_like_kineto(head: bytes) -> bool:
-    """Cheap sniff on the first bytes: a JSON object or array mentioning trace keys."""
-    text = head.lstrip()
-    return text[:1] in (b"{", b"[")
+
+def _opening(data: bytes | memoryview) -> bytes:
+    """The first non-blank byte of the file's head (b"" when the head is blank)."""
+    return bytes(data[:_SNIFF_BYTES]).lstrip()[:1]
+
+
+def looks_like_kineto(data: bytes | memoryview) -> bool:
+    """Cheap sniff: the file opens a JSON object or array."""
+    return _opening(data) in (b"{", b"[")
+
+
+_WINDOW = 1 << 20
+
+
+def _find(body: memoryview, pattern: bytes, pos: int) -> int:
+    """``body.find(pattern, pos)`` searching 1 MB windows: a memory map is never copied whole."""
+    size = body.nbytes
+    while pos < size:
+        i = bytes(body[pos : min(size, pos + _WINDOW + len(pattern))]).find(pattern)
+        if i >= 0:
+            return pos + i
+        pos += _WINDOW
+    return -1
 
 
 def _chunk_bounds(body: memoryview) -> list[tuple[int, int]]:
     """Split the inside of the event array into [start, end) ranges at event boundaries."""
-    raw = body.obj if isinstance(body.obj, bytes) and body.nbytes == len(body.obj) else None
-    finder: Callable[[bytes, int], int]
-    if raw is not None:
-        finder = raw.find
-    else:
-        data = bytes(body) if body.nbytes < CHUNK_BYTES * 2 else None
-        if data is None:
-            return _chunk_bounds_mv(body)
-        finder = data.find
-    return _bounds_with(finder, body.nbytes)
-
-
-def _bounds_with(finder: Callable[[bytes, int], int], size: int) -> list[tuple[int, int]]:
+    size = body.nbytes
     bounds = []
     start = 0
     while start < size:
-        target = start + CHUNK_BYTES
-        if target >= size:
-            bounds.append((start, size))
-            break
-        hit = finder(BOUNDARY, target)
-        if hit < 0:
-            bounds.append((start, size))
-            break
-        cut = hit + 2  # after "},"
-        bounds.append((start, cut))
-        start = cut
+        hit = _find(body, BOUNDARY, start + CHUNK_BYTES) if size - start > CHUNK_BYTES else -1
+        end = hit + 2 if hit >= 0 else size  # cut after "},"
+        bounds.append((start, end))
+        start = end
     return bounds
-
-
-def _chunk_bounds_mv(body: memoryview) -> list[tuple[int, int]]:
-    """Chunk bounds of an mmap-backed view, searching 1 MB windows (never copying it all)."""
-    size = body.nbytes
-    window = 1 << 20
-
-    def windowed_find(pattern: bytes, pos: int) -> int:
-        while pos < size:
-            i = bytes(body[pos : min(size, pos + window + len(pattern))]).find(pattern)
-            if i >= 0:
-                return pos + i
-            pos += window
-        return -1
-
-    return _bounds_with(windowed_find, size)
 
 
 def _decode_events(piece: bytes | memoryview) -> tuple[list[Event], Counter[str]]:
@@ -160,36 +147,45 @@ def _event_is_sane(e: Event) -> bool:
     return True
 
 
-# Forked workers read the shared buffer through this module global (copy-on-write) or, for
-# an uncompressed local file, read their byte range with pread (file, offset of the body):
-# touching a memory map would leave every page a worker decoded resident in its RSS.
-_SHARED: memoryview | None = None
-_SHARED_FILE: tuple[str, int] | None = None
+FileBody = tuple[str, int]  # (uncompressed local file, offset of the event-array body in it)
+
+_BUFFER: list[bytearray] = []  # the chunk buffer of this process, reused from chunk to chunk
 
 
-_BUFFER: list[bytearray] = []  # one reusable read buffer per worker process
+def _pread_into(view: memoryview, file_body: FileBody, offset: int) -> int:
+    path, base = file_body
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return -1
+    try:
+        return os.preadv(fd, [view], base + offset)
+    except OSError:
+        return -1
+    finally:
+        os.close(fd)
 
 
-def _read_piece(path: str, offset: int, n: int) -> memoryview | None:
-    """'[' + n bytes of the file at offset (trailing comma blanked) + ']', or None.
+def _piece(body: memoryview, start: int, end: int, file_body: FileBody | None = None) -> memoryview:
+    """'[' + body[start:end] (trailing comma blanked) + ']', as one decodable JSON array.
 
-    Reads straight into a buffer reused from chunk to chunk: no page faults for fresh
-    16 MB allocations and no copies to add the brackets. Safe to reuse: the decoded events
-    (and any msgspec.Raw pointing into the buffer) are gone once the chunk's columns exist.
+    Written into a buffer reused from chunk to chunk: no page faults for fresh 16 MB
+    allocations and no copies to add the brackets. Safe to reuse: the decoded events (and
+    any msgspec.Raw pointing into the buffer) are gone once the chunk's columns exist.
+    For an uncompressed local file the bytes are read with pread rather than through the
+    memory map: touching the map would leave every decoded page resident in this process.
     """
+    n = end - start
     if not _BUFFER or len(_BUFFER[0]) < n + 2:
         _BUFFER[:] = [bytearray(n + 2 + (1 << 20))]
     buf = _BUFFER[0]
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        got = os.preadv(fd, [memoryview(buf)[1 : n + 1]], offset)
-    finally:
-        os.close(fd)
-    if got != n:
-        return None
+    inner = memoryview(buf)[1 : n + 1]
+    if file_body is None or _pread_into(inner, file_body, start) != n:
+        inner[:] = body[start:end]
     buf[0] = 0x5B  # [
     i = n
-    while i > 0 and buf[i] in b" \t\r\n":
+    while i > 0 and buf[i] in b" \t\n\r\x0b\x0c":
+        buf[i] = 0x20
         i -= 1
     if buf[i] == 0x2C:  # ,
         buf[i] = 0x20
@@ -197,65 +193,66 @@ def _read_piece(path: str, offset: int, n: int) -> memoryview | None:
     return memoryview(buf)[: n + 2]
 
 
+# Forked workers see the body through this module global (copy-on-write), with the file
+# it can be pread from when there is one.
+_SHARED: tuple[memoryview, FileBody | None] | None = None
+
+
 def _worker(bounds: tuple[int, int]) -> ChunkResult:
-    start, end = bounds
-    if _SHARED_FILE is not None:
-        path, base = _SHARED_FILE
-        piece = _read_piece(path, base + start, end - start)
-        if piece is not None:
-            return _decode_chunk(piece)
     assert _SHARED is not None
-    return _decode_chunk(_piece(_SHARED, start, end))
-
-
-def _piece(body: memoryview, start: int, end: int) -> bytes:
-    inner = bytes(body[start:end]).rstrip()
-    if inner.endswith(b","):
-        inner = inner[:-1]
-    return b"[" + inner + b"]"
+    body, file_body = _SHARED
+    return _decode_chunk(_piece(body, *bounds, file_body))
 
 
 def _decode_all_chunks(
-    body: memoryview, workers: int, progress: ProgressFn | None,
-    file_body: tuple[str, int] | None = None,
+    body: memoryview, workers: int, progress: ProgressFn | None, file_body: FileBody | None,
 ) -> list[ChunkResult]:
+    global _SHARED
     bounds = _chunk_bounds(body)
-    results: list[ChunkResult] = []
     if progress:
         progress(0, body.nbytes)
-    if workers > 1 and len(bounds) > 1 and body.nbytes >= PARALLEL_MIN_BYTES:
-        global _SHARED, _SHARED_FILE
-        _SHARED = body
-        _SHARED_FILE = file_body
-        try:
+    results: list[ChunkResult] = []
+    try:
+        if workers > 1 and len(bounds) > 1 and body.nbytes >= PARALLEL_MIN_BYTES:
+            _SHARED = (body, file_body)
             with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
                 for (_, end), res in zip(bounds, pool.map(_worker, bounds), strict=True):
                     results.append(res)
                     if progress:
                         progress(end, body.nbytes)
-        finally:
-            _SHARED = None
-            _SHARED_FILE = None
+            return results
+        for start, end in bounds:
+            results.append(_decode_chunk(_piece(body, start, end, file_body)))
+            if progress:
+                progress(end, body.nbytes)
         return results
-    for start, end in bounds:
-        results.append(_decode_chunk(_piece(body, start, end)))
-        if progress:
-            progress(end, body.nbytes)
-    return results
+    finally:
+        _SHARED = None
+        _BUFFER.clear()  # the parent keeps no 16 MB chunk buffer between reads
 
 
 def _decode_body(body: memoryview, workers: int, progress: ProgressFn | None,
-                 file_body: tuple[str, int] | None = None) -> list[ChunkResult]:
+                 file_body: FileBody | None = None) -> list[ChunkResult]:
     try:
         return _decode_all_chunks(body, workers, progress, file_body)
     except msgspec.DecodeError:
         # The boundary heuristic cut inside an event (a non-Kineto layout): decode it whole.
-        return [_decode_chunk(_piece(body, 0, body.nbytes))]
+        try:
+            return [_decode_chunk(_piece(body, 0, body.nbytes))]
+        finally:
+            _BUFFER.clear()
 
 
 _OPEN_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
 _FAST_HEAD = 4 << 20
 _FAST_TAIL = 1 << 20
+_SALVAGE_HEAD = 64 << 20
+
+
+def _events_start(head: bytes) -> int:
+    """Offset just past the '[' that opens traceEvents in ``head``, or -1."""
+    m = _OPEN_EVENTS.search(head)
+    return m.end() if m else -1
 
 
 def _fast_split(data: memoryview) -> tuple[Document, memoryview, int] | None:
@@ -269,10 +266,9 @@ def _fast_split(data: memoryview) -> tuple[Document, memoryview, int] | None:
     """
     n = data.nbytes
     head = bytes(data[: min(n, _FAST_HEAD)])
-    m = _OPEN_EVENTS.search(head)
-    if m is None:
+    start = _events_start(head)
+    if start < 0:
         return None
-    start = m.end()
     tail_at = max(start, n - _FAST_TAIL)
     tail = bytes(data[tail_at:])
     pos = len(tail)
@@ -296,23 +292,10 @@ def _fast_split(data: memoryview) -> tuple[Document, memoryview, int] | None:
 
 def _merge(results: Sequence[ChunkResult]) -> tuple[list[str], dict[int, Columns]]:
     """Concatenate chunk columns, remapping each chunk's string ids into one table."""
-    index: dict[str, int] = {}
-    remaps = []
-    for res in results:
-        remaps.append(
-            np.fromiter((index.setdefault(s, len(index)) for s in res.strings), dtype=np.int32,
-                        count=len(res.strings))
-        )
-    string_cols = {
-        F_HOST: ("name", "pid", "tid", "input_dims", "call_stack"),
-        F_RUNTIME: ("name", "pid", "tid"),
-        F_DEVICE: ("name",),
-        F_GPU_ANN: ("name",),
-        F_SYNC: ("name",),
-        F_MEMORY: ("tid",),
-    }
+    strings = Strings()
+    remaps = [strings.ids(res.strings) for res in results]
     merged: dict[int, Columns] = {}
-    for fam, str_cols in string_cols.items():
+    for fam, str_cols in STRING_COLUMNS.items():
         parts: dict[str, list[npt.NDArray[Any]]] = {}
         for res, remap in zip(results, remaps, strict=True):
             for col, values in res.tables[fam].items():
@@ -320,7 +303,7 @@ def _merge(results: Sequence[ChunkResult]) -> tuple[list[str], dict[int, Columns
                     values = np.where(values >= 0, remap[np.maximum(values, 0)], -1)
                 parts.setdefault(col, []).append(values)
         merged[fam] = {col: np.concatenate(vals) for col, vals in parts.items()}
-    return list(index), merged
+    return strings.as_list(), merged
 
 
 def _sorted(cols: Columns) -> Columns:
@@ -367,13 +350,6 @@ def _vendor(devices: tuple[DeviceProperties, ...], strings: list[str], has_devic
 _TRUNCATED = re.compile(r"truncated|unexpected end", re.IGNORECASE)
 
 
-def _find_events_array(data: memoryview) -> int:
-    """Offset just past the '[' that opens traceEvents, or -1 (salvage of a cut file)."""
-    head = bytes(data[: min(data.nbytes, 64 << 20)])
-    m = re.search(rb'"traceEvents"\s*:\s*\[', head)
-    return m.end() if m else -1
-
-
 def read_kineto(source: RawSource, *, workers: int | None = None,
                 progress: ProgressFn | None = None) -> Trace:
     """Parse a Kineto Chrome-trace JSON into a columnar Trace (raises TraceFormatError)."""
@@ -387,31 +363,38 @@ def read_kineto(source: RawSource, *, workers: int | None = None,
 
 def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | None) -> Trace:
     path = source.path
-    data = source.data if isinstance(source.data, memoryview) else memoryview(source.data)
-    warnings: list[str] = []
-    doc: Document | None = None
-    body: memoryview
+    data = memoryview(source.data)
     n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
-    results: list[ChunkResult] | None = None
-    stripped_head = bytes(data[:64]).lstrip()
-    fast = _fast_split(data) if stripped_head[:1] == b"{" else None
+    fast = _fast_split(data) if _opening(data) == b"{" else None
     if fast is not None:
         doc, body, offset = fast
         file_body = (source.local_file, offset) if source.local_file is not None else None
         try:
             results = _decode_body(body, n_workers, progress, file_body)
         except msgspec.DecodeError:
-            doc, results = None, None  # not the shape we guessed: decode it the careful way
-    try:
-        if results is not None:
-            pass
-        elif stripped_head[:1] == b"[":
-            body = _array_body(path, data, 0)
+            pass  # not the shape we guessed: decode it the careful way
         else:
-            doc = _DOCUMENT.decode(data)
-            if len(doc.traceEvents) == 0:
-                raise TraceFormatError(f"{path}: JSON but not a trace (no \"traceEvents\" array)")
-            body = _array_body(path, memoryview(doc.traceEvents), 0)
+            return _trace(path, doc, results, [])
+    top, body, warnings = _careful_split(path, data)
+    try:
+        results = _decode_body(body, n_workers, progress)
+    except msgspec.DecodeError as exc:
+        raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
+    return _trace(path, top, results, warnings)
+
+
+def _careful_split(path: str, data: memoryview) -> tuple[Document | None, memoryview, list[str]]:
+    """Top level (None for a bare array or a cut file), event-array body and warnings.
+
+    Decodes the whole document; a file cut short keeps the complete events before the cut.
+    """
+    try:
+        if _opening(data) == b"[":
+            return None, _array_body(path, data), []
+        doc = _DOCUMENT.decode(data)
+        if len(doc.traceEvents) == 0:
+            raise TraceFormatError(f"{path}: JSON but not a trace (no \"traceEvents\" array)")
+        return doc, _array_body(path, memoryview(doc.traceEvents)), []
     except msgspec.ValidationError as exc:
         raise TraceFormatError(f"{path}: JSON but not a Chrome trace ({exc})") from None
     except UnicodeDecodeError as exc:
@@ -420,20 +403,16 @@ def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | 
         ) from None
     except msgspec.DecodeError as exc:
         msg = str(exc)
-        start = _find_events_array(data) if _TRUNCATED.search(msg) else -1
+        start = _events_start(bytes(data[:_SALVAGE_HEAD])) if _TRUNCATED.search(msg) else -1
         if start < 0:
-            if not bytes(data[:4096]).strip():
-                raise TraceFormatError(f"{path}: file is empty (only whitespace)") from None
             raise TraceFormatError(f"{path}: not valid JSON ({msg})") from None
-        body = _salvage_body(data, start)
-        warnings.append(
-            f"file is truncated ({msg}); read the complete events before the cut"
-        )
-    if results is None:
-        try:
-            results = _decode_body(body, n_workers, progress)
-        except msgspec.DecodeError as exc:
-            raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
+        warning = f"file is truncated ({msg}); read the complete events before the cut"
+        return None, _salvage_body(data, start), [warning]
+
+
+def _trace(path: str, doc: Document | None, results: list[ChunkResult],
+           warnings: list[str]) -> Trace:
+    """Merge the chunks and read the top-level metadata into a Trace."""
     strings, tables = _merge(results)
     categories: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
@@ -457,7 +436,7 @@ def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | 
                 info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
                 rank, world, backend = info.rank, info.world_size, info.backend
             except msgspec.MsgspecError:
-                warnings.append("distributedInfo is malformed; rank unknown")
+                warnings = [*warnings, "distributedInfo is malformed; rank unknown"]
     host = HostOps.from_columns(_sorted(tables[F_HOST]))
     device_ops = DeviceOps.from_columns(_sorted(tables[F_DEVICE]))
     meta = TraceMeta(
@@ -478,15 +457,12 @@ def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | 
     )
 
 
-def _array_body(path: str, raw: memoryview, _: int) -> memoryview:
+def _array_body(path: str, raw: memoryview) -> memoryview:
     """The bytes between the '[' and ']' of an event array."""
     n = raw.nbytes
-    lo = 0
-    head = bytes(raw[: min(n, 256)])
-    lo = head.find(b"[")
+    lo = bytes(raw[: min(n, 256)]).find(b"[")
     tail_start = max(0, n - 256)
-    tail = bytes(raw[tail_start:])
-    hi = tail_start + tail.rfind(b"]")
+    hi = tail_start + bytes(raw[tail_start:]).rfind(b"]")
     if lo < 0 or hi < lo:
         raise TraceFormatError(f"{path}: \"traceEvents\" is not an array")
     return raw[lo + 1 : hi]
@@ -494,18 +470,12 @@ def _array_body(path: str, raw: memoryview, _: int) -> memoryview:
 
 def _salvage_body(data: memoryview, start: int) -> memoryview:
     """Event-array bytes of a cut file, up to the last complete event boundary."""
-    size = data.nbytes
-    pos = size
+    pos = data.nbytes
     window = 4 << 20
     while pos > start:
         lo = max(start, pos - window)
-        piece = bytes(data[lo:pos])
-        i = piece.rfind(BOUNDARY)
+        i = bytes(data[lo:pos]).rfind(BOUNDARY)
         if i >= 0:
             return data[start : lo + i + 1]
         pos = lo
     return data[start:start]
-
-
-def decode_generic(blob: bytes) -> Any:
-    return _GENERIC.decode(blob)

@@ -26,8 +26,18 @@ from tracesight.model.trace import (
 
 Columns = dict[str, npt.NDArray[Any]]
 
-# Event families
-F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE = range(6)
+# Event families (F_TRACE spans and _NO_FAMILY get no table)
+F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE, F_MEMORY, _NO_FAMILY = range(8)
+
+# Per family, the columns holding ids into the chunk's string table (remapped on merge).
+STRING_COLUMNS: dict[int, tuple[str, ...]] = {
+    F_HOST: ("name", "pid", "tid", "input_dims", "call_stack"),
+    F_RUNTIME: ("name", "pid", "tid"),
+    F_DEVICE: ("name",),
+    F_GPU_ANN: ("name",),
+    F_SYNC: ("name",),
+    F_MEMORY: ("tid",),
+}
 
 # category (lower-case) -> (family, kind)
 CATEGORY_FAMILY: dict[str, tuple[int, int]] = {
@@ -296,8 +306,6 @@ def _memory(events: list[Event], strings: Strings, skipped: Counter[str]) -> Col
     return {k: v[keep] for k, v in cols.items()}
 
 
-F_MEMORY = 6
-_NO_FAMILY = 7
 _PH = attrgetter("ph")
 _CAT = attrgetter("cat")
 _IS_X = "X".__eq__

@@ -27,9 +27,8 @@ def load_trace(
         cached = cache.load(key, path)
         if cached is not None:
             return cached
-    head = bytes(source.data[:4096])
-    if not looks_like_kineto(head):
-        if not head.strip():
+    if not looks_like_kineto(source.data):
+        if not bytes(source.data[:4096]).strip():
             raise TraceFormatError(f"{path}: file is empty (only whitespace)")
         raise TraceFormatError(
             f"{path}: not a trace tracesight can read (expected PyTorch profiler JSON)"
