@@ -51,6 +51,14 @@ class TraceBuilder:
     _next_ext: int = 1
     _next_corr: int = 1
 
+    def _complete(self, cat: str, name: str, pid: int, tid: int, ts: float, dur: float,
+                  args: dict[str, Any]) -> dict[str, Any]:
+        """Append a complete ('X') event as Kineto writes it and return it."""
+        ev = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts,
+              "dur": dur, "args": args}
+        self.events.append(ev)
+        return ev
+
     def _ext(self) -> int:
         self._next_ext += 1
         return self._next_ext
@@ -71,18 +79,7 @@ class TraceBuilder:
             args["Input Dims"] = input_dims
         if stack is not None:
             args["Call stack"] = stack
-        ev = {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": PID,
-            "tid": tid,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-        self.events.append(ev)
-        return ev
+        return self._complete(cat, name, PID, tid, ts, dur, args)
 
     def annotation(self, name: str, ts: float, dur: float, *, tid: int = TID) -> dict[str, Any]:
         return self.op(name, ts, dur, tid=tid, cat="user_annotation")
@@ -106,18 +103,7 @@ class TraceBuilder:
         args: dict[str, Any] = {"correlation": corr, "cbid": 211}
         if owner is not None:
             args["External id"] = owner["args"]["External id"]
-        ev = {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": PID,
-            "tid": tid,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-        self.events.append(ev)
-        return ev
+        return self._complete(cat, name, PID, tid, ts, dur, args)
 
     def device_op(
         self,
@@ -137,18 +123,7 @@ class TraceBuilder:
             if "External id" in runtime["args"]:
                 args["External id"] = runtime["args"]["External id"]
         args.update(extra)
-        ev = {
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": device,
-            "tid": stream,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-        self.events.append(ev)
-        return ev
+        return self._complete(cat, name, device, stream, ts, dur, args)
 
     def launch(
         self,
