@@ -10,7 +10,7 @@ from tests.conftest import shared_trace
 
 import tracesight
 from tracesight.advice import Finding, advise
-from tracesight.report.build import run_analyses
+from tracesight.analysis.suite import run_analyses
 
 NW0 = "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 NW4 = "kineto_resnet50/num_workers_4/worker0.1623212756351.pt.trace.json.gz"

@@ -9,7 +9,7 @@ import pytest
 
 import tracesight
 from tracesight.advice import advise
-from tracesight.report.build import run_analyses
+from tracesight.analysis.suite import run_analyses
 
 torch = pytest.importorskip("torch")
 

@@ -7,7 +7,7 @@ never breaks the report. Findings are sorted by estimated saving per step, large
 
 from __future__ import annotations
 
-from tracesight.report.build import Analyses
+from tracesight.analysis.suite import Analyses
 
 from .context import Context
 from .finding import Finding

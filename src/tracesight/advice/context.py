@@ -14,9 +14,9 @@ import numpy.typing as npt
 from tracesight.analysis import intervals as iv
 from tracesight.analysis import names
 from tracesight.analysis.links import gather
-from tracesight.analysis.operators import NodeTimes, node_times
+from tracesight.analysis.optree import NodeTimes
+from tracesight.analysis.suite import Analyses
 from tracesight.model.trace import DEV_KERNEL, HOST_PYTHON
-from tracesight.report.build import Analyses
 
 from .finding import Finding, fmt_us
 
@@ -184,7 +184,7 @@ class Context:
     # ---- host ------------------------------------------------------------------------
     @cached_property
     def times(self) -> NodeTimes:
-        return node_times(self.trace, self.a.tree)
+        return self.a.tree.times
 
     @cached_property
     def loader_rows(self) -> B:

@@ -185,6 +185,19 @@ def is_optimizer(name: str) -> bool:
     return name.startswith("Optimizer.")
 
 
+def is_optimizer_step(name: str) -> bool:
+    return name.startswith("Optimizer.step#")
+
+
+def is_pageable_copy(name: str) -> bool:
+    """Memcpys from or to pageable host memory: 'Memcpy HtoD (Pageable -> Device)', ..."""
+    return "Pageable" in name or "pageable" in name
+
+
+def is_pinned_htod(name: str) -> bool:
+    return "HtoD" in name and "ageable" not in name
+
+
 def is_collective_host(name: str) -> bool:
     return bool(_COLLECTIVE_HOST.match(name))
 

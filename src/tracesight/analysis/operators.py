@@ -15,10 +15,8 @@ import numpy.typing as npt
 
 from tracesight.analysis import names
 from tracesight.analysis.links import Links
-from tracesight.analysis.optree import NodeTimes, OpTree
+from tracesight.analysis.optree import OpTree
 from tracesight.model.trace import Trace
-
-__all__ = ["NodeTimes", "OperatorRow", "node_times", "operator_stats"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +29,6 @@ class OperatorRow:
     device_self_us: float
     device_total_us: float
     tc_eligible: bool
-
-
-def node_times(trace: Trace, tree: OpTree) -> NodeTimes:
-    """Per host-row times; kept for callers, the tree computes and caches them once."""
-    return tree.times
 
 
 def operator_stats(

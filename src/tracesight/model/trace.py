@@ -285,7 +285,8 @@ class Trace:
 
         Index it with a name column. Masks are memoised per predicate: the analyses and the
         advisor ask for the same classifications (steps, loaders, Tensor Core kernels, ...),
-        and each costs one Python call per distinct string.
+        and each costs one Python call per distinct string. Pass module-level predicates:
+        a fresh lambda misses the memo and adds an entry each time.
         """
         cached = self._masks.get(predicate)
         if cached is None:

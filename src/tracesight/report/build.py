@@ -17,9 +17,6 @@ from tracesight.model.trace import Trace
 if TYPE_CHECKING:
     from tracesight.advice.finding import Finding
 
-# Analyses and run_analyses moved to tracesight.analysis.suite; re-exported for callers.
-__all__ = ["SCHEMA", "Analyses", "Report", "build_report", "run_analyses"]
-
 SCHEMA = "tracesight.report/1"
 
 

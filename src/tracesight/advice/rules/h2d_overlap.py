@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import intervals as iv
+from tracesight.analysis import names
 from tracesight.model.trace import DEV_MEMCPY
 
 from ..context import Context, fmt_ns
@@ -12,9 +13,6 @@ from ..finding import Finding
 
 THRESHOLD_PCT = 1.0  # non-overlapped HtoD copy time, % of the step
 
-
-def is_pinned_htod(name: str) -> bool:
-    return "HtoD" in name and "ageable" not in name  # pageable copies are rule 5
 
 CODE = """\
 copy_stream = torch.cuda.Stream()
@@ -34,7 +32,8 @@ def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
     dev = ctx.trace.device
-    sel = ctx.device_sel & (dev.kind == DEV_MEMCPY) & ctx.trace.string_ids(is_pinned_htod)[dev.name]
+    pinned_htod = names.mask(ctx.trace, names.is_pinned_htod)[dev.name]
+    sel = ctx.device_sel & (dev.kind == DEV_MEMCPY) & pinned_htod
     if not sel.any():
         return None
     copies = ctx.device_union(sel)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import intervals as iv
+from tracesight.analysis import names
 from tracesight.model.trace import DEV_KERNEL, HOST_PYTHON
 
 from ..context import Context, fmt_ns, short, top_by_name
@@ -14,14 +15,11 @@ MIN_KERNELS = 50  # kernels per optimizer step
 MIN_PCT = 2.0  # optimizer.step wall time, % of the step
 
 
-def is_optimizer_step(name: str) -> bool:
-    return name.startswith("Optimizer.step#")
-
 
 def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     host, dev = trace.host, trace.device
-    is_step = trace.string_ids(is_optimizer_step)[host.name]
+    is_step = names.mask(trace, names.is_optimizer_step)[host.name]
     idx = np.flatnonzero(is_step & (host.kind != HOST_PYTHON))
     idx = idx[ctx.in_steps(host.ts[idx], host.end[idx]) > 0]
     if len(idx) == 0:

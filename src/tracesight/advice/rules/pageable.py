@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracesight.analysis import intervals as iv
+from tracesight.analysis import names
 from tracesight.model.trace import DEV_MEMCPY
 
 from ..context import Context, fmt_ns
@@ -13,14 +14,12 @@ from ..finding import Finding
 THRESHOLD_PCT = 0.5  # of the step
 
 
-def is_pageable(name: str) -> bool:
-    return "Pageable" in name or "pageable" in name
-
 
 def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     dev = trace.device
-    sel = (dev.kind == DEV_MEMCPY) & trace.string_ids(is_pageable)[dev.name] & ctx.device_sel
+    pageable = names.mask(trace, names.is_pageable_copy)[dev.name]
+    sel = (dev.kind == DEV_MEMCPY) & pageable & ctx.device_sel
     if not sel.any():
         return None
     copies = ctx.device_union(sel)
