@@ -24,8 +24,8 @@ import pytest
 from tests.conftest import shared_trace
 
 import tracesight
-from tracesight.analysis.temporal import temporal_breakdown
 from tracesight.analysis.suite import Analyses, run_analyses
+from tracesight.analysis.temporal import temporal_breakdown
 
 PTS = 0.5
 
