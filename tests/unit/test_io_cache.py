@@ -199,3 +199,20 @@ def test_cache_roundtrip_keeps_empty_tables_and_meta(tmp_path: Path) -> None:
 def test_missing_local_file(tmp_path: Path) -> None:
     with pytest.raises(TraceSourceError, match="no such file"):
         tracesight.load(str(tmp_path / "absent.json"))
+
+
+def test_cache_hit_by_stat_key_never_inflates_gzip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracesight.io import source
+
+    path = str(_builder("gz-lazy").write(tmp_path, "lazy.json.gz"))
+    first = tracesight.load(path)  # fills the cache and the stat index
+
+    def fail(*a: object) -> bytes:
+        raise AssertionError("inflated again")
+
+    monkeypatch.setattr(source, "_inflate", fail)
+    _same(first, tracesight.load(path))
+    with pytest.raises(AssertionError, match="inflated again"):
+        tracesight.load(path, cache=False)
