@@ -155,8 +155,9 @@ def load(key: str, path: str) -> Trace | None:
         tables: dict[str, Any] = {}
         for name, cls in Trace.TABLES.items():
             t = _read(entry / f"{name}.arrow")
-            cols = {c: t.column(c).to_numpy() for c in t.column_names}
-            if len(t) == 0:
+            if len(t):
+                cols = {c: t.column(c).to_numpy() for c in t.column_names}
+            else:  # empty Arrow columns come back without their numpy dtype
                 cols = {c: np.empty(0, dtype=cls.DTYPES[c]) for c in cls.DTYPES}
             tables[name] = cls.from_columns(cols)
     except (OSError, pa.ArrowException, msgspec.MsgspecError, KeyError):
