@@ -9,8 +9,6 @@ once by the user) just works. Output is gzip when the name ends in ``.gz``; fssp
 
 from __future__ import annotations
 
-import gzip
-import importlib
 import os
 import shutil
 import tempfile
@@ -21,17 +19,10 @@ from contextlib import contextmanager, suppress
 from typing import IO, Any
 
 from tracesight.errors import TraceSourceError, UsageError
-from tracesight.io.source import GZIP_MAGIC, is_url
+from tracesight.io.source import GZIP_MAGIC, gzip_impl, is_url, local_path
 
-
-def _gzip_file_class() -> Any:
-    try:  # same format as the stdlib, several times faster to compress
-        return importlib.import_module("isal.igzip").IGzipFile
-    except ImportError:  # pragma: no cover - exercised only where isal is missing
-        return gzip.GzipFile
-
-
-_GzipFile: Any = _gzip_file_class()
+# isal's GzipFile when installed (same format, several times faster), else the stdlib's
+_GzipFile: Any = gzip_impl.GzipFile
 
 _COPY_CHUNK = 4 << 20
 # autograd-level profiler object (one per profiling cycle) -> first file written for it
@@ -135,7 +126,7 @@ def _open_raw(path: str, mode: str, storage_options: dict[str, Any] | None) -> I
         with fh:
             yield fh
         return
-    local = os.path.expanduser(path[len("file://"):] if path.startswith("file://") else path)
+    local = local_path(path)
     if mode == "rb":
         with open(local, "rb") as fh:
             yield fh

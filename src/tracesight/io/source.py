@@ -20,13 +20,13 @@ from typing import Any
 
 from tracesight.errors import TraceFormatError, TraceSourceError
 
-_gzip_impl: ModuleType = gzip
+gzip_impl: ModuleType = gzip
 _ISAL_ERROR: type[Exception] = zlib.error
 try:  # isal is an optional accelerator with the same API as the stdlib module
     import isal.igzip
     import isal.isal_zlib
 
-    _gzip_impl = isal.igzip
+    gzip_impl = isal.igzip
     _ISAL_ERROR = getattr(isal.isal_zlib, "error")  # noqa: B009 - IsalError, not a zlib.error
 except ImportError:  # pragma: no cover - exercised only where isal is missing
     pass
@@ -54,7 +54,8 @@ def is_url(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
-def _local_path(path: str) -> str:
+def local_path(path: str) -> str:
+    """A local path or file:// URL as an OS path (~ expanded)."""
     if path.startswith("file://"):
         path = path[len("file://") :]
     return os.path.expanduser(path)
@@ -62,7 +63,7 @@ def _local_path(path: str) -> str:
 
 def _inflate(path: str, blob: bytes | memoryview) -> bytes:
     try:
-        return bytes(_gzip_impl.decompress(blob))
+        return bytes(gzip_impl.decompress(blob))
     except (EOFError, zlib.error, OSError, ValueError, _ISAL_ERROR) as exc:
         # isal raises its own IsalError (not a zlib.error) for an invalid deflate block
         msg = str(exc) or type(exc).__name__
@@ -74,7 +75,7 @@ def _inflate(path: str, blob: bytes | memoryview) -> bytes:
 
 
 def _read_local(path: str) -> RawSource:
-    local = _local_path(path)
+    local = local_path(path)
     try:
         st = os.stat(local)
     except FileNotFoundError:
