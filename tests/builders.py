@@ -29,6 +29,12 @@ PID = 1000
 TID = 1000
 
 
+def kineto_text(events: list[dict[str, Any]], head: dict[str, Any]) -> bytes:
+    """JSON in Kineto's own layout: the head's keys, then one event per '  {' line."""
+    body = ",\n".join("  " + json.dumps(e, allow_nan=True) for e in events)
+    return (json.dumps(head)[:-1] + ',\n  "traceEvents": [\n' + body + "\n]}\n").encode()
+
+
 @dataclass
 class TraceBuilder:
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -184,11 +190,9 @@ class TraceBuilder:
         doc = self.document()
         if kineto_layout:
             head = {k: v for k, v in doc.items() if k != "traceEvents"}
-            body = ",\n".join("  " + json.dumps(e) for e in doc["traceEvents"])
-            text = json.dumps(head)[:-1] + ',\n  "traceEvents": [\n' + body + "\n]}\n"
+            data = kineto_text(doc["traceEvents"], head)
         else:
-            text = json.dumps(doc)
-        data = text.encode()
+            data = json.dumps(doc).encode()
         path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
         return path
 

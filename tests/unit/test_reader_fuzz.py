@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.builders import TraceBuilder
+from tests.builders import TraceBuilder, kineto_text
 
 import tracesight
 from tracesight.cli.main import main
@@ -93,9 +93,7 @@ def _good_events() -> list[dict[str, Any]]:
 
 
 def _kineto_text(evs: list[Any], head: dict[str, Any] | None = None) -> bytes:
-    head = head if head is not None else {"schemaVersion": 1}
-    body = ",\n".join("  " + json.dumps(e, allow_nan=True) for e in evs)
-    return (json.dumps(head)[:-1] + ',\n  "traceEvents": [\n' + body + "\n]}\n").encode()
+    return kineto_text(evs, head if head is not None else {"schemaVersion": 1})
 
 
 # Exceptions other than TracesightError raised by trace.report() (analyses, not the reader):
