@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from tracesight.capture.ranges import annotate
-from tracesight.capture.throughput import ThroughputMeter
+from stepscope.capture.ranges import annotate
+from stepscope.capture.throughput import ThroughputMeter
 
 Loop = Callable[[int], None]
 

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/tracesight demo "$@"
+exec .venv/bin/stepscope demo "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv (idempotent) and install tracesight with its torch, test and dev extras.
+# Create .venv (idempotent) and install stepscope with its torch, test and dev extras.
 # torch is pinned to 2.13.0: on the project's machines that is a local CPU wheel; any other
 # version would download gigabytes of CUDA packages.
 set -euo pipefail

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tracesight
-from tracesight.model import Trace
+import stepscope
+from stepscope.model import Trace
 
 PID = 1000
 TID = 1000
@@ -197,4 +197,4 @@ class TraceBuilder:
         return path
 
     def load(self, directory: Path, **kwargs: Any) -> Trace:
-        return tracesight.load(str(self.write(directory, **kwargs)), cache=False)
+        return stepscope.load(str(self.write(directory, **kwargs)), cache=False)

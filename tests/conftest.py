@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_TRACES = Path(os.environ.get("TRACESIGHT_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+SHARED_TRACES = Path(os.environ.get("STEPSCOPE_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
 
 
 @pytest.fixture(autouse=True)
@@ -16,7 +16,7 @@ def _isolated_cache(
     """Never touch the user's ~/.cache from tests; let internal errors raise."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
     # Our own bugs must surface as exceptions in tests, not as the one-line user message.
-    monkeypatch.setenv("TRACESIGHT_DEBUG", "1")
+    monkeypatch.setenv("STEPSCOPE_DEBUG", "1")
 
 
 def shared_trace(relative: str) -> Path:

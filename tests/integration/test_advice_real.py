@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from tests.conftest import shared_trace
 
-import tracesight
-from tracesight.advice import Finding, advise
-from tracesight.analysis.suite import run_analyses
+import stepscope
+from stepscope.advice import Finding, advise
+from stepscope.analysis.suite import run_analyses
 
 NW0 = "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 NW4 = "kineto_resnet50/num_workers_4/worker0.1623212756351.pt.trace.json.gz"
 
 
 def _advise(rel: str) -> list[Finding]:
-    return advise(run_analyses(tracesight.load(str(shared_trace(rel)), cache=False)))
+    return advise(run_analyses(stepscope.load(str(shared_trace(rel)), cache=False)))
 
 
 def test_num_workers_0_leads_with_the_input_pipeline() -> None:
@@ -53,8 +53,8 @@ ATTEMPTS = 3  # wall-clock step times on a shared CPU machine are noisy; best of
 
 def _demo_once(demo: Any, outdir: Path) -> tuple[float, float, str]:
     result = demo.run_demo(str(outdir), steps=10, batch_size=64)
-    slow = run_analyses(tracesight.load(result.slow_trace, cache=False))
-    fast = run_analyses(tracesight.load(result.fast_trace, cache=False))
+    slow = run_analyses(stepscope.load(result.slow_trace, cache=False))
+    fast = run_analyses(stepscope.load(result.fast_trace, cache=False))
     addressed = [f for f in advise(slow) if f.id in FIXED_BY_DEMO]
     assert addressed, "the advisor found nothing the demo's fix addresses"
     estimated = sum(f.saving_us for f in addressed)
@@ -69,7 +69,7 @@ def _demo_once(demo: Any, outdir: Path) -> tuple[float, float, str]:
 def test_demo_savings(tmp_path: Path) -> None:
     """The fixed run gains at least half of what the advisor estimated for the findings
     the fix addresses (per step, on the slow run's trace)."""
-    demo = pytest.importorskip("tracesight.demo")
+    demo = pytest.importorskip("stepscope.demo")
     notes = []
     for attempt in range(ATTEMPTS):
         estimated, measured, note = _demo_once(demo, tmp_path / f"demo{attempt}")

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from tests.conftest import SHARED_TRACES, shared_trace
 
-import tracesight
-from tracesight.analysis.breakdown import CATEGORIES
-from tracesight.cli.main import main
+import stepscope
+from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.cli.main import main
 
 TRACES = [
     "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz",
@@ -32,7 +32,7 @@ TRACES = [
     "hta/trace_filter/sampled_rank-1.json.gz",
     "hta/triton_example/triton_example.json.gz",
 ]
-# Events read from each file (all phases), as tracesight counts them.
+# Events read from each file (all phases), as stepscope counts them.
 EVENTS = {
     "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz": 220,
     "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": 30,
@@ -57,7 +57,7 @@ def test_list_covers_every_trace() -> None:
 
 
 def _sanity(data: dict[str, Any], rel: str) -> None:
-    assert data["schema"] == "tracesight.report/1"
+    assert data["schema"] == "stepscope.report/1"
     assert data["source"]["format"] == "kineto"
     assert data["source"]["events"] > 0
     if rel in EVENTS:
@@ -105,7 +105,8 @@ def reports() -> dict[str, dict[str, Any]]:
 
 def _api_json(cache: dict[str, dict[str, Any]], rel: str) -> dict[str, Any]:
     if rel not in cache:
-        cache[rel] = tracesight.load(str(shared_trace(rel)), cache=False).report().to_json()
+        trace = stepscope.load(str(shared_trace(rel)), cache=False)
+        cache[rel] = stepscope.build_report(trace).to_json()
     return cache[rel]
 
 
@@ -123,7 +124,7 @@ def test_report_cli_text(rel: str, reports: dict[str, dict[str, Any]],
     assert main(["report", str(shared_trace(rel))]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
-    assert "tracesight report" in out
+    assert "stepscope report" in out
     assert f"{data['source']['events']:,} events" in out
     assert "Step time" in out
     for g in data["gpu"]:

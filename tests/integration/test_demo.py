@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-import tracesight
-from tracesight.cli.main import main
-from tracesight.demo import DemoResult, run_demo
-from tracesight.model import Trace
+import stepscope
+from stepscope.cli.main import main
+from stepscope.demo import DemoResult, run_demo
+from stepscope.model import Trace
 
 pytest.importorskip("torch")
 
@@ -56,7 +57,7 @@ def test_fixed_run_is_measurably_faster(demo: DemoResult) -> None:
 
 @pytest.mark.slow
 def test_slow_trace_shows_the_loader_and_per_step_syncs(demo: DemoResult) -> None:
-    trace = tracesight.load(demo.slow_trace, cache=False)
+    trace = stepscope.load(demo.slow_trace, cache=False)
     assert "/before/" in demo.slow_trace.replace("\\", "/")
     assert _per_step(trace, SLOW_LOADER) == [1] * 6  # 8 steps: wait 1, warm-up 1, active 6
     s_ts, s_end = _steps(trace)
@@ -70,7 +71,7 @@ def test_slow_trace_shows_the_loader_and_per_step_syncs(demo: DemoResult) -> Non
 
 @pytest.mark.slow
 def test_fixed_trace_uses_workers_and_rarely_syncs(demo: DemoResult) -> None:
-    trace = tracesight.load(demo.fast_trace, cache=False)
+    trace = stepscope.load(demo.fast_trace, cache=False)
     assert _per_step(trace, FAST_LOADER) == [1] * 6
     assert SLOW_LOADER not in trace.strings
     assert sum(_per_step(trace, "aten::item", outside=FAST_LOADER)) == 0
@@ -82,9 +83,9 @@ def test_cli_prints_both_reports_and_the_throughputs(tmp_path: Path,
     assert main(["demo", "--outdir", str(tmp_path), "--steps", "4", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert out.index("Run 1/2") < out.index("Run 2/2") < out.index("Before / after")
-    assert out.count("tracesight report —") == 2
+    assert out.count("stepscope report —") == 2
     assert "before: ~" in out and "after:  ~" in out and "samples/sec" in out
-    has_html = importlib.util.find_spec("tracesight.report.html") is not None
+    has_html = importlib.util.find_spec("stepscope.report.html") is not None
     assert ("HTML report:" in out) == (has_html and (tmp_path / "report.html").exists())
     assert len(list((tmp_path / "before").glob("*.pt.trace.json.gz"))) == 1
     assert len(list((tmp_path / "after").glob("*.pt.trace.json.gz"))) == 1
@@ -100,7 +101,7 @@ def test_summary_numbers() -> None:
 
     from rich.console import Console
 
-    from tracesight.demo.run import _summary
+    from stepscope.demo.run import _summary, stepscope_command
 
     out = io.StringIO()
     _summary(Console(file=out, width=200, color_system=None),
@@ -108,5 +109,22 @@ def test_summary_numbers() -> None:
     text = out.getvalue()
     assert "[Throughput during profiled window] before: ~123 samples/sec" in text
     assert "[Throughput during profiled window] after:  ~1,234 samples/sec  (10.0x)" in text
-    assert "Explore one: tracesight report a/t.json.gz" in text
+    assert f"Explore one: {stepscope_command()} report a/t.json.gz" in text
     assert DemoResult("b", "a", 0.0, 5.0).speedup == 0.0
+
+
+def test_stepscope_command_names_the_venv_when_not_on_path(monkeypatch: Any) -> None:
+    """A fresh shell has not activated .venv: the demo prints a command that works there."""
+    import os
+    import shutil
+    import sys
+
+    from stepscope.demo.run import stepscope_command
+
+    beside = os.path.join(os.path.dirname(sys.executable), "stepscope")
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    expected = "stepscope" if not os.path.exists(beside) else beside
+    got = stepscope_command()
+    assert got == expected or os.path.realpath(got) == os.path.realpath(expected)
+    monkeypatch.setattr(shutil, "which", lambda _name: beside)
+    assert stepscope_command() == "stepscope"

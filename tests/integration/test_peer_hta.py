@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (reference data)
-"""tracesight vs Holistic Trace Analysis 0.5.0 on the HTA sample traces.
+"""stepscope vs Holistic Trace Analysis 0.5.0 on the HTA sample traces.
 
 HTA figures (``include_last_profiler_step=True``; temporal breakdown with
 ``HTA_DISABLE_NS_ROUNDING=1``) are copied here as literals: HTA is not installed in CI.
@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from tests.conftest import shared_trace
 
-import tracesight
-from tracesight.analysis.suite import Analyses, run_analyses
-from tracesight.analysis.temporal import temporal_breakdown
+import stepscope
+from stepscope.analysis.suite import Analyses, run_analyses
+from stepscope.analysis.temporal import temporal_breakdown
 
 PTS = 0.5
 
@@ -217,7 +217,7 @@ def analysed() -> dict[str, Analyses]:
 def _analyses(cache: dict[str, Analyses], name: str) -> Analyses:
     if name not in cache:
         path = shared_trace(CASES[name]["path"])
-        cache[name] = run_analyses(tracesight.load(str(path), cache=False))
+        cache[name] = run_analyses(stepscope.load(str(path), cache=False))
     return cache[name]
 
 

@@ -1,10 +1,10 @@
 # ruff: noqa: E501  (reference data: long kernel names)
-"""tracesight vs torch-tb-profiler 0.4.3 on the four kineto_resnet50 traces.
+"""stepscope vs torch-tb-profiler 0.4.3 on the four kineto_resnet50 traces.
 
 The reference figures below were computed with torch-tb-profiler 0.4.3 (unrounded values of
 ``OverallParser.Costs``, ``GPUMetricsParser``, ``OperatorAgg`` and ``KernelParser``, all in
 µs) and are copied here as literals because the peer tool is not installed in CI.
-Agreement required: 1 % relative for times, 0.5 points for percentages. tracesight currently
+Agreement required: 1 % relative for times, 0.5 points for percentages. stepscope currently
 reproduces every figure exactly (integer-µs traces).
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from tests.conftest import shared_trace
 
-import tracesight
-from tracesight.analysis.breakdown import CATEGORIES
-from tracesight.report.build import Report, build_report
+import stepscope
+from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.report.build import Report, build_report
 
 REL = 0.01  # 1 % relative for durations
 PTS = 0.5  # 0.5 points for percentages
@@ -759,7 +759,7 @@ def case(request: pytest.FixtureRequest) -> tuple[dict[str, Any], Report, dict[s
     ref = TB[request.param]
     path = shared_trace(ref["path"])
     # cache=False: module-scoped, so the autouse XDG_CACHE_HOME fixture is not active yet
-    report = build_report(tracesight.load(str(path), cache=False), top=15)
+    report = build_report(stepscope.load(str(path), cache=False), top=15)
     return ref, report, report.to_json()
 
 
@@ -802,7 +802,7 @@ def test_gpu_metrics(case: tuple[dict[str, Any], Report, dict[str, Any]]) -> Non
     assert g["sm_efficiency_pct"] == pytest.approx(ref["sm_eff_pct"], abs=PTS)
     assert g["achieved_occupancy_pct"] == pytest.approx(ref["occupancy_pct"], abs=PTS)
     assert g["tensor_core_pct"] == pytest.approx(ref["tc_pct"], abs=PTS)
-    # unrounded: tracesight matches tb to 1e-3 points
+    # unrounded: stepscope matches tb to 1e-3 points
     raw = report.analyses.gpu[0]
     assert raw.utilization_pct == pytest.approx(ref["gpu_util_pct"], abs=1e-3)
     assert raw.sm_efficiency_pct == pytest.approx(ref["sm_eff_pct"], abs=1e-3)

@@ -1,4 +1,4 @@
-"""`tracesight run -- python script.py`: exit code, stdout and stderr pass through; a trace
+"""`stepscope run -- python script.py`: exit code, stdout and stderr pass through; a trace
 is written and reported."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import tracesight
-from tracesight.cli.run import build_command
-from tracesight.errors import UsageError
+import stepscope
+from stepscope.cli.run import build_command
+from stepscope.errors import UsageError
 
 pytest.importorskip("torch")
 
@@ -32,18 +32,18 @@ TRAIN = textwrap.dedent("""
 """)
 
 
-def _tracesight(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _stepscope(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     # `python` in the command must be this interpreter, as in an activated venv
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    return subprocess.run([sys.executable, "-c", "from tracesight.cli.main import entry_point;"
+    return subprocess.run([sys.executable, "-c", "from stepscope.cli.main import entry_point;"
                            " entry_point()", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
 
 
 def test_exit_code_output_and_trace(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(TRAIN)
-    proc = _tracesight("run", "--logdir", "logs", "--run", "r", "--", "python", "train.py",
+    proc = _stepscope("run", "--logdir", "logs", "--run", "r", "--", "python", "train.py",
                        "8", "3", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout.startswith("hello from train.py ['8', '3'] __main__\n")
@@ -51,8 +51,8 @@ def test_exit_code_output_and_trace(tmp_path: Path) -> None:
     traces = sorted((tmp_path / "logs" / "r").glob("*.pt.trace.json.gz"))
     assert len(traces) == 1
     assert "trace written to" in proc.stderr and "optimizer step" in proc.stderr
-    assert "tracesight report" in proc.stdout  # the report follows the script's output
-    trace = tracesight.load(str(traces[0]), cache=False)
+    assert "stepscope report" in proc.stdout  # the report follows the script's output
+    trace = stepscope.load(str(traces[0]), cache=False)
     steps = sorted(s for s in trace.strings if s.startswith("ProfilerStep#"))
     assert steps == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
 
@@ -63,7 +63,7 @@ def test_exception_and_module_mode(tmp_path: Path) -> None:
     (pkg / "__init__.py").write_text("")
     (pkg / "__main__.py").write_text("import sys\nprint('argv', sys.argv[1:])\n"
                                      "raise RuntimeError('broken ' + sys.argv[1])\n")
-    proc = _tracesight("run", "--no-report", "--", "python", "-m", "job", "x", cwd=tmp_path)
+    proc = _stepscope("run", "--no-report", "--", "python", "-m", "job", "x", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stdout == "argv ['x']\n"
     assert "RuntimeError: broken x" in proc.stderr
@@ -74,9 +74,9 @@ def test_exception_and_module_mode(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     for args in (["run"], ["run", "--", "python", "missing.py"], ["run", "--", "ls"],
                  ["run", "--", "python", "-c", "pass"]):
-        proc = _tracesight(*args, cwd=tmp_path)
+        proc = _stepscope(*args, cwd=tmp_path)
         assert proc.returncode == 2, args
-        assert proc.stderr.startswith("tracesight: error: ") and proc.stderr.count("\n") == 1
+        assert proc.stderr.startswith("stepscope: error: ") and proc.stderr.count("\n") == 1
 
 
 def test_build_command_forms(tmp_path: Path) -> None:

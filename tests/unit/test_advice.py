@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 from tests.builders import TraceBuilder
 
-from tracesight.advice import RULES, Finding, advise
-from tracesight.advice.context import Context, first_user_frame
-from tracesight.analysis.suite import run_analyses
+from stepscope.advice import RULES, Finding, advise
+from stepscope.advice.context import Context, first_user_frame
+from stepscope.analysis.suite import run_analyses
 
 GEMM_TC = "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"  # noqa: E501
 

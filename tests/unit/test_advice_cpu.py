@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import tracesight
-from tracesight.advice import advise
-from tracesight.analysis.suite import run_analyses
+import stepscope
+from stepscope.advice import advise
+from stepscope.analysis.suite import run_analyses
 
 torch = pytest.importorskip("torch")
 
@@ -22,7 +22,7 @@ def capture(tmp_path: Path, body: Callable[[], object], steps: int = 4) -> list[
             body()
     path = tmp_path / "cpu.pt.trace.json"
     prof.export_chrome_trace(str(path))
-    fs = advise(run_analyses(tracesight.load(str(path), cache=False)))
+    fs = advise(run_analyses(stepscope.load(str(path), cache=False)))
     return [f.id for f in fs]
 
 

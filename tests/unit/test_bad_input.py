@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-import tracesight
-from tracesight.cli.main import main
-from tracesight.errors import TraceFormatError, TracesightError, TraceSourceError
+import stepscope
+from stepscope.cli.main import main
+from stepscope.errors import StepscopeError, TraceFormatError, TraceSourceError
 
 
 def _good() -> TraceBuilder:
@@ -46,7 +46,7 @@ def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "empty.json"
     p.write_bytes(b"")
     with pytest.raises(TraceFormatError, match="empty"):
-        tracesight.load(str(p))
+        stepscope.load(str(p))
     _assert_one_line_error(p, capsys, "empty")
 
 
@@ -67,7 +67,7 @@ def test_truncated_gzip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     p = tmp_path / "cut.json.gz"
     p.write_bytes(full[: len(full) // 2])
     with pytest.raises(TraceSourceError, match="truncated"):
-        tracesight.load(str(p))
+        stepscope.load(str(p))
     _assert_one_line_error(p, capsys, "truncated")
 
 
@@ -87,8 +87,8 @@ def test_corrupt_gzip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 def test_not_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes) -> None:
     p = tmp_path / "notatrace.json"
     p.write_bytes(content)
-    with pytest.raises(TracesightError):
-        tracesight.load(str(p), cache=False)
+    with pytest.raises(StepscopeError):
+        stepscope.load(str(p), cache=False)
     _assert_one_line_error(p, capsys)
 
 
@@ -102,7 +102,7 @@ def test_trace_with_no_gpu_events_is_a_cpu_report(tmp_path: Path,
     with b.step(1, 0, 50):
         b.op("aten::relu", 1, 10)
     path = b.write(tmp_path, "cpu.json")
-    t = tracesight.load(str(path), cache=False)
+    t = stepscope.load(str(path), cache=False)
     assert len(t.device) == 0 and t.meta.vendor == "cpu"
     code, err = _cli(path, capsys)
     assert code in (0, 2)
@@ -163,7 +163,7 @@ def _truncate_uncompressed(tmp_path: Path, frac: float) -> tuple[Path, int]:
 def test_truncated_uncompressed_trace_is_salvaged(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     cut, total = _truncate_uncompressed(tmp_path, 0.6)
-    t = tracesight.load(str(cut), cache=False)
+    t = stepscope.load(str(cut), cache=False)
     assert 0 < t.meta.events < total
     assert any("truncated" in w for w in t.meta.warnings)
     code = main(["report", "--no-cache", str(cut)])
@@ -185,8 +185,8 @@ def test_truncated_inside_the_header_is_an_error(tmp_path: Path,
 
 def test_compact_json_layout_still_reads(tmp_path: Path) -> None:
     b = _good()
-    t1 = tracesight.load(str(b.write(tmp_path, "a.json", kineto_layout=False)), cache=False)
-    t2 = tracesight.load(str(b.write(tmp_path, "b.json")), cache=False)
+    t1 = stepscope.load(str(b.write(tmp_path, "a.json", kineto_layout=False)), cache=False)
+    t2 = stepscope.load(str(b.write(tmp_path, "b.json")), cache=False)
     assert t1.strings == t2.strings and len(t1.device) == len(t2.device) == 30
 
 
@@ -202,7 +202,7 @@ def test_keys_after_the_event_array_are_read(tmp_path: Path) -> None:
             + '  "nested": [[1, 2], {"a": [3]}]\n}\n')
     p = tmp_path / "tail.json"
     p.write_text(text)
-    t = tracesight.load(str(p), cache=False)
+    t = stepscope.load(str(p), cache=False)
     assert (t.meta.rank, t.meta.world_size) == (3, 8)
     assert len(t.device) == 30
 
@@ -217,12 +217,12 @@ def test_event_boundary_pattern_inside_args_does_not_break_reading(tmp_path: Pat
     text = json.dumps(head)[:-1] + ',\n  "traceEvents": [\n' + weird + ",\n" + body + "\n]}\n"
     p = tmp_path / "weird.json"
     p.write_text(text)
-    import tracesight.formats.kineto as k
+    import stepscope.formats.kineto as k
 
     old = k.CHUNK_BYTES
     k.CHUNK_BYTES = 64  # force many chunk cuts on a small file
     try:
-        t = tracesight.load(str(p), cache=False)
+        t = stepscope.load(str(p), cache=False)
     finally:
         k.CHUNK_BYTES = old
     assert "w" in {t.strings[i] for i in t.host.name}
@@ -232,8 +232,8 @@ def test_event_boundary_pattern_inside_args_does_not_break_reading(tmp_path: Pat
 def test_parallel_and_serial_reads_agree(tmp_path: Path) -> None:
     import numpy as np
 
-    import tracesight.formats.kineto as k
-    from tracesight.formats import load_trace
+    import stepscope.formats.kineto as k
+    from stepscope.formats import load_trace
 
     b = _good()
     for s in range(2, 40):

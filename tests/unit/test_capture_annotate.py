@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import tracesight
-from tracesight.capture import ranges
-from tracesight.capture.ranges import annotate
-from tracesight.model.trace import HOST_ANNOTATION
+import stepscope
+from stepscope.capture import ranges
+from stepscope.capture.ranges import annotate
+from stepscope.model.trace import HOST_ANNOTATION
 
 torch = pytest.importorskip("torch")
 
@@ -35,7 +35,7 @@ def fake_nvtx() -> Iterator[list[tuple[str, str | None]]]:
 
 
 def _annotation_names(path: str) -> list[str]:
-    trace = tracesight.load(path, cache=False)
+    trace = stepscope.load(path, cache=False)
     host = trace.host
     mask = host.kind == HOST_ANNOTATION
     return [trace.name(int(i)) for i in host.name[mask]]
@@ -46,7 +46,7 @@ def test_ranges_appear_in_the_trace(tmp_path: Path) -> None:
     def work(x: Any) -> Any:
         return x @ x
 
-    with tracesight.profile(str(tmp_path), run="r", active=None) as prof:
+    with stepscope.profile(str(tmp_path), run="r", active=None) as prof:
         for _ in range(2):
             with annotate("data", color="green"):
                 x = torch.randn(16, 16)
@@ -56,7 +56,7 @@ def test_ranges_appear_in_the_trace(tmp_path: Path) -> None:
     names = _annotation_names(prof.last_trace)
     assert names.count("data") == 2
     assert names.count("decorated_fn") == 2
-    trace = tracesight.load(prof.last_trace, cache=False)
+    trace = stepscope.load(prof.last_trace, cache=False)
     # the decorated range holds the matmul it wraps
     h = trace.host
     name_id = {s: i for i, s in enumerate(trace.strings)}

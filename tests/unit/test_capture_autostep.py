@@ -1,4 +1,4 @@
-"""AutoProfiler (the engine of `tracesight run`), in process: step and window modes."""
+"""AutoProfiler (the engine of `stepscope run`), in process: step and window modes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-import tracesight
-from tracesight.capture.autostep import AutoConfig, AutoProfiler
+import stepscope
+from stepscope.capture.autostep import AutoConfig, AutoProfiler
 
 torch = pytest.importorskip("torch")
 
@@ -22,7 +22,7 @@ def _optimizer_hooks() -> dict[int, Any]:
 
 
 def _host_ranges(path: str, prefix: str) -> list[tuple[str, int, int]]:
-    trace = tracesight.load(path, cache=False)
+    trace = stepscope.load(path, cache=False)
     h = trace.host
     return sorted((trace.name(int(h.name[i])), int(h.ts[i]), int(h.ts[i] + h.dur[i]))
                   for i in range(len(h)) if trace.name(int(h.name[i])).startswith(prefix))
@@ -77,7 +77,7 @@ def test_inference_records_a_time_window(tmp_path: Path) -> None:
             model(x)
     outcome = auto.finish()
     assert outcome.mode == "window" and len(outcome.traces) == 1
-    trace = tracesight.load(outcome.traces[0], cache=False)
+    trace = stepscope.load(outcome.traces[0], cache=False)
     span = (int(trace.host.end.max()) - int(trace.host.ts.min())) / 1e9
     assert 0.15 < span < 0.8  # about the 0.2 s window (plus one call), not the 1.2 s run
     assert "aten::addmm" in trace.strings

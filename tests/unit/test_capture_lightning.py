@@ -1,4 +1,4 @@
-"""TracesightCallback: Lightning training batches become profiler steps in our logdir.
+"""StepscopeCallback: Lightning training batches become profiler steps in our logdir.
 
 Needs `pytorch-lightning` (or `lightning`) installed next to torch; CI installs it with
 ``pip install pytorch-lightning`` (it accepts the installed torch, pulls no other).
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import tracesight
+import stepscope
 
 torch = pytest.importorskip("torch")
 pl = pytest.importorskip("pytorch_lightning",
@@ -35,11 +35,11 @@ class Tiny(LightningModule):  # type: ignore[misc]
 
 
 def test_callback_writes_a_trace_with_the_scheduled_steps(tmp_path: Path) -> None:
-    from tracesight.capture.lightning import TracesightCallback
+    from stepscope.capture.lightning import StepscopeCallback
 
     data = torch.utils.data.TensorDataset(torch.randn(64, 16), torch.randint(0, 2, (64,)))
     loader = torch.utils.data.DataLoader(data, batch_size=8)
-    callback = TracesightCallback(str(tmp_path), run="pl", wait=1, warmup=1, active=3)
+    callback = StepscopeCallback(str(tmp_path), run="pl", wait=1, warmup=1, active=3)
     trainer = pl.Trainer(max_steps=7, accelerator="cpu", devices=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False, callbacks=[callback],
@@ -48,7 +48,7 @@ def test_callback_writes_a_trace_with_the_scheduled_steps(tmp_path: Path) -> Non
     assert len(callback.trace_paths) == 1
     path = callback.trace_paths[0]
     assert Path(path).parent == tmp_path / "pl"
-    trace = tracesight.load(path, cache=False)
+    trace = stepscope.load(path, cache=False)
     steps = sorted(s for s in trace.strings if s.startswith("ProfilerStep#"))
     assert steps == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
     assert any("training_step" in s for s in trace.strings)  # Lightning's own ranges

@@ -1,4 +1,4 @@
-"""tracesight.profile on real CPU workloads: files, names, steps where the schedule put them."""
+"""stepscope.profile on real CPU workloads: files, names, steps where the schedule put them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import tracesight
-from tracesight.capture import Profile, paths
-from tracesight.errors import UsageError
+import stepscope
+from stepscope.capture import Profile, paths
+from stepscope.errors import UsageError
 
 torch = pytest.importorskip("torch")
 
@@ -29,13 +29,13 @@ def _train(prof: Profile, steps: int) -> None:
 
 
 def _steps(path: str) -> list[str]:
-    trace = tracesight.load(path, cache=False)
+    trace = stepscope.load(path, cache=False)
     return sorted({trace.name(int(i)) for i in trace.host.name
                    if trace.name(int(i)).startswith("ProfilerStep#")})
 
 
 def test_schedule_writes_one_gzip_trace_with_the_active_steps(tmp_path: Path) -> None:
-    with tracesight.profile(str(tmp_path), run="exp 1", wait=2, warmup=1, active=2) as prof:
+    with stepscope.profile(str(tmp_path), run="exp 1", wait=2, warmup=1, active=2) as prof:
         _train(prof, 8)
     assert len(prof.trace_paths) == 1
     path = prof.trace_paths[0]
@@ -59,14 +59,14 @@ def _umask() -> int:
 
 
 def test_repeat_writes_one_file_per_cycle(tmp_path: Path) -> None:
-    with tracesight.profile(str(tmp_path), run="r", wait=0, warmup=1, active=1,
+    with stepscope.profile(str(tmp_path), run="r", wait=0, warmup=1, active=1,
                             repeat=2) as prof:
         _train(prof, 6)
     assert [_steps(p) for p in prof.trace_paths] == [["ProfilerStep#1"], ["ProfilerStep#3"]]
 
 
 def test_active_none_records_every_step_until_exit(tmp_path: Path) -> None:
-    with tracesight.profile(str(tmp_path), run="r", active=None, gzip=False) as prof:
+    with stepscope.profile(str(tmp_path), run="r", active=None, gzip=False) as prof:
         _train(prof, 3)
     assert len(prof.trace_paths) == 1
     assert prof.trace_paths[0].endswith(".pt.trace.json")
@@ -74,14 +74,14 @@ def test_active_none_records_every_step_until_exit(tmp_path: Path) -> None:
 
 
 def test_unfinished_cycle_is_written_on_exit(tmp_path: Path) -> None:
-    with tracesight.profile(str(tmp_path), run="r", wait=0, warmup=1, active=5) as prof:
+    with stepscope.profile(str(tmp_path), run="r", wait=0, warmup=1, active=5) as prof:
         _train(prof, 3)
     assert _steps(prof.trace_paths[0])[:2] == ["ProfilerStep#1", "ProfilerStep#2"]
 
 
 def test_rank_in_file_name_and_callback(tmp_path: Path) -> None:
     seen: list[object] = []
-    with tracesight.profile(str(tmp_path), run="r", rank=3, wait=0, warmup=1, active=1,
+    with stepscope.profile(str(tmp_path), run="r", rank=3, wait=0, warmup=1, active=1,
                             on_trace_ready=seen.append) as prof:
         _train(prof, 3)
     match = NAME.match(os.path.basename(prof.trace_paths[0]))
@@ -95,12 +95,12 @@ def test_rank_from_torchrun_environment(monkeypatch: pytest.MonkeyPatch) -> None
     assert paths.worker_name().endswith(f"_{os.getpid()}_rank2")
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job/42")
     assert paths.default_run_name() == "job_42"
-    monkeypatch.setenv("TRACESIGHT_RUN", "mine")
+    monkeypatch.setenv("STEPSCOPE_RUN", "mine")
     assert paths.default_run_name() == "mine"
 
 
 def test_default_run_name_single_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("TRACESIGHT_RUN", "TORCHELASTIC_RUN_ID", "WORLD_SIZE", "RANK"):
+    for var in ("STEPSCOPE_RUN", "TORCHELASTIC_RUN_ID", "WORLD_SIZE", "RANK"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr("sys.argv", ["/x/train.py", "--lr", "1"])
     assert re.fullmatch(r"train-\d{8}-\d{6}", paths.default_run_name())
@@ -108,7 +108,7 @@ def test_default_run_name_single_process(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_fsspec_url_logdir(tmp_path: Path) -> None:
     fsspec = pytest.importorskip("fsspec")
-    with tracesight.profile("memory://logs", run="r", wait=0, warmup=1, active=1) as prof:
+    with stepscope.profile("memory://logs", run="r", wait=0, warmup=1, active=1) as prof:
         _train(prof, 3)
     url = prof.trace_paths[0]
     assert url.startswith("memory://logs/r/") and url.endswith(".pt.trace.json.gz")
@@ -117,7 +117,7 @@ def test_fsspec_url_logdir(tmp_path: Path) -> None:
 
 
 def test_cpu_only_activities() -> None:
-    from tracesight.capture.env import default_activities
+    from stepscope.capture.env import default_activities
 
     acts = default_activities()
     assert acts[0] == torch.profiler.ProfilerActivity.CPU
@@ -128,10 +128,10 @@ def test_cpu_only_activities() -> None:
 @pytest.mark.parametrize("kwargs", [{"wait": -1}, {"active": 0}, {"repeat": -2}])
 def test_bad_schedule(kwargs: dict[str, int]) -> None:
     with pytest.raises(UsageError):
-        tracesight.profile("logs", **kwargs)
+        stepscope.profile("logs", **kwargs)
 
 
 def test_load_before_any_trace(tmp_path: Path) -> None:
-    prof = tracesight.profile(str(tmp_path))
+    prof = stepscope.profile(str(tmp_path))
     with pytest.raises(UsageError, match="no trace written yet"):
         prof.load()

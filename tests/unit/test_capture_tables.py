@@ -10,15 +10,15 @@ import pytest
 from rich.console import Console
 from tests.conftest import shared_trace
 
-import tracesight
-from tracesight.errors import UsageError
+import stepscope
+from stepscope.errors import UsageError
 
 torch = pytest.importorskip("torch")
 
 
 def _render(source: Any, n: int = 20) -> str:
     out = io.StringIO()
-    tracesight.print_top_tables(source, n=n, console=Console(file=out, width=160))
+    stepscope.print_top_tables(source, n=n, console=Console(file=out, width=160))
     return out.getvalue()
 
 
@@ -45,11 +45,11 @@ def test_cpu_tables_have_no_device_columns(cpu_prof: Any) -> None:
 
 
 def test_row_limit_and_sources(cpu_prof: Any, tmp_path: Path) -> None:
-    from tracesight.capture.tables import as_trace
+    from stepscope.capture.tables import as_trace
 
     trace = as_trace(cpu_prof)
     path = tmp_path / "t.json"
-    tracesight.export_trace(cpu_prof, str(path))
+    stepscope.export_trace(cpu_prof, str(path))
     assert _render(trace, n=3) == _render(str(path), n=3)
     table = _render(trace, n=3).split("Top operators by input shape")[0]
     rows = [line for line in table.splitlines() if line.startswith("aten::")]
@@ -67,7 +67,7 @@ def test_gpu_trace_has_the_device_table() -> None:
 
 def test_not_a_trace() -> None:
     with pytest.raises(UsageError, match="expected a torch profiler"):
-        tracesight.print_top_tables(42)
+        stepscope.print_top_tables(42)
 
 
 def test_numbers_in_the_tables(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tracesight.capture.throughput import ThroughputMeter, format_rate
-from tracesight.errors import UsageError
+from stepscope.capture.throughput import ThroughputMeter, format_rate
+from stepscope.errors import UsageError
 
 
 class FakeClock:
@@ -129,7 +129,7 @@ def test_sync_without_cuda_adds_no_call() -> None:
 
 
 def test_importing_the_meter_does_not_import_torch() -> None:
-    code = ("import sys; from tracesight import ThroughputMeter, annotate; "
+    code = ("import sys; from stepscope import ThroughputMeter, annotate; "
             "m = ThroughputMeter(batch_size=1); m.start(); m.step()\n"
             "with annotate('x'): pass\n"
             "print('torch' in sys.modules)")

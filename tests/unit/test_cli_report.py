@@ -1,4 +1,4 @@
-"""``tracesight report`` in-process: text, JSON, --top, --step, errors, the cache."""
+"""``stepscope report`` in-process: text, JSON, --top, --step, errors, the cache."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-import tracesight.formats.load as load_mod
-from tracesight.cli.main import main
-from tracesight.io.cache import cache_dir
+import stepscope.formats.load as load_mod
+from stepscope.cli.main import main
+from stepscope.io.cache import cache_dir
 
 
 def _gpu_trace(tmp_path: Path, tag: str = "") -> Path:
@@ -60,7 +60,7 @@ def test_json_annotation_only_trace(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = str(_annotation_trace(tmp_path))
     assert main(["report", path, "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["schema"] == "tracesight.report/1"
+    assert d["schema"] == "stepscope.report/1"
     assert [(s["name"], s["duration_us"]) for s in d["steps"]] == [("1", 100.0), ("2", 60.0)]
     assert d["breakdown"]["step_avg_us"] == 80.0
     assert main(["report", path, "--format", "json", "--step", "2"]) == 0
@@ -85,13 +85,13 @@ def test_missing_step_exits_2_with_one_line(tmp_path: Path,
     assert main(["report", str(_gpu_trace(tmp_path)), "--step", "9"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == "tracesight: error: step 9 is not in the trace (steps: 1, 2)\n"
+    assert captured.err == "stepscope: error: step 9 is not in the trace (steps: 1, 2)\n"
 
 
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tracesight: error:") and err.count("\n") == 1
+    assert err.startswith("stepscope: error:") and err.count("\n") == 1
     assert "nope.json" in err
 
 
@@ -115,19 +115,19 @@ def test_second_run_hits_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_internal_error_is_one_line_unless_debugging(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tracesight.cli.report as report_cmd
+    import stepscope.cli.report as report_cmd
 
     def broken(*_: object, **__: object) -> None:
         raise ValueError("boom\nsecond line")
 
     monkeypatch.setattr(report_cmd, "build_report", broken)
     path = str(_gpu_trace(tmp_path))
-    monkeypatch.delenv("TRACESIGHT_DEBUG", raising=False)
+    monkeypatch.delenv("STEPSCOPE_DEBUG", raising=False)
     assert main(["report", path]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "internal error (ValueError: boom second line)" in err
-    assert "TRACESIGHT_DEBUG=1" in err and "Traceback" not in err
-    monkeypatch.setenv("TRACESIGHT_DEBUG", "1")
+    assert "STEPSCOPE_DEBUG=1" in err and "Traceback" not in err
+    monkeypatch.setenv("STEPSCOPE_DEBUG", "1")
     with pytest.raises(ValueError, match="boom"):
         main(["report", path])

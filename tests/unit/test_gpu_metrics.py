@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from tracesight.analysis.gpu import gpu_metrics, sm_efficiency
-from tracesight.analysis.steps import find_steps
-from tracesight.model import Trace
+from stepscope.analysis.gpu import gpu_metrics, sm_efficiency
+from stepscope.analysis.steps import find_steps
+from stepscope.model import Trace
 
 US = 1000
 

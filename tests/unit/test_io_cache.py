@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from tests.builders import TraceBuilder
 
-import tracesight
-from tracesight.errors import TraceSourceError
-from tracesight.formats import load_trace
-from tracesight.io import cache
-from tracesight.io.source import read_source
-from tracesight.model import Trace
+import stepscope
+from stepscope.errors import TraceSourceError
+from stepscope.formats import load_trace
+from stepscope.io import cache
+from stepscope.io.source import read_source
+from stepscope.model import Trace
 
 
 def _builder(tag: str = "") -> TraceBuilder:
@@ -50,15 +50,15 @@ def test_memory_url_reads_like_a_local_file(tmp_path: Path) -> None:
     fs = fsspec.filesystem("memory")
     with fs.open("/traces/t.json.gz", "wb") as fh:
         fh.write(local.read_bytes())
-    remote = tracesight.load("memory://traces/t.json.gz", cache=False)
-    _same(remote, tracesight.load(str(local), cache=False))
+    remote = stepscope.load("memory://traces/t.json.gz", cache=False)
+    _same(remote, stepscope.load(str(local), cache=False))
     assert remote.meta.path == "memory://traces/t.json.gz"
     assert len(remote.device) == 2
 
 
 def test_memory_url_missing_object_is_a_one_line_error() -> None:
     with pytest.raises(TraceSourceError, match=r"memory://nope/missing\.json"):
-        tracesight.load("memory://nope/missing.json", cache=False)
+        stepscope.load("memory://nope/missing.json", cache=False)
 
 
 def test_gzip_sniffed_by_magic_bytes_not_name(tmp_path: Path) -> None:
@@ -70,17 +70,17 @@ def test_gzip_sniffed_by_magic_bytes_not_name(tmp_path: Path) -> None:
     plain_named_gz.write_bytes(plain.read_bytes())
     assert read_source(str(gz_named_json)).compressed
     assert not read_source(str(plain_named_gz)).compressed
-    ref = tracesight.load(str(plain), cache=False)
-    _same(tracesight.load(str(gz_named_json), cache=False), ref)
-    _same(tracesight.load(str(plain_named_gz), cache=False), ref)
+    ref = stepscope.load(str(plain), cache=False)
+    _same(stepscope.load(str(gz_named_json), cache=False), ref)
+    _same(stepscope.load(str(plain_named_gz), cache=False), ref)
 
 
 def test_second_open_comes_from_cache_and_equals_the_parse(tmp_path: Path) -> None:
     path = str(_builder().write(tmp_path, "c.json"))
-    first = tracesight.load(path)
+    first = stepscope.load(path)
     assert any((cache.cache_dir() / "traces").iterdir())
     calls: list[int] = []
-    import tracesight.formats.load as load_mod
+    import stepscope.formats.load as load_mod
 
     real = load_mod.read_kineto
 
@@ -90,8 +90,8 @@ def test_second_open_comes_from_cache_and_equals_the_parse(tmp_path: Path) -> No
 
     load_mod.read_kineto = spy  # type: ignore[assignment]
     try:
-        second = tracesight.load(path)
-        bypass = tracesight.load(path, cache=False)
+        second = stepscope.load(path)
+        bypass = stepscope.load(path, cache=False)
     finally:
         load_mod.read_kineto = real
     assert calls == [1]  # only the cache=False open parsed
@@ -136,8 +136,8 @@ def test_read_only_cache_dir_does_not_break_loading(
     monkeypatch.setenv("XDG_CACHE_HOME", str(ro))
     try:
         path = str(_builder().write(tmp_path, "r.json"))
-        t1 = tracesight.load(path)
-        t2 = tracesight.load(path)
+        t1 = stepscope.load(path)
+        t2 = stepscope.load(path)
         _same(t1, t2)
     finally:
         os.chmod(ro, stat.S_IRWXU)
@@ -150,15 +150,15 @@ def test_cache_home_is_a_file_does_not_break_loading(
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     path = str(_builder().write(tmp_path, "f.json"))
-    assert len(tracesight.load(path).device) == 2
+    assert len(stepscope.load(path).device) == 2
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "delete_table", "bad_meta", "empty"])
 def test_corrupt_cache_entry_is_dropped_and_reparsed(tmp_path: Path, damage: str) -> None:
     path = str(_builder(damage).write(tmp_path, f"{damage}.json"))
-    ref = tracesight.load(path, cache=False)
-    tracesight.load(path)  # fills the cache
-    key = cache.key_for(read_source(path), __import__("tracesight.formats.kineto",
+    ref = stepscope.load(path, cache=False)
+    stepscope.load(path)  # fills the cache
+    key = cache.key_for(read_source(path), __import__("stepscope.formats.kineto",
                                                      fromlist=["READER_VERSION"]).READER_VERSION)
     entry = cache.cache_dir() / "traces" / key
     assert entry.is_dir()
@@ -179,10 +179,10 @@ def test_corrupt_cache_entry_is_dropped_and_reparsed(tmp_path: Path, damage: str
         replace(entry / "meta.json", b"{not json")
     else:
         replace(entry / "strings.arrow", b"")
-    again = tracesight.load(path)
+    again = stepscope.load(path)
     _same(ref, again)
     # the damaged entry was replaced by a good one
-    _same(ref, tracesight.load(path))
+    _same(ref, stepscope.load(path))
 
 
 def test_cache_roundtrip_keeps_empty_tables_and_meta(tmp_path: Path) -> None:
@@ -198,21 +198,21 @@ def test_cache_roundtrip_keeps_empty_tables_and_meta(tmp_path: Path) -> None:
 
 def test_missing_local_file(tmp_path: Path) -> None:
     with pytest.raises(TraceSourceError, match="no such file"):
-        tracesight.load(str(tmp_path / "absent.json"))
+        stepscope.load(str(tmp_path / "absent.json"))
 
 
 def test_cache_hit_by_stat_key_never_inflates_gzip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tracesight.io import source
+    from stepscope.io import source
 
     path = str(_builder("gz-lazy").write(tmp_path, "lazy.json.gz"))
-    first = tracesight.load(path)  # fills the cache and the stat index
+    first = stepscope.load(path)  # fills the cache and the stat index
 
     def fail(*a: object) -> bytes:
         raise AssertionError("inflated again")
 
     monkeypatch.setattr(source, "_inflate", fail)
-    _same(first, tracesight.load(path))
+    _same(first, stepscope.load(path))
     with pytest.raises(AssertionError, match="inflated again"):
-        tracesight.load(path, cache=False)
+        stepscope.load(path, cache=False)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from tracesight.analysis.kernels import kernel_stats
-from tracesight.analysis.operators import OperatorRow, operator_stats
-from tracesight.model import Trace
+from stepscope.analysis.kernels import kernel_stats
+from stepscope.analysis.operators import OperatorRow, operator_stats
+from stepscope.model import Trace
 
 
 def _trace(tmp_path: Path) -> Trace:

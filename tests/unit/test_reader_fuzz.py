@@ -1,7 +1,7 @@
-"""Property tests: whatever bytes a trace file holds, tracesight fails cleanly or reports.
+"""Property tests: whatever bytes a trace file holds, stepscope fails cleanly or reports.
 
-``tracesight.load()`` returns a Trace or raises a TracesightError (never anything else);
-``trace.report()`` then never raises anything else either; the CLI exits 0 or 2, and on 2
+``stepscope.load()`` returns a Trace or raises a StepscopeError (never anything else);
+``build_report(trace)`` then never raises anything else either; the CLI exits 0 or 2, and on 2
 prints one line naming the file.
 """
 
@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.builders import TraceBuilder, kineto_text
 
-import tracesight
-from tracesight.cli.main import main
-from tracesight.errors import TracesightError
+import stepscope
+from stepscope.cli.main import main
+from stepscope.errors import StepscopeError
 
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -96,8 +96,8 @@ def _kineto_text(evs: list[Any], head: dict[str, Any] | None = None) -> bytes:
     return kineto_text(evs, head if head is not None else {"schemaVersion": 1})
 
 
-# Exceptions other than TracesightError raised by trace.report() (analyses, not the reader):
-# collected as (type, innermost tracesight frame) and asserted by test_report_never_raises.
+# Exceptions other than StepscopeError raised by build_report() (analyses, not the reader):
+# collected as (type, innermost stepscope frame) and asserted by test_report_never_raises.
 REPORT_BUGS: dict[str, bytes] = {}
 
 
@@ -106,7 +106,7 @@ def _report_site(exc: BaseException) -> str:
     site = "?"
     while tb is not None:
         fname = tb.tb_frame.f_code.co_filename
-        if "/tracesight/" in fname:
+        if "/stepscope/" in fname:
             site = f"{fname.split('/src/')[-1]}:{tb.tb_lineno} ({tb.tb_frame.f_code.co_name})"
         tb = tb.tb_next
     return f"{type(exc).__name__} at {site}: {str(exc)[:80]}"
@@ -117,15 +117,15 @@ def _check(data: bytes, name: str = "t.json") -> None:
         path = Path(d) / name
         path.write_bytes(data)
         try:
-            trace = tracesight.load(str(path), cache=False)
-        except TracesightError as exc:
+            trace = stepscope.load(str(path), cache=False)
+        except StepscopeError as exc:
             msg = str(exc)
             assert str(path) in msg
             assert "\n" not in msg.strip() or len(msg.strip().splitlines()) == 1
             return
         try:
-            trace.report()
-        except TracesightError:
+            stepscope.build_report(trace)
+        except StepscopeError:
             pass
         except Exception as exc:
             REPORT_BUGS.setdefault(_report_site(exc), data)
@@ -217,6 +217,6 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str], evs: list[Any], cut:
 
 
 def test_report_never_raises() -> None:
-    """Runs last in this module: trace.report() raised only TracesightError on every example."""
+    """Runs last in this module: build_report() raised only StepscopeError on every example."""
     assert not REPORT_BUGS, "\n".join(f"{k}\n    example: {v[:200]!r}"
                                        for k, v in REPORT_BUGS.items())

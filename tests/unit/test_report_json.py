@@ -10,9 +10,9 @@ import msgspec
 import pytest
 from tests.builders import TraceBuilder
 
-from tracesight.analysis.breakdown import CATEGORIES
-from tracesight.report.build import build_report
-from tracesight.report.json_out import render_json
+from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.report.build import build_report
+from stepscope.report.json_out import render_json
 
 
 def _data(tmp_path: Path, top: int = 20) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def test_contract_keys(tmp_path: Path) -> None:
     for key in ("schema", "source", "devices", "steps", "breakdown", "gpu", "operators",
                 "kernels", "temporal", "idle", "launches", "findings"):
         assert key in d, key
-    assert d["schema"] == "tracesight.report/1"
+    assert d["schema"] == "stepscope.report/1"
     assert {"path", "format", "events"} <= set(d["source"])
     assert d["source"]["format"] == "kineto"
     assert d["source"]["events"] == 7  # step, 2 ops, 2 runtime calls, 2 kernels
@@ -93,4 +93,4 @@ def test_json_values_are_plain_python_and_render(tmp_path: Path) -> None:
     b.launch(op, "cudaLaunchKernel", 1, 1, kernel="k", k_ts=5, k_dur=4)
     report = build_report(b.load(tmp_path))
     assert _non_plain(report.to_json()) == []
-    assert msgspec.json.decode(render_json(report))["schema"] == "tracesight.report/1"
+    assert msgspec.json.decode(render_json(report))["schema"] == "stepscope.report/1"

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from tests.builders import TraceBuilder
 
+from stepscope import build_report
+
 CONFIG: dict[str, Any] = {
     "grid": [4, 1, 1], "block": [128, 1, 1], "registers per thread": 32, "shared memory": 1024,
 }
@@ -31,7 +33,7 @@ def report(tmp_path: Path) -> dict[str, Any]:
         b.launch(op, "cudaLaunchKernel", 112, 3, kernel="gemm", k_ts=150, k_dur=20, **CONFIG)
     with b.step(3, 200, 10):
         pass
-    data: dict[str, Any] = b.load(tmp_path).report().to_json()
+    data: dict[str, Any] = build_report(b.load(tmp_path)).to_json()
     return data
 
 

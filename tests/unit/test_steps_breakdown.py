@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from tracesight.analysis.breakdown import CATEGORIES, step_breakdown
-from tracesight.analysis.steps import find_steps, select_step
-from tracesight.errors import UsageError
+from stepscope.analysis.breakdown import CATEGORIES, step_breakdown
+from stepscope.analysis.steps import find_steps, select_step
+from stepscope.errors import UsageError
 
 US = 1000  # ns per µs
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from tracesight.analysis.idle import idle_breakdown
-from tracesight.analysis.launches import launch_stats
-from tracesight.analysis.temporal import temporal_breakdown
-from tracesight.model import Trace
+from stepscope.analysis.idle import idle_breakdown
+from stepscope.analysis.launches import launch_stats
+from stepscope.analysis.temporal import temporal_breakdown
+from stepscope.model import Trace
 
 US = 1000
 

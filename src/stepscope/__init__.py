@@ -1,0 +1,65 @@
+"""stepscope: why is my model slow, and what exactly should I change?
+
+Small explicit API::
+
+    import stepscope
+    trace = stepscope.load("run/worker0.pt.trace.json.gz")   # local path or s3://, gs://, az://
+    report = stepscope.build_report(trace)                   # every analysis + ranked findings
+    print(report.to_json())
+
+Capture helpers (need torch): ``stepscope.profile``, ``stepscope.annotate``,
+``stepscope.ThroughputMeter``, ``stepscope.print_top_tables``, ``stepscope.export_trace``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from stepscope.errors import StepscopeError, TraceFormatError, TraceSourceError
+from stepscope.model import Trace
+
+if TYPE_CHECKING:
+    from stepscope.report.build import Report
+
+__version__ = "0.1.0"
+
+
+def load(path: str, *, cache: bool = True, storage_options: dict[str, Any] | None = None) -> Trace:
+    """Read a trace (PyTorch profiler JSON, optionally gzipped) from a path or fsspec URL."""
+    from stepscope.formats import load_trace
+
+    return load_trace(path, use_cache=cache, storage_options=storage_options)
+
+
+def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+    """Run every analysis and the advisor over ``trace``; ``.to_json()``, ``render_text``."""
+    from stepscope.report.build import build_report as _build
+
+    return _build(trace, top=top, step=step)
+
+
+_CAPTURE = {"profile", "annotate", "ThroughputMeter", "print_top_tables", "export_trace"}
+
+
+def __getattr__(name: str) -> Any:
+    # Capture helpers import torch; load them only when asked for.
+    if name in _CAPTURE:
+        from stepscope import capture
+
+        return getattr(capture, name)
+    raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
+
+
+__all__ = [
+    "StepscopeError",
+    "ThroughputMeter",
+    "Trace",
+    "TraceFormatError",
+    "TraceSourceError",
+    "annotate",
+    "build_report",
+    "export_trace",
+    "load",
+    "print_top_tables",
+    "profile",
+]

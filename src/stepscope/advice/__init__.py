@@ -1,0 +1,44 @@
+"""The advisor: small independent rules over analysis results -> ranked Findings.
+
+Each rule module in ``stepscope.advice.rules`` exposes ``check(ctx) -> Finding | None``.
+A rule that raises is skipped (a low-severity ``advisor-error`` finding says so) and
+never breaks the report. Findings are sorted by estimated saving per step, largest first.
+"""
+
+from __future__ import annotations
+
+from stepscope.analysis.suite import Analyses
+
+from .context import Context
+from .finding import Finding
+from .rules import RULES
+from .rules import RuleFn as Rule
+
+__all__ = ["RULES", "Finding", "Rule", "advise"]
+
+MIN_SAVING_PCT = 0.5  # findings saving less than this share of the step are dropped
+
+
+def advise(analyses: Analyses, rules: dict[str, Rule] | None = None) -> list[Finding]:
+    ctx = Context(analyses)
+    findings: list[Finding] = []
+    failed: list[str] = []
+    for name, rule in (rules if rules is not None else RULES).items():
+        try:
+            out = rule(ctx)
+        except Exception as exc:
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        if out is None:
+            continue
+        findings.extend(f for f in (out if isinstance(out, list) else [out])
+                        if f.saving_pct >= MIN_SAVING_PCT)
+    findings.sort(key=lambda f: (-f.saving_us, f.id))
+    if failed:
+        findings.append(Finding(
+            id="advisor-error", title="Some advisor rules could not run on this trace",
+            saving_us=0.0, saving_pct=0.0, severity="low",
+            estimate="not applicable", evidence=tuple(failed),
+            fix="Please report this with the trace; the other findings are unaffected.",
+        ))
+    return findings

@@ -1,0 +1,297 @@
+"""Shared, cached helpers for the rules: per-step scaling, the main GPU's busy/idle time
+inside the steps, and Python source lines from ``with_stack`` call stacks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis import intervals as iv
+from stepscope.analysis import names
+from stepscope.analysis.links import gather
+from stepscope.analysis.optree import NodeTimes
+from stepscope.analysis.suite import Analyses
+from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON
+
+from .finding import Finding, fmt_us
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+_FRAME = re.compile(r"^\s*(?P<path>.+?\.py)\((?P<line>\d+)\): (?P<func>.*)$")
+_LIBRARY = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<built-in")
+
+
+def is_user_frame(frame: str) -> bool:
+    """A ``file.py(123): function`` frame outside torch, the standard library and packages."""
+    m = _FRAME.match(frame)
+    if not m:
+        return False
+    path = m.group("path").replace("\\", "/")
+    if any(tok in path for tok in _LIBRARY):
+        return False
+    return not (path.startswith(("torch/", "torch\\")) or "/torch/" in path)
+
+
+def first_user_frame(stack: str) -> str | None:
+    """Innermost user frame of a Kineto "Call stack" (frames innermost first, ';'-separated)."""
+    for frame in stack.split(";"):
+        if is_user_frame(frame):
+            return frame.strip()
+    return None
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """Idle gaps of the main GPU inside the steps."""
+
+    start: I64
+    length: I64
+    host_wait: B  # the work after the gap was launched after the gap began
+
+
+class Context:
+    """What every rule needs, computed once."""
+
+    def __init__(self, a: Analyses) -> None:
+        self.a = a
+        self.trace = a.trace
+        self.n_steps = max(len(a.steps.steps), 1)
+        self.step_ns = float(a.breakdown.avg_step_ns)
+        self.lo = np.array([s.start for s in a.steps.steps], dtype=np.int64)
+        self.hi = np.array([s.end for s in a.steps.steps], dtype=np.int64)
+
+    # ---- scaling -------------------------------------------------------------------
+    def finding(self, *, id: str, title: str, saving_ns: float, estimate: str,
+                evidence: Sequence[str], fix: str, code: str | None = None,
+                source_lines: Sequence[str] = (), references: Sequence[str] = ()) -> Finding:
+        """A Finding whose saving is ``saving_ns`` per step (clamped to the step)."""
+        saving = max(0.0, min(float(saving_ns), self.step_ns))
+        return Finding(id=id, title=title, saving_us=saving / 1000.0, saving_pct=self.pct(saving),
+                       estimate=estimate, evidence=tuple(evidence), fix=fix, code=code,
+                       source_lines=tuple(source_lines), references=tuple(references))
+
+    def pct(self, ns: float) -> float:
+        return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0
+
+    @cached_property
+    def window(self) -> iv.Union:
+        return iv.union(self.lo, self.hi)
+
+    def in_steps(self, ts: I64, end: I64) -> I64:
+        """Part of each interval inside the steps."""
+        if len(ts) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return iv.measure_in(self.window, ts, end)
+
+    def per_step_union(self, ts: I64, end: I64) -> float:
+        """|union of intervals ∩ steps| / steps, in ns."""
+        return iv.length(iv.intersect(iv.union(ts, end), self.window)) / self.n_steps
+
+    # ---- the GPU --------------------------------------------------------------------
+    @cached_property
+    def has_gpu(self) -> bool:
+        return bool(self.trace.has_gpu and (self.trace.device.kind == DEV_KERNEL).any())
+
+    @cached_property
+    def main_device(self) -> int:
+        dev = self.trace.device
+        if len(dev) == 0:
+            return -1
+        ids, inv = np.unique(dev.device, return_inverse=True)
+        return int(ids[int(np.argmax(np.bincount(inv, weights=dev.dur.astype(np.float64))))])
+
+    @cached_property
+    def device_sel(self) -> B:
+        dev = self.trace.device
+        return np.asarray(dev.device == self.main_device, dtype=bool)
+
+    @cached_property
+    def kernel_sel(self) -> B:
+        """Kernels (not memcpy/memset) of the main GPU."""
+        sel: B = self.device_sel & (self.trace.device.kind == DEV_KERNEL)
+        return sel
+
+    @cached_property
+    def device_in_steps(self) -> F64:
+        """Part of each device op inside the steps, in ns."""
+        dev = self.trace.device
+        return self.in_steps(dev.ts, dev.end).astype(np.float64)
+
+    def device_union(self, sel: B) -> iv.Union:
+        """Union of the selected device ops, inside the steps."""
+        dev = self.trace.device
+        return iv.intersect(iv.union(dev.ts[sel], dev.end[sel]), self.window)
+
+    @cached_property
+    def busy(self) -> iv.Union:
+        """Main GPU busy (any kernel, memcpy or memset) inside the steps."""
+        return self.device_union(self.device_sel)
+
+    @cached_property
+    def kernel_busy(self) -> iv.Union:
+        return self.device_union(self.kernel_sel)
+
+    @cached_property
+    def idle(self) -> iv.Union:
+        """Main GPU idle inside the steps (within each step, before/after work included)."""
+        return iv.subtract(self.window, self.busy)
+
+    @cached_property
+    def busy_per_step(self) -> float:
+        return iv.length(self.busy) / self.n_steps
+
+    @cached_property
+    def idle_per_step(self) -> float:
+        return iv.length(self.idle) / self.n_steps
+
+    def not_busy(self, ts: I64, end: I64) -> I64:
+        """Part of each interval inside the steps while the main GPU was idle."""
+        if len(ts) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return iv.measure_in(self.idle, ts, end)
+
+    @cached_property
+    def launch_ts(self) -> I64:
+        """For each device op, the start of the runtime call that launched it (or -1)."""
+        return gather(self.trace.runtime.ts, self.a.links.device_runtime, -1)
+
+    @cached_property
+    def gaps(self) -> Gaps:
+        """Idle gaps between device ops (strictly inside the GPU's active span per step)."""
+        dev = self.trace.device
+        sel = np.flatnonzero(self.device_sel)
+        if len(sel) == 0:
+            e = np.zeros(0, dtype=np.int64)
+            return Gaps(e, e, np.zeros(0, dtype=bool))
+        order = sel[np.argsort(dev.ts[sel], kind="stable")]
+        ts, end = dev.ts[order], dev.end[order]
+        launch = self.launch_ts[order]
+        prev_end = np.maximum.accumulate(end)[:-1]
+        gap = ts[1:] - prev_end
+        ok = gap > 0
+        start, length = prev_end[ok], gap[ok]
+        inside = self.in_steps(start, start + length)
+        keep = inside > 0
+        return Gaps(start[keep], inside[keep], (launch[1:][ok] > prev_end[ok])[keep])
+
+    # ---- host ------------------------------------------------------------------------
+    @cached_property
+    def times(self) -> NodeTimes:
+        return self.a.tree.times
+
+    @cached_property
+    def loader_rows(self) -> B:
+        """Host rows that are DataLoader ranges (``enumerate(DataLoader)#...__next__``)."""
+        host = self.trace.host
+        rows: B = names.mask(self.trace, names.is_dataloader)[host.name]
+        rows &= host.kind != HOST_PYTHON
+        return rows
+
+    @cached_property
+    def sync_calls(self) -> B:
+        """Runtime rows that block the host until the device catches up."""
+        rt = self.trace.runtime
+        sel: B = names.mask_in(self.trace, names.SYNC_CALLS)[rt.name]
+        return sel
+
+    @cached_property
+    def operators(self) -> I64:
+        """Host rows that are operators (``NodeTimes.is_operator``)."""
+        return np.flatnonzero(self.times.is_operator)
+
+    def operators_within(self, u: iv.Union) -> I64:
+        """Operators lying entirely inside the union ``u``."""
+        host, ops = self.trace.host, self.operators
+        return ops[iv.measure_in(u, host.ts[ops], host.end[ops]) >= host.dur[ops]]
+
+    def source_lines(self, host_idx: I64, weight: F64, top: int = 5) -> list[str]:
+        """User source lines responsible for ``host_idx`` (host rows), heaviest first.
+
+        Uses the nearest enclosing op with a "Call stack" (torch 1.x ``with_stack``), else
+        the innermost enclosing user ``python_function`` frame (torch 2.x ``with_stack``).
+        """
+        if len(host_idx) == 0:
+            return []
+        host, parent = self.trace.host, self.a.tree.parent
+        idx = host_idx.astype(np.int64).copy()
+        for _ in range(int(self.a.tree.depth.max(initial=0)) + 1):
+            up = (host.call_stack[idx] < 0) & (parent[idx] >= 0)
+            if not up.any():
+                break
+            idx = np.where(up, parent[idx], idx)
+        totals: dict[str, float] = {}
+        stack = host.call_stack[idx]
+        has = stack >= 0
+        if has.any():
+            ids, inv = np.unique(stack[has], return_inverse=True)
+            w = np.bincount(inv, weights=weight[has])
+            for sid, wt in zip(ids.tolist(), w.tolist(), strict=False):
+                frame = first_user_frame(self.trace.strings[sid])
+                if frame:
+                    totals[frame] = totals.get(frame, 0.0) + wt
+        rest = ~has
+        if rest.any():
+            for frame, wt in self._python_frames(host_idx[rest], weight[rest]).items():
+                totals[frame] = totals.get(frame, 0.0) + wt
+        ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+        return [f"{frame}  ({wt / self.n_steps / 1000.0:,.1f} µs per step)" for frame, wt in ranked]
+
+    def _python_frames(self, host_idx: I64, weight: F64) -> dict[str, float]:
+        host = self.trace.host
+        user_name = names.mask(self.trace, is_user_frame)
+        py = np.flatnonzero((host.kind == HOST_PYTHON) & user_name[host.name])
+        out: dict[str, float] = {}
+        if len(py) == 0:
+            return out
+        for tid in np.unique(host.tid[host_idx]).tolist():
+            frames = py[host.tid[py] == tid]
+            q = host_idx[host.tid[host_idx] == tid]
+            qw = weight[host.tid[host_idx] == tid]
+            if len(frames) == 0 or len(q) == 0:
+                continue
+            frames = frames[np.argsort(host.ts[frames], kind="stable")]
+            fts, fend = host.ts[frames], host.end[frames]
+            k = np.searchsorted(fts, host.ts[q], side="right") - 1
+            qend = host.end[q]
+            for _ in range(256):  # walk back over finished siblings to the innermost ancestor
+                bad = (k >= 0) & (fend[np.maximum(k, 0)] < qend)
+                if not bad.any():
+                    break
+                k = np.where(bad, k - 1, k)
+            ok = (k >= 0) & (fend[np.maximum(k, 0)] >= qend)
+            if not ok.any():
+                continue
+            names_ = host.name[frames[k[ok]]]
+            ids, inv = np.unique(names_, return_inverse=True)
+            w = np.bincount(inv, weights=qw[ok])
+            for sid, wt in zip(ids.tolist(), w.tolist(), strict=False):
+                frame = self.trace.strings[sid]
+                out[frame] = out.get(frame, 0.0) + wt
+        return out
+
+
+def fmt_ns(ns: float) -> str:
+    return fmt_us(ns / 1000.0)
+
+
+def top_by_name(names: npt.NDArray[np.int32], weight: F64, strings: tuple[str, ...],
+                top: int = 5) -> list[tuple[str, float, int]]:
+    """(name, total weight, count) for the heaviest names."""
+    if len(names) == 0:
+        return []
+    ids, inv = np.unique(names, return_inverse=True)
+    w = np.bincount(inv, weights=weight)
+    c = np.bincount(inv)
+    order = np.argsort(-w, kind="stable")[:top]
+    return [(strings[int(ids[i])], float(w[i]), int(c[i])) for i in order]
+
+
+def short(name: str, width: int = 90) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"

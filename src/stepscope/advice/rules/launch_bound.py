@@ -1,0 +1,66 @@
+"""Rule 6: launch-bound execution: many short kernels, the GPU waits for launches."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.analysis import names
+
+from ..context import Context, fmt_ns
+from ..finding import Finding
+
+SHORT_SHARE = 0.5  # of launches are "short" (HTA: cpu <= 50 µs and gpu < cpu)
+THRESHOLD_PCT = 5.0  # host-wait GPU idle, % of the step
+
+CODE = """\
+model = torch.compile(model, mode="reduce-overhead")   # captures CUDA graphs
+# or capture a static step by hand:
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    static_loss = train_step(static_x, static_y)
+for x, y in loader:
+    static_x.copy_(x); static_y.copy_(y)
+    g.replay()"""
+
+
+def check(ctx: Context) -> Finding | None:
+    la = ctx.a.launches
+    if not ctx.has_gpu or la is None or la.launches == 0:
+        return None
+    if la.short_kernels < SHORT_SHARE * la.launches:
+        return None
+    gaps = ctx.gaps
+    hw = gaps.length[gaps.host_wait]
+    host_wait_ns = float(hw.sum()) / ctx.n_steps
+    if ctx.pct(host_wait_ns) < THRESHOLD_PCT:
+        return None
+    rt = ctx.trace.runtime
+    launch = names.mask_in(ctx.trace, names.LAUNCH_CALLS)[rt.name]
+    launch_ns = ctx.per_step_union(rt.ts[launch], rt.end[launch])
+    saving = min(host_wait_ns, max(launch_ns, 0.0)) if launch_ns > 0 else 0.0
+    n_launch = int(np.count_nonzero(ctx.in_steps(rt.ts[launch], rt.end[launch]) > 0))
+    evidence = [
+        f"{la.short_kernels:,} of {la.launches:,} launches "
+        f"({100 * la.short_kernels / la.launches:.0f} %)"
+        " are short: the kernel runs for less time than its launch call takes",
+        f"{n_launch / ctx.n_steps:,.0f} kernel launches per step, {fmt_ns(launch_ns)} of CPU time "
+        "per step in launch calls",
+        f"the GPU idles {fmt_ns(host_wait_ns)} per step waiting for the next launch "
+        f"({len(hw) / ctx.n_steps:,.0f} gaps per step, median {fmt_ns(float(np.median(hw)))})"
+        if len(hw) else "no host-wait gaps",
+        f"launch delay mean {fmt_ns(la.delay_mean_ns)}, p95 {fmt_ns(la.delay_p95_ns)}",
+    ]
+    return ctx.finding(
+        id="launch-bound", title="Launch-bound: many short kernels, the GPU waits for the CPU",
+        saving_ns=saving,
+        estimate=("GPU idle time per step where the next kernel was launched only after the GPU "
+                  "went idle, capped by the CPU time spent in launch calls (what a CUDA graph "
+                  "replaces with one launch)."),
+        evidence=evidence,
+        fix=("Launch fewer, larger kernels: torch.compile(mode=\"reduce-overhead\") (fusion + "
+             "CUDA graphs), CUDA graphs for static shapes, or a larger batch to give each kernel "
+             "more work."),
+        code=CODE,
+        references=("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
+                    "https://pytorch.org/docs/stable/generated/torch.compile.html"),
+    )

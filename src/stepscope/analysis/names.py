@@ -1,0 +1,223 @@
+"""Name-based classification of events, in one place.
+
+PyTorch identifies steps, loaders, collectives and launch calls only by name; these
+predicates collect every spelling seen across PyTorch versions and vendors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.trace import Trace
+
+COLLECTIVES = (
+    "broadcast",
+    "reduce",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "allreduce",
+    "allgather",
+    "barrier",
+    "send",
+    "recv",
+    "_allgather_base",
+    "_reduce_scatter_base",
+    "gather",
+    "scatter",
+    "alltoall",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "all_to_all_single",
+)
+_COLLECTIVE_HOST = re.compile(r"^(nccl|gloo|rccl|mpi|xccl):(" + "|".join(COLLECTIVES) + r")$")
+# NCCL/RCCL device kernels: ncclKernel_AllReduce..., ncclDevKernel_Generic, ...
+_COLLECTIVE_KERNEL = re.compile(r"^(void )?(nccl|rccl)\w*(Kernel|kernel)")
+
+# Substrings of kernel names that run on Tensor Cores: NVIDIA PyProf's list, as used by
+# torch-tb-profiler (docs/metrics.md: Triton and FlashAttention kernels are not recognised).
+TC_TOKENS = (
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "hmma",
+    "i8816",
+    "16816",
+    "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "direct_group",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_warp_specialized_implicit_gemm",
+    "xmma_gemm",
+    "xmma_sparse_gemm",
+    "c1688",
+)
+
+# Operators that can run on Tensor Cores (autocast fp16 list, as torch-tb-profiler).
+TC_ELIGIBLE_OPS = frozenset(
+    {
+        "aten::_convolution",
+        "aten::conv1d",
+        "aten::conv2d",
+        "aten::conv3d",
+        "aten::conv_tbc",
+        "aten::conv_transpose1d",
+        "aten::conv_transpose2d",
+        "aten::conv_transpose3d",
+        "aten::convolution",
+        "aten::cudnn_convolution",
+        "aten::cudnn_convolution_transpose",
+        "aten::prelu",
+        "aten::addmm",
+        "aten::addmv",
+        "aten::addr",
+        "aten::matmul",
+        "aten::mm",
+        "aten::mv",
+        "aten::linear",
+        "aten::addbmm",
+        "aten::baddbmm",
+        "aten::bmm",
+        "aten::chain_matmul",
+        "aten::linalg_multi_dot",
+        "aten::_thnn_fused_lstm_cell",
+        "aten::_thnn_fused_gru_cell",
+        "aten::lstm_cell",
+        "aten::gru_cell",
+        "aten::rnn_tanh_cell",
+        "aten::rnn_relu_cell",
+        "aten::cudnn_convolution_backward_input",
+        "aten::cudnn_convolution_backward_weight",
+        "aten::convolution_backward",
+        "aten::cudnn_convolution_backward",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_mm",
+        "aten::addmm_",
+        "CudnnConvolutionBackward",
+        "BmmBackward0",
+        "MmBackward",
+        "AddmmBackward",
+        "AddmvBackward",
+        "MvBackward",
+        "AddbmmBackward",
+        "CudnnConvolutionTransposeBackward",
+    }
+)
+
+LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cudaGraphLaunch",
+        "cuGraphLaunch",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipGraphLaunch",
+        "runFunction",
+    }
+)
+COPY_CALLS = frozenset(
+    {
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "cudaMemcpy",
+        "cudaMemset",
+        "cudaMemcpy2DAsync",
+        "cudaMemcpyPeerAsync",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpyWithStream",
+        "hipMemcpy",
+        "hipMemset",
+    }
+)
+# Calls that block the host until the device catches up.
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaStreamWaitEvent_blocking",
+        "cuStreamSynchronize",
+        "cuCtxSynchronize",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+        "hipMemcpyWithStream",
+    }
+)
+
+
+def is_launch_call(name: str) -> bool:
+    """Runtime calls that launch device work (MTIA's carry a suffix: 'runFunction - ...')."""
+    return name in LAUNCH_CALLS or name in COPY_CALLS or name.startswith("runFunction")
+
+
+def is_profiler_step(name: str) -> bool:
+    return name.startswith("ProfilerStep#")
+
+
+def is_dataloader(name: str) -> bool:
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or (
+        name.startswith("enumerate(DataPipe)#")
+    )
+
+
+def is_optimizer(name: str) -> bool:
+    return name.startswith("Optimizer.")
+
+
+def is_optimizer_step(name: str) -> bool:
+    return name.startswith("Optimizer.step#")
+
+
+def is_pageable_copy(name: str) -> bool:
+    """Memcpys from or to pageable host memory: 'Memcpy HtoD (Pageable -> Device)', ..."""
+    return "Pageable" in name or "pageable" in name
+
+
+def is_pinned_htod(name: str) -> bool:
+    return "HtoD" in name and "ageable" not in name
+
+
+def is_collective_host(name: str) -> bool:
+    return bool(_COLLECTIVE_HOST.match(name))
+
+
+def is_collective_kernel(name: str) -> bool:
+    return bool(_COLLECTIVE_KERNEL.match(name))
+
+
+def is_tensor_core_kernel(name: str) -> bool:
+    return any(tok in name for tok in TC_TOKENS)
+
+
+def is_memory_op_name(name: str) -> bool:
+    return name.startswith(("Memcpy", "Memset", "dma"))
+
+
+def mask(trace: Trace, predicate: Callable[[str], object]) -> npt.NDArray[np.bool_]:
+    """Boolean mask over the string table (index it with a name column); memoised."""
+    return trace.string_ids(predicate)
+
+
+def mask_in(trace: Trace, names: frozenset[str]) -> npt.NDArray[np.bool_]:
+    return mask(trace, names.__contains__)

@@ -1,0 +1,84 @@
+"""Operator statistics: calls, host self/total, device self/total, by name (and shape).
+
+Definitions as torch-tb-profiler (and PyTorch's ``key_averages``): host total = duration;
+host self = duration - direct children - own runtime calls; device self = duration of
+kernels/memcpys/memsets launched by the operator's own runtime calls; device total = self
+plus all descendants'. Device times are sums (concurrent kernels count fully).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis import names
+from stepscope.analysis.links import Links
+from stepscope.analysis.optree import OpTree
+from stepscope.model.trace import Trace
+
+
+@dataclass(frozen=True)
+class OperatorRow:
+    name: str
+    input_shape: str | None
+    calls: int
+    host_self_us: float
+    host_total_us: float
+    device_self_us: float
+    device_total_us: float
+    tc_eligible: bool
+
+
+def operator_stats(
+    trace: Trace,
+    *,
+    by_shape: bool = False,
+    links: Links | None = None,
+    tree: OpTree | None = None,
+) -> list[OperatorRow]:
+    """Rows sorted by device self time (GPU traces) or host self time (CPU traces)."""
+    links = links or Links(trace)
+    tree = tree or OpTree(trace, links)
+    times = tree.times
+    idx = np.flatnonzero(times.is_operator)
+    if len(idx) == 0:
+        return []
+    name = trace.host.name[idx].astype(np.int64)
+    shape = (
+        trace.host.input_dims[idx].astype(np.int64) if by_shape else np.zeros(len(idx), np.int64)
+    )
+    # one int64 key per (name, shape): 1-D unique is far faster than unique(axis=0)
+    key = name * (np.int64(len(trace.strings)) + 1) + (shape + 1)
+    ukey, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    uniq = np.stack((ukey // (len(trace.strings) + 1), ukey % (len(trace.strings) + 1) - 1), axis=1)
+
+    def total(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        out: npt.NDArray[np.float64] = np.bincount(
+            inverse, weights=values[idx], minlength=len(uniq)
+        ).astype(np.float64)
+        return out
+
+    calls = np.bincount(inverse, minlength=len(uniq))
+    h_self, h_total = total(times.host_self), total(times.host_total)
+    d_self, d_total = total(times.device_self), total(times.device_total)
+    rows = [
+        OperatorRow(
+            name=trace.strings[int(uniq[i, 0])],
+            input_shape=(trace.name(int(uniq[i, 1])) if by_shape else None),
+            calls=int(calls[i]),
+            host_self_us=float(h_self[i]) / 1000.0,
+            host_total_us=float(h_total[i]) / 1000.0,
+            device_self_us=float(d_self[i]) / 1000.0,
+            device_total_us=float(d_total[i]) / 1000.0,
+            tc_eligible=trace.strings[int(uniq[i, 0])] in names.TC_ELIGIBLE_OPS,
+        )
+        for i in range(len(uniq))
+    ]
+    if trace.has_gpu:
+        rows.sort(key=lambda r: (-r.device_self_us, -r.host_self_us, r.name))
+    else:
+        rows.sort(key=lambda r: (-r.host_self_us, r.name))
+    return rows

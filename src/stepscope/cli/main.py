@@ -1,0 +1,89 @@
+"""``stepscope`` entry point: dispatches to one module per subcommand.
+
+Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args) -> int``. A StepscopeError anywhere becomes a one-line message and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from stepscope.errors import StepscopeError, one_line
+
+# name -> module; modules are imported only when their command runs (fast --help, and
+# `stepscope report` never imports torch).
+COMMANDS: dict[str, str] = {
+    "report": "stepscope.cli.report",
+    "run": "stepscope.cli.run",
+    "demo": "stepscope.cli.demo",
+}
+
+HELPS: dict[str, str] = {
+    "report": "analyse a trace and print the report (text or JSON)",
+    "run": "profile an unmodified Python script: stepscope run -- python train.py ARGS",
+    "demo": "profile a built-in workload before and after the advised fixes",
+}
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stepscope",
+        description="Why is my model slow, and what exactly should I change?",
+    )
+    from stepscope import __version__
+
+    parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        sub.add_parser(name, help=HELPS[name], add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not args_list or args_list[0] not in COMMANDS:
+        parser.parse_args(args_list or ["--help"])
+        return 2
+    name, rest = args_list[0], args_list[1:]
+    try:
+        module = _load(name)
+    except ImportError as exc:
+        print(f"stepscope {name}: cannot start ({exc})", file=sys.stderr)
+        return 2
+    sub = argparse.ArgumentParser(prog=f"stepscope {name}", description=HELPS[name])
+    module.add_arguments(sub)
+    args = sub.parse_args(rest)
+    try:
+        code: int = module.run(args)
+        return code
+    except StepscopeError as exc:
+        print(f"stepscope: error: {one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("stepscope: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `stepscope report x | head`
+        return 0
+    except Exception as exc:  # a bug of ours: one line for users, the traceback on request
+        if os.environ.get("STEPSCOPE_DEBUG"):
+            raise
+        print(
+            f"stepscope {name}: internal error ({type(exc).__name__}: {one_line(str(exc))}); "
+            "rerun with STEPSCOPE_DEBUG=1 for the traceback and please report it",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def entry_point() -> None:
+    sys.exit(main())

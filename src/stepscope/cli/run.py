@@ -1,0 +1,203 @@
+"""``stepscope run [options] -- python train.py ARGS``: profile an unmodified program.
+
+The program runs in a child Python process (so its stdout, stderr and exit code are its
+own) whose bootstrap installs ``stepscope.capture.autostep`` around the script; when it
+ends, the newest trace it wrote is read back and the report printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import stepscope
+from stepscope.errors import StepscopeError, UsageError, one_line
+
+HELP = "profile an unmodified Python script: stepscope run -- python train.py ARGS"
+
+_PYTHON = re.compile(r"^(python|pypy)[0-9.]*(\.exe)?$")
+_OPTS_WITH_VALUE = {"-W", "-X", "-Q"}
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(stepscope.__file__)))
+# Runs as ``python -c``; falls back to this stepscope when the target interpreter's own
+# environment has none (appended, so it never shadows the user's packages).
+BOOTSTRAP = (
+    "import sys\n"
+    "try:\n"
+    "    from stepscope.capture import runner\n"
+    "except ImportError:\n"
+    f"    sys.path.append({_PACKAGE_ROOT!r})\n"
+    "    from stepscope.capture import runner\n"
+    "sys.exit(runner.main(sys.argv[1:]))\n"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "stepscope run [options] -- python SCRIPT.py ARGS | python -m MODULE ARGS"
+    parser.add_argument("--logdir", default="stepscope-logs",
+                        help="where traces go: LOGDIR/RUN/ (local path or fsspec URL; "
+                             "default: %(default)s)")
+    parser.add_argument("--run", default=None,
+                        help="run folder name (default: script name and start time)")
+    parser.add_argument("--wait", type=int, default=1, metavar="N",
+                        help="optimizer steps to skip before warming up (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=1, metavar="N",
+                        help="steps profiled but discarded (default: %(default)s)")
+    parser.add_argument("--active", type=int, default=3, metavar="N",
+                        help="steps recorded (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="cycles of wait/warmup/active, 0 = until the end "
+                             "(default: %(default)s)")
+    parser.add_argument("--window", type=float, default=2.0, metavar="SECONDS",
+                        help="for programs without optimizer steps: seconds recorded "
+                             "(default: %(default)s)")
+    parser.add_argument("--no-shapes", action="store_true", help="do not record input shapes")
+    parser.add_argument("--no-memory", action="store_true", help="do not record memory")
+    parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks")
+    parser.add_argument("--no-report", action="store_true",
+                        help="only write the trace; do not print the report")
+    parser.add_argument("--top", type=int, default=20, metavar="N",
+                        help="rows per table in the report (default: %(default)s)")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="the program: python train.py ARGS (after --)")
+
+
+@dataclass(frozen=True)
+class ChildCommand:
+    argv: list[str]
+    description: str  # what is being profiled, for messages
+
+
+def build_command(command: list[str]) -> ChildCommand:
+    """``python [opts] script.py args`` -> ``python [opts] -c BOOTSTRAP script.py args``."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("stepscope run: give the program after --, "
+                         "e.g. stepscope run -- python train.py --epochs 1")
+    head = command[0]
+    if _PYTHON.match(os.path.basename(head)):
+        interpreter = shutil.which(head) or head
+        if not os.path.exists(interpreter):
+            raise UsageError(f"interpreter not found: {head}")
+        rest = command[1:]
+    elif head.endswith(".py") or head == "-m":
+        interpreter, rest = sys.executable, command
+    else:
+        raise UsageError(f"stepscope run profiles Python programs: "
+                         f"stepscope run -- python train.py ARGS (got {head!r})")
+    options: list[str] = []
+    i = 0
+    while i < len(rest) and rest[i].startswith("-") and rest[i] != "-m":
+        if rest[i] in ("-c", "-"):
+            raise UsageError("put the code in a file; "
+                             "`python -c` and stdin cannot be profiled")
+        take = 2 if rest[i] in _OPTS_WITH_VALUE else 1
+        options += rest[i:i + take]
+        i += take
+    target = rest[i:]
+    if not target or (target[0] == "-m" and len(target) < 2):
+        raise UsageError("no script or -m module given")
+    if target[0] != "-m" and not os.path.isfile(target[0]):
+        raise UsageError(f"no such script: {target[0]}")
+    description = f"-m {target[1]}" if target[0] == "-m" else target[0]
+    return ChildCommand([interpreter, *options, "-c", BOOTSTRAP, *target], description)
+
+
+def child_settings(args: argparse.Namespace) -> dict[str, Any]:
+    if min(args.wait, args.warmup, args.repeat) < 0 or args.active < 1 or args.window <= 0:
+        raise UsageError("--wait/--warmup/--repeat must be >= 0, "
+                         "--active >= 1 and --window > 0")
+    return {"logdir": args.logdir, "run": args.run, "wait": args.wait, "warmup": args.warmup,
+            "active": args.active, "repeat": args.repeat, "window_s": args.window,
+            "record_shapes": not args.no_shapes, "profile_memory": not args.no_memory,
+            "with_stack": not args.no_stack}
+
+
+def run(args: argparse.Namespace) -> int:
+    child = build_command(list(args.command))
+    settings = child_settings(args)
+    fd, manifest = tempfile.mkstemp(prefix="stepscope-run-", suffix=".json")
+    os.close(fd)
+    try:
+        env = dict(os.environ)
+        env["STEPSCOPE_RUN_CONFIG"] = json.dumps({**settings, "manifest": manifest})
+        code = _wait_for(child.argv, env)
+        outcome = _read_manifest(manifest)
+    finally:
+        os.unlink(manifest)
+    _report(outcome, args)
+    return code
+
+
+def _wait_for(argv: list[str], env: dict[str, str]) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        proc = subprocess.Popen(argv, env=env)
+    except OSError as exc:
+        raise UsageError(f"cannot start {argv[0]}: {exc.strerror}") from None
+    # Ctrl-C reaches the child too (same process group); it stops, writes what it has and
+    # exits, and we still print that report.
+    with _ignoring_sigint():
+        code = proc.wait()
+    return 128 - code if code < 0 else code
+
+
+@contextmanager
+def _ignoring_sigint() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread (embedded use): nothing to do
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _read_manifest(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data: dict[str, Any] = json.load(fh)
+            return data
+    except (OSError, ValueError):
+        # The child died before it could say anything (killed, os._exit, crash in C).
+        return {"mode": "unknown", "traces": [], "note": "the program ended without "
+                "stepscope finishing (killed or os._exit?)"}
+
+
+def _report(outcome: dict[str, Any], args: argparse.Namespace) -> None:
+    traces: list[str] = outcome.get("traces", [])
+    if not traces:
+        print(f"stepscope run: no trace written: {outcome.get('note') or 'nothing recorded'}",
+              file=sys.stderr)
+        return
+    newest = traces[-1]
+    how = ("one step per optimizer step" if outcome.get("mode") == "steps"
+           else f"a {args.window:g} s window: no optimizer step was seen")
+    print(f"\nstepscope run: trace written to {newest} ({how})", file=sys.stderr, flush=True)
+    if args.no_report:
+        return
+    try:
+        from stepscope.report.build import build_report
+        from stepscope.report.text import render_text
+
+        render_text(build_report(stepscope.load(newest), top=args.top))
+    except StepscopeError as exc:
+        print(f"stepscope run: cannot report on {newest}: {one_line(str(exc))}",
+              file=sys.stderr)
+    except Exception as exc:  # a reporting bug must not replace the program's exit code
+        print(f"stepscope run: report failed on {newest} ({type(exc).__name__}: "
+              f"{one_line(str(exc))}); the trace is intact", file=sys.stderr)

@@ -1,0 +1,131 @@
+"""``run_demo``: profile the slow variant, then the fixed one, and compare."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from stepscope.capture.throughput import format_rate
+from stepscope.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
+
+if TYPE_CHECKING:
+    from stepscope.report.build import Report
+
+HTML_TOP = 20  # rows per table in the HTML report (build_report's default)
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    slow_trace: str
+    fast_trace: str
+    slow_samples_per_s: float
+    fast_samples_per_s: float
+    html_report: str | None = None
+
+    @property
+    def speedup(self) -> float:
+        return self.fast_samples_per_s / self.slow_samples_per_s if self.slow_samples_per_s else 0.0
+
+
+def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size: int = 64,
+             device: str | None = None, quiet: bool = True, top: int = 10,
+             console: Console | None = None) -> DemoResult:
+    """Train the demo workload twice under the profiler; traces go to ``outdir/{before,after}``.
+
+    With ``quiet=False`` both reports, the throughput before/after and (when the HTML
+    renderer exists) the HTML report's path are printed.
+    """
+    console = console or Console()
+    slow, _ = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console)
+    fast, fast_report = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
+    html = _write_html(fast.trace, fast_report, os.path.join(outdir, "report.html"))
+    result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html)
+    if not quiet:
+        _summary(console, result)
+    return result
+
+
+def _one(variant: Variant, index: int, outdir: str, steps: int, batch_size: int,
+         device: str | None, quiet: bool, top: int,
+         console: Console) -> tuple[RunResult, Report | None]:
+    """One profiled run; with ``quiet=False`` its report (returned for reuse) is printed."""
+    if not quiet:
+        console.rule(f"[bold]Run {index}/2: {variant.name} the fixes[/]")
+        console.print(f"{escape(variant.description)}; {steps} steps of {batch_size} "
+                      f"samples, profiling the last {steps - 2}…")
+    result = train_profiled(variant, outdir, steps=steps, batch_size=batch_size, device=device)
+    if quiet:
+        return result, None
+    from stepscope.report.text import render_text
+
+    report = _report(result.trace, top)
+    render_text(report, console)
+    console.print(f"[bold][Throughput during profiled window][/] "
+                  f"~{format_rate(result.samples_per_s)} samples/sec")
+    return result, report
+
+
+def _report(trace_path: str, top: int) -> Report:
+    from stepscope import load
+    from stepscope.report.build import build_report
+
+    return build_report(load(trace_path), top=top)
+
+
+def _write_html(trace_path: str, report: Report | None, out: str) -> str | None:
+    """The single-file HTML report of the fixed run, once ``stepscope.report.html`` exists.
+
+    Reuses the printed report's analyses when there is one (only its row limit differs).
+    """
+    if importlib.util.find_spec("stepscope.report.html") is None:
+        return None
+    html: Any = importlib.import_module("stepscope.report.html")
+    writer = getattr(html, "write_html", None)
+    if writer is None:
+        return None
+    if report is None:
+        report = _report(trace_path, HTML_TOP)
+    writer(dataclasses.replace(report, top=HTML_TOP), out)
+    return out
+
+
+def stepscope_command() -> str:
+    """How to call the CLI from the user's shell: ``stepscope`` when on PATH, else its path.
+
+    The README's setup installs into ``.venv``, which a fresh shell has not activated.
+    """
+    beside = os.path.join(os.path.dirname(sys.executable), "stepscope")
+    on_path = shutil.which("stepscope")
+    if on_path and os.path.realpath(on_path) == os.path.realpath(beside):
+        return "stepscope"
+    if not os.path.exists(beside):
+        return "stepscope"
+    rel = os.path.relpath(beside)
+    return rel if not rel.startswith("..") else beside
+
+
+def _summary(console: Console, result: DemoResult) -> None:
+    console.rule("[bold]Before / after[/]")
+    console.print(f"[Throughput during profiled window] before: "
+                  f"~{format_rate(result.slow_samples_per_s)} samples/sec")
+    console.print(f"[Throughput during profiled window] after:  "
+                  f"~{format_rate(result.fast_samples_per_s)} samples/sec  "
+                  f"([bold green]{result.speedup:.1f}x[/])")
+    console.print("What changed: " + escape(FIXED.description) + ".")
+    console.print(f"Traces: {escape(result.slow_trace)}\n        {escape(result.fast_trace)}")
+    command = stepscope_command()
+    console.print(f"Explore one: {escape(command)} report {escape(result.fast_trace)}")
+    if command != "stepscope":
+        console.print("  (or put it on PATH: source "
+                      f"{escape(os.path.join(os.path.dirname(command), 'activate'))})")
+    if result.html_report:
+        console.print(f"HTML report: {escape(result.html_report)}")

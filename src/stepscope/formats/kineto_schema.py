@@ -1,0 +1,77 @@
+"""msgspec types for Kineto Chrome-trace JSON: only the fields stepscope reads.
+
+Unknown keys are skipped inside msgspec's C decoder, which is what makes typed decoding
+~3x faster and ~5x lighter than building dicts. Both spellings Kineto used over the
+years are declared (``External id`` / ``external id``, ``Input Dims`` / ``Input dims``).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+NAN = float("nan")
+NO_RAW = msgspec.Raw()
+
+
+class Args(msgspec.Struct, gc=False):
+    external_id: int = msgspec.field(default=-1, name="External id")
+    external_id_lc: int = msgspec.field(default=-1, name="external id")
+    correlation: int = -1
+    stream: int | str = -1  # AMD runtime calls write "0x0"
+    device: int = -1
+    blocks_per_sm: float = msgspec.field(default=NAN, name="blocks per SM")
+    occupancy: float = msgspec.field(default=NAN, name="est. achieved occupancy %")
+    grid: list[int] | str | None = None  # Triton cpu_ops write "grid(100,)"
+    block: list[int] | str | None = None
+    registers: int = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: int = msgspec.field(default=-1, name="shared memory")
+    bytes: int = -1
+    input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
+    input_dims_lc: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")
+    call_stack: str | None = msgspec.field(default=None, name="Call stack")
+    device_type: int = msgspec.field(default=-1, name="Device Type")
+    device_id: int = msgspec.field(default=-1, name="Device Id")
+    mem_bytes: int = msgspec.field(default=0, name="Bytes")
+    addr: int = msgspec.field(default=-1, name="Addr")
+    total_allocated: int = msgspec.field(default=-1, name="Total Allocated")
+    total_reserved: int = msgspec.field(default=-1, name="Total Reserved")
+
+
+EMPTY_ARGS = Args()
+
+
+class Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    ts: float = NAN
+    dur: float = NAN
+    pid: int | str = -1
+    tid: int | str = -1
+    args: Args | None = None
+
+
+class Document(msgspec.Struct, gc=False):
+    """The top level; ``traceEvents`` is kept raw so it can be decoded in chunks."""
+
+    traceEvents: msgspec.Raw = msgspec.Raw()
+    schemaVersion: int | str | None = None
+    deviceProperties: msgspec.Raw = msgspec.Raw()
+    distributedInfo: msgspec.Raw = msgspec.Raw()
+
+
+class DeviceProps(msgspec.Struct, gc=False):
+    id: int = -1
+    name: str = ""
+    totalGlobalMem: int = 0
+    computeMajor: int = 0
+    computeMinor: int = 0
+    numSms: int = 0
+    maxThreadsPerMultiprocessor: int = 0
+    warpSize: int = 0
+
+
+class DistributedInfo(msgspec.Struct, gc=False):
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None

@@ -1,0 +1,39 @@
+"""Pick the reader for a source and go through the cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stepscope.errors import TraceFormatError
+from stepscope.formats.kineto import READER_VERSION, ProgressFn, looks_like_kineto, read_kineto
+from stepscope.io import cache
+from stepscope.io.source import read_source
+from stepscope.model.trace import Trace
+
+
+def load_trace(
+    path: str,
+    *,
+    use_cache: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Trace:
+    """Read any supported trace at ``path`` (local path or fsspec URL)."""
+    source = read_source(path, storage_options)
+    key = None
+    if use_cache:
+        key = cache.key_for(source, READER_VERSION)
+        cached = cache.load(key, path)
+        if cached is not None:
+            return cached
+    if not looks_like_kineto(source.data):
+        if not bytes(source.data[:4096]).strip():
+            raise TraceFormatError(f"{path}: file is empty (only whitespace)")
+        raise TraceFormatError(
+            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON)"
+        )
+    trace = read_kineto(source, workers=workers, progress=progress)
+    if key is not None:
+        cache.store(key, trace)
+    return trace

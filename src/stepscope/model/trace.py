@@ -1,0 +1,301 @@
+"""Columnar trace model.
+
+One table per event family, each column a numpy array of equal length; names are
+indices into ``Trace.strings``. Times are int64 nanoseconds (absolute, as the profiler
+wrote them). Missing integers are -1, missing floats NaN. Tables are sorted by start time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+I8 = npt.NDArray[np.int8]
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
+
+# HostOps.kind
+HOST_OP = 0  # cpu_op / Operator: an ATen or other PyTorch operator
+HOST_ANNOTATION = 1  # user_annotation: record_function ranges, ProfilerStep#N in torch 2.x
+HOST_PYTHON = 2  # python_function / python: Python tracer frames
+
+# DeviceOps.kind
+DEV_KERNEL = 0
+DEV_MEMCPY = 1
+DEV_MEMSET = 2
+
+T = TypeVar("T", bound="_Table")
+
+
+@dataclass(frozen=True)
+class _Table:
+    """Base of all event tables: equal-length columns, constructible from a dict."""
+
+    DTYPES: ClassVar[dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        first = dataclasses.fields(self)[0]
+        return len(getattr(self, first.name))
+
+    def columns(self) -> dict[str, np.ndarray[Any, Any]]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_columns(cls: type[T], cols: dict[str, np.ndarray[Any, Any]]) -> T:
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            kwargs[f.name] = np.ascontiguousarray(cols[f.name], dtype=cls.DTYPES[f.name])
+        return cls(**kwargs)
+
+    @property
+    def end(self) -> I64:
+        ts: I64 = getattr(self, "ts")  # noqa: B009 - defined by the subclasses that have an end
+        dur: I64 = getattr(self, "dur")  # noqa: B009
+        return ts + dur
+
+
+@dataclass(frozen=True)
+class HostOps(_Table):
+    """CPU-side ranges: operators, user annotations (incl. ProfilerStep#N), Python frames."""
+
+    name: I32
+    ts: I64
+    dur: I64
+    pid: I32  # string id of the pid as written
+    tid: I32  # string id of the tid as written
+    kind: I8
+    external_id: I64
+    input_dims: I32  # string id of the JSON text of "Input Dims", -1 when absent
+    call_stack: I32  # string id of "Call stack" (frames separated by ';'), -1 when absent
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "pid": np.int32,
+        "tid": np.int32,
+        "kind": np.int8,
+        "external_id": np.int64,
+        "input_dims": np.int32,
+        "call_stack": np.int32,
+    }
+
+
+@dataclass(frozen=True)
+class Runtimes(_Table):
+    """Host calls into the device runtime/driver: cudaLaunchKernel, cuLaunchKernel, hip*, ..."""
+
+    name: I32
+    ts: I64
+    dur: I64
+    pid: I32
+    tid: I32
+    correlation: I64
+    external_id: I64
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "pid": np.int32,
+        "tid": np.int32,
+        "correlation": np.int64,
+        "external_id": np.int64,
+    }
+
+
+@dataclass(frozen=True)
+class DeviceOps(_Table):
+    """Work executed on an accelerator: kernels, memcpys, memsets."""
+
+    name: I32
+    ts: I64
+    dur: I64
+    kind: I8
+    device: I32
+    stream: I64
+    correlation: I64
+    external_id: I64
+    blocks_per_sm: F32
+    occupancy_pct: F32  # Kineto's "est. achieved occupancy %"
+    grid_x: I32
+    grid_y: I32
+    grid_z: I32
+    block_x: I32
+    block_y: I32
+    block_z: I32
+    registers: I32
+    shared_mem: I64
+    bytes: I64
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "kind": np.int8,
+        "device": np.int32,
+        "stream": np.int64,
+        "correlation": np.int64,
+        "external_id": np.int64,
+        "blocks_per_sm": np.float32,
+        "occupancy_pct": np.float32,
+        "grid_x": np.int32,
+        "grid_y": np.int32,
+        "grid_z": np.int32,
+        "block_x": np.int32,
+        "block_y": np.int32,
+        "block_z": np.int32,
+        "registers": np.int32,
+        "shared_mem": np.int64,
+        "bytes": np.int64,
+    }
+
+
+@dataclass(frozen=True)
+class GpuAnnotations(_Table):
+    """gpu_user_annotation: record_function ranges projected onto a device stream."""
+
+    name: I32
+    ts: I64
+    dur: I64
+    device: I32
+    stream: I64
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "device": np.int32,
+        "stream": np.int64,
+    }
+
+
+@dataclass(frozen=True)
+class Syncs(_Table):
+    """cuda_sync events: the device side of stream/event/context synchronisation."""
+
+    name: I32
+    ts: I64
+    dur: I64
+    device: I32
+    stream: I64
+    correlation: I64
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "device": np.int32,
+        "stream": np.int64,
+        "correlation": np.int64,
+    }
+
+
+@dataclass(frozen=True)
+class MemoryRecords(_Table):
+    """[memory] instant events from profile_memory=True: one allocation (+) or free (-) each."""
+
+    ts: I64
+    device_type: I32  # 0 CPU, 1 CUDA (others: vendor specific)
+    device_id: I32
+    bytes: I64
+    addr: I64
+    total_allocated: I64
+    total_reserved: I64
+    tid: I32
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "ts": np.int64,
+        "device_type": np.int32,
+        "device_id": np.int32,
+        "bytes": np.int64,
+        "addr": np.int64,
+        "total_allocated": np.int64,
+        "total_reserved": np.int64,
+        "tid": np.int32,
+    }
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    id: int
+    name: str
+    total_memory: int
+    compute_major: int
+    compute_minor: int
+    num_sms: int
+    max_threads_per_sm: int
+    warp_size: int
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    path: str
+    format: str  # "kineto"
+    events: int  # events read from the file (all phases)
+    schema_version: int | None = None
+    devices: tuple[DeviceProperties, ...] = ()
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    window_start: int | None = None  # ns; the "PyTorch Profiler (0)" span when present
+    window_end: int | None = None
+    vendor: str = "unknown"  # nvidia | amd | mtia | cpu | unknown
+    categories: dict[str, int] = field(default_factory=dict)  # events per category as read
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count (partial data)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One rank's trace: metadata, a string table and the event tables."""
+
+    meta: TraceMeta
+    strings: tuple[str, ...]
+    host: HostOps
+    runtime: Runtimes
+    device: DeviceOps
+    gpu_annotations: GpuAnnotations
+    syncs: Syncs
+    memory: MemoryRecords
+    _masks: dict[Callable[[str], object], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    TABLES: ClassVar[dict[str, type[_Table]]] = {
+        "host": HostOps,
+        "runtime": Runtimes,
+        "device": DeviceOps,
+        "gpu_annotations": GpuAnnotations,
+        "syncs": Syncs,
+        "memory": MemoryRecords,
+    }
+
+    def name(self, string_id: int) -> str:
+        return self.strings[string_id] if string_id >= 0 else ""
+
+    def string_ids(self, predicate: Callable[[str], object]) -> npt.NDArray[np.bool_]:
+        """Boolean mask over the string table: which strings satisfy ``predicate(str)``.
+
+        Index it with a name column. Masks are memoised per predicate: the analyses and the
+        advisor ask for the same classifications (steps, loaders, Tensor Core kernels, ...),
+        and each costs one Python call per distinct string. Pass module-level predicates:
+        a fresh lambda misses the memo and adds an entry each time.
+        """
+        cached = self._masks.get(predicate)
+        if cached is None:
+            cached = np.fromiter(
+                (bool(predicate(s)) for s in self.strings), dtype=bool, count=len(self.strings)
+            )
+            self._masks[predicate] = cached
+        return cached
+
+    @property
+    def has_gpu(self) -> bool:
+        return len(self.device) > 0

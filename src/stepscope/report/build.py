@@ -1,0 +1,185 @@
+"""Run every analysis on a trace and assemble the Report (the JSON contract's source).
+
+The JSON layout is a documented, versioned public contract (docs/report-json.md):
+bump SCHEMA on any incompatible change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.operators import OperatorRow
+from stepscope.analysis.suite import Analyses, run_analyses
+from stepscope.model.trace import Trace
+
+if TYPE_CHECKING:
+    from stepscope.advice.finding import Finding
+
+SCHEMA = "stepscope.report/1"
+
+
+def _us(ns: float | int) -> float:
+    return round(float(ns) / 1000.0, 3)
+
+
+def _r(x: float | None, nd: int = 2) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+@dataclass(frozen=True)
+class Report:
+    analyses: Analyses
+    top: int
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def trace(self) -> Trace:
+        return self.analyses.trace
+
+    def to_json(self) -> dict[str, Any]:
+        a = self.analyses
+        meta = a.trace.meta
+        bd = a.breakdown
+        return {
+            "schema": SCHEMA,
+            "source": {
+                "path": meta.path,
+                "format": meta.format,
+                "events": meta.events,
+                "vendor": meta.vendor,
+                "rank": meta.rank,
+                "world_size": meta.world_size,
+                "skipped": meta.skipped,
+                "warnings": list(meta.warnings),
+                "partial": bool(meta.skipped) or bool(meta.warnings),
+            },
+            "devices": [
+                {
+                    "id": d.id,
+                    "name": d.name,
+                    "total_memory_bytes": d.total_memory,
+                    "compute_capability": f"{d.compute_major}.{d.compute_minor}",
+                    "num_sms": d.num_sms,
+                }
+                for d in meta.devices
+                if any(g.device == d.id for g in a.gpu) or not a.gpu
+            ],
+            "steps": [
+                {
+                    "name": s.name,
+                    "start_us": _us(s.start),
+                    "duration_us": _us(s.duration),
+                    "breakdown_us": {c: _us(s.ns[c]) for c in CATEGORIES},
+                }
+                for s in bd.steps
+            ],
+            "steps_dropped": list(a.steps.dropped),
+            "profiler_steps": a.steps.profiler_steps,
+            "breakdown": {
+                "step_avg_us": _us(bd.avg_step_ns),
+                "avg_us": {c: _us(v) for c, v in bd.avg_ns.items()},
+                "pct": {c: round(v, 2) for c, v in bd.pct.items()},
+            },
+            "gpu": [
+                {
+                    "device": g.device,
+                    "name": g.name,
+                    "utilization_pct": _r(g.utilization_pct),
+                    "sm_efficiency_pct": _r(g.sm_efficiency_pct),
+                    "achieved_occupancy_pct": _r(g.achieved_occupancy_pct),
+                    "tensor_core_pct": _r(g.tensor_core_pct),
+                }
+                for g in a.gpu
+            ],
+            "operators": [_op_json(r) for r in a.operators[: self.top]],
+            "operators_by_shape": [_op_json(r) for r in a.operators_by_shape[: self.top]],
+            "kernels": [
+                {
+                    "name": k.name,
+                    "calls": k.calls,
+                    "total_us": round(k.total_us, 3),
+                    "mean_us": round(k.mean_us, 3),
+                    "min_us": round(k.min_us, 3),
+                    "max_us": round(k.max_us, 3),
+                    "blocks_per_sm": _r(k.blocks_per_sm),
+                    "achieved_occupancy_pct": _r(k.achieved_occupancy_pct),
+                    "tensor_cores": k.tensor_cores,
+                    "grid": list(k.grid) if k.grid else None,
+                    "block": list(k.block) if k.block else None,
+                    "registers_per_thread": k.registers,
+                    "shared_memory_bytes": k.shared_mem,
+                }
+                for k in a.kernels[: self.top]
+            ],
+            "temporal": []
+            if a.temporal is None
+            else [
+                {
+                    "rank": a.temporal.rank,
+                    "span_us": _us(a.temporal.span_ns),
+                    "idle_pct": round(a.temporal.pct(a.temporal.idle_ns), 2),
+                    "compute_pct": round(a.temporal.pct(a.temporal.compute_ns), 2),
+                    "non_compute_pct": round(a.temporal.pct(a.temporal.non_compute_ns), 2),
+                }
+            ],
+            "idle": [
+                {
+                    "rank": s.rank,
+                    "device": s.device,
+                    "stream": s.stream,
+                    "span_us": _us(s.span_ns),
+                    "idle_us": _us(s.idle_ns),
+                    "host_wait_us": _us(s.host_wait_ns),
+                    "kernel_wait_us": _us(s.kernel_wait_ns),
+                    "other_us": _us(s.other_ns),
+                    "host_wait_pct": round(100 * s.host_wait_ns / s.idle_ns, 2)
+                    if s.idle_ns
+                    else 0.0,
+                    "kernel_wait_pct": round(100 * s.kernel_wait_ns / s.idle_ns, 2)
+                    if s.idle_ns
+                    else 0.0,
+                    "other_pct": round(100 * s.other_ns / s.idle_ns, 2) if s.idle_ns else 0.0,
+                }
+                for s in a.idle
+            ],
+            "launches": None
+            if a.launches is None
+            else {
+                "rank": a.launches.rank,
+                "launches": a.launches.launches,
+                "short_kernels": a.launches.short_kernels,
+                "runtime_outliers": a.launches.runtime_outliers,
+                "launch_delay_outliers": a.launches.launch_delay_outliers,
+                "launch_delay_mean_us": _us(a.launches.delay_mean_ns),
+                "launch_delay_p50_us": _us(a.launches.delay_p50_ns),
+                "launch_delay_p95_us": _us(a.launches.delay_p95_ns),
+                "launch_delay_max_us": _us(a.launches.delay_max_ns),
+                "cpu_total_us": _us(a.launches.cpu_total_ns),
+                "gpu_total_us": _us(a.launches.gpu_total_ns),
+            },
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _op_json(r: OperatorRow) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": r.name,
+        "calls": r.calls,
+        "host_self_us": round(r.host_self_us, 3),
+        "host_total_us": round(r.host_total_us, 3),
+        "device_self_us": round(r.device_self_us, 3),
+        "device_total_us": round(r.device_total_us, 3),
+        "tc_eligible": r.tc_eligible,
+    }
+    if r.input_shape is not None:
+        out["input_shape"] = r.input_shape
+    return out
+
+
+def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+    from stepscope.advice import advise  # the advisor imports the analysis layer, not us
+
+    analyses = run_analyses(trace, step=step)
+    return Report(analyses=analyses, top=top, findings=advise(analyses))

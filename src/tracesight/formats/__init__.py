@@ -1,5 +1,0 @@
-"""Input formats: each reader turns one kind of file into a ``model.Trace``."""
-
-from tracesight.formats.load import load_trace
-
-__all__ = ["load_trace"]
