@@ -17,8 +17,9 @@ from stepscope.analysis.links import gather
 from stepscope.analysis.optree import NodeTimes
 from stepscope.analysis.suite import Analyses
 from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON
+from stepscope.units import format_us
 
-from .finding import Finding, fmt_us
+from .finding import Finding
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -278,7 +279,7 @@ class Context:
 
 
 def fmt_ns(ns: float) -> str:
-    return fmt_us(ns / 1000.0)
+    return format_us(ns / 1000.0)
 
 
 def top_by_name(names: npt.NDArray[np.int32], weight: F64, strings: tuple[str, ...],

@@ -8,22 +8,32 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from stepscope.cli.options import add_top
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
+from stepscope.report.views import VIEWS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "path", help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...)"
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument(
-        "--top",
-        type=int,
-        default=15,
-        metavar="N",
-        help="rows in operator/kernel tables (default 15)",
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: the terminal report; json: the stepscope.report/1 document for scripts "
+        "and CI (default: %(default)s)",
     )
+    parser.add_argument(
+        "--view",
+        choices=VIEWS,
+        default="summary",
+        help="text sections: summary (findings, breakdown, GPU, top tables), operators "
+        "(by name and by input shape), kernels (launch configuration), all "
+        "(default: %(default)s)",
+    )
+    add_top(parser)
     parser.add_argument(
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
@@ -54,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    report = build_report(trace, top=max(args.top, 0), step=args.step)
+    report = build_report(trace, top=args.top, step=args.step)
     if args.format == "json":
         from stepscope.report.json_out import render_json
 
@@ -62,5 +72,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         from stepscope.report.text import render_text
 
-        render_text(report, Console())
+        render_text(report, Console(), view=args.view)
     return 0

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from stepscope.capture.throughput import format_rate
 from stepscope.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
+from stepscope.report.build import DEFAULT_TOP
 
 if TYPE_CHECKING:
     from stepscope.report.build import Report
@@ -37,7 +38,7 @@ class DemoResult:
 
 
 def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size: int = 64,
-             device: str | None = None, quiet: bool = True, top: int = 10,
+             device: str | None = None, quiet: bool = True, top: int = DEFAULT_TOP,
              console: Console | None = None) -> DemoResult:
     """Train the demo workload twice under the profiler; traces go to ``outdir/{before,after}``.
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
 
 SCHEMA = "stepscope.report/1"
+DEFAULT_TOP = 15  # rows per operator/kernel table, for every command
 
 
 def _us(ns: float | int) -> float:
@@ -178,7 +179,7 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     return out
 
 
-def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
 
     analyses = run_analyses(trace, step=step)
