@@ -13,6 +13,7 @@ from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.model.trace import Trace
+from stepscope.report.memory_json import memory_json, modules_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
@@ -160,6 +161,8 @@ class Report:
                 "gpu_total_us": _us(a.launches.gpu_total_ns),
             },
             "findings": [f.to_json() for f in self.findings],
+            "memory": memory_json(a.memory, self.top),
+            "modules": modules_json(a.modules),
         }
 
 

@@ -94,6 +94,13 @@ def render_text(report: Report, console: Console | None = None) -> None:
     _operators(console, data)
     _kernels(console, data)
     _temporal(console, data)
+    render_memory_and_modules(console, data)
+
+
+def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
+    from stepscope.report.text_memory import render_memory_and_modules as render
+
+    render(console, data)
 
 
 def _findings(console: Console, report: Report) -> None:
