@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (reference data)
 """Memory view on real traces: per-operator statistics equal torch-tb-profiler 0.4.3's
 Memory Statistics on the legacy kineto_resnet50 traces, modern traces give a curve, and
 the HTA memory timeline and a real allocator snapshot read with pinned figures.

@@ -109,7 +109,7 @@ def test_report_json_has_memory_and_modules(analyses: Any) -> None:
     assert len(cpu["curve"]["t_us"]) == len(cpu["curve"]["allocated_bytes"])
     assert cpu["allocations"]["unfreed"][0]["size_bytes"] == 2 * MIB
     assert len(cpu["operators"]) <= 5
-    assert [n["path"] for n in data["modules"]["nodes"]][0] == "Net_0"
+    assert data["modules"]["nodes"][0]["path"] == "Net_0"
 
 
 def test_capture_can_write_the_memory_timeline(tmp_path: Path) -> None:

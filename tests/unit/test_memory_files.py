@@ -206,3 +206,26 @@ def test_plot_timeline_and_bad_timelines(tmp_path: Path) -> None:
                       (b'[[1, 2], [[1, 2]]]', "9 columns")):
         with pytest.raises(TraceFormatError, match=msg):
             timeline_from_json(blob, "x.json")
+
+
+def test_cli_memory_on_a_snapshot_and_a_timeline(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from stepscope.cli.main import main
+
+    snap = tmp_path / "s.pickle"
+    snap.write_bytes(pickle.dumps(built_snapshot(oom=True), protocol=4))
+    assert main(["memory", str(snap), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "snapshot"
+    dev = out["result"]["devices"][0]
+    assert dev["reserved_bytes"] == 22 * MB and dev["ooms"][0]["requested_bytes"] == 40 * MB
+    assert main(["memory", str(snap)]) == 0
+    assert "out of memory" in capsys.readouterr().out
+    tl = tmp_path / "t.raw.json"
+    tl.write_text(json.dumps([[1000, 2, 64, 4]]))
+    assert main(["memory", str(tl), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["result"]["peak_bytes"] == 64
+    bad = tmp_path / "x.txt"
+    bad.write_text("hello")
+    assert main(["memory", str(bad)]) == 2
+    assert "neither a memory snapshot" in capsys.readouterr().err

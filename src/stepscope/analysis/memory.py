@@ -20,6 +20,7 @@ from stepscope.analysis.steps import Steps
 from stepscope.model.trace import HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
 
 CURVE_POINTS = 2000  # points kept per device curve (min/max per bucket, peak always kept)
@@ -179,9 +180,9 @@ def _op_rows(trace: Trace, tree: OpTree, rec_node: I64, sel: B) -> tuple[OpMemor
     owner = node[own]
     b = nb[own].astype(np.float64)
     pos = b > 0
-    self_inc = np.bincount(owner, weights=b, minlength=n)
-    self_size = np.bincount(owner[pos], weights=b[pos], minlength=n)
-    self_count = np.bincount(owner[pos], minlength=n).astype(np.float64)
+    self_inc: F64 = np.bincount(owner, weights=b, minlength=n).astype(np.float64)
+    self_size: F64 = np.bincount(owner[pos], weights=b[pos], minlength=n).astype(np.float64)
+    self_count: F64 = np.bincount(owner[pos], minlength=n).astype(np.float64)
     tot_inc, tot_size, tot_count = (tree.roll_up(v) for v in (self_inc, self_size, self_count))
     ops = np.flatnonzero(is_op)
     if len(ops) == 0:
@@ -293,7 +294,8 @@ def memory_analysis(trace: Trace, steps: Steps, tree: OpTree) -> MemoryResult:
             unfreed_n = int(never.sum())
             unfreed_b = int(nb[never].sum())
 
-            def alloc_of(j: int) -> Allocation:
+            def alloc_of(j: int, idx: I64 = idx, free_of: I64 = free_of, nb: I64 = nb,
+                         ts: I64 = ts) -> Allocation:
                 i = int(idx[j])
                 f = int(free_of[j])
                 return Allocation(size=int(nb[j]), alloc_ns=int(ts[j]),
@@ -308,7 +310,7 @@ def memory_analysis(trace: Trace, steps: Steps, tree: OpTree) -> MemoryResult:
             unfreed = tuple(alloc_of(int(j)) for j in topn)
         pi = int(idx[p])
         devices.append(DeviceMemory(
-            device=label, cumulative=cumulative, records=int(len(idx)),
+            device=label, cumulative=cumulative, records=len(idx),
             t_ns=ts[keep], allocated=allocated[keep].astype(np.int64),
             reserved=reserved[keep].astype(np.int64),
             peak_allocated=int(allocated[p]), peak_ns=int(ts[p]),

@@ -12,6 +12,7 @@ on the autograd thread, outside module ranges) is not charged to a module.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,7 @@ from stepscope.analysis.optree import OpTree
 from stepscope.model.trace import HOST_OP, HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
+Ints = npt.NDArray[np.integer[Any]]
 F64 = npt.NDArray[np.float64]
 
 MODULE_PREFIX = "nn.Module: "
@@ -63,7 +65,7 @@ class ModulesResult:
     device_ns_total: float  # all device op time of the trace
 
 
-def nest(tid: I64, start: I64, end: I64) -> I64:
+def nest(tid: Ints, start: I64, end: I64) -> I64:
     """Parent index (into the inputs) of each range: the innermost range on the same
     thread that contains its start (ranges sorted by start asc, end desc); -1 at the top."""
     n = len(start)
@@ -91,8 +93,8 @@ def nest(tid: I64, start: I64, end: I64) -> I64:
     return parent
 
 
-def innermost(rng_tid: I64, rng_start: I64, rng_end: I64, parent: I64,
-              tid: I64, ts: I64) -> I64:
+def innermost(rng_tid: Ints, rng_start: I64, rng_end: I64, parent: I64,
+              tid: Ints, ts: I64) -> I64:
     """For each point (tid, ts), the innermost range containing ts on that thread; -1."""
     out = np.full(len(ts), -1, dtype=np.int64)
     if len(rng_start) == 0 or len(ts) == 0:
@@ -117,7 +119,7 @@ def innermost(rng_tid: I64, rng_start: I64, rng_end: I64, parent: I64,
     return out
 
 
-def _paths(parent: I64, name: I64) -> I64:
+def _paths(parent: I64, name: Ints) -> I64:
     """Interned path id per range: equal ids <=> equal chains of names from the root."""
     n = len(parent)
     path = np.full(n, -1, dtype=np.int64)
@@ -142,7 +144,7 @@ def _paths(parent: I64, name: I64) -> I64:
     return path
 
 
-def _top(keys: I64, names: I64, values: F64, n_keys: int, strings: tuple[str, ...]
+def _top(keys: I64, names: Ints, values: F64, n_keys: int, strings: tuple[str, ...]
          ) -> list[tuple[NamedTime, ...]]:
     """Per key, the TOP_CHILDREN names with the largest summed value."""
     out: list[list[NamedTime]] = [[] for _ in range(n_keys)]
@@ -176,7 +178,8 @@ def module_analysis(trace: Trace, links: Links, tree: OpTree) -> ModulesResult:
     m_dur = host.dur[mods].astype(np.float64)
     # host self: minus direct child modules
     has_p = parent >= 0
-    child_sum = np.bincount(parent[has_p], weights=m_dur[has_p], minlength=len(mods))
+    child_sum: F64 = np.bincount(parent[has_p], weights=m_dur[has_p],
+                                 minlength=len(mods)).astype(np.float64)
     # device ops: launched by a runtime call on a module's thread while it runs
     rt_idx = links.device_runtime
     launched = rt_idx >= 0
@@ -185,7 +188,8 @@ def module_analysis(trace: Trace, links: Links, tree: OpTree) -> ModulesResult:
     d_mod = innermost(m_tid, m_start, m_end, parent, rt.tid[r], rt.ts[r])
     in_mod = d_mod >= 0
     d_dur = dev.dur[d_idx].astype(np.float64)
-    dev_self = np.bincount(d_mod[in_mod], weights=d_dur[in_mod], minlength=len(mods))
+    dev_self: F64 = np.bincount(d_mod[in_mod], weights=d_dur[in_mod],
+                                minlength=len(mods)).astype(np.float64)
     dev_tot = dev_self.copy()
     depth = np.zeros(len(mods), dtype=np.int64)
     cur = parent.copy()
@@ -199,7 +203,7 @@ def module_analysis(trace: Trace, links: Links, tree: OpTree) -> ModulesResult:
     calls = np.bincount(path, minlength=n_paths)
 
     def per_path(v: F64) -> F64:
-        out: F64 = np.bincount(path, weights=v, minlength=n_paths)
+        out: F64 = np.bincount(path, weights=v, minlength=n_paths).astype(np.float64)
         return out
 
     host_total, host_self = per_path(m_dur), per_path(np.maximum(m_dur - child_sum, 0.0))

@@ -137,8 +137,9 @@ def _replay(entries: tuple[dict[str, Any], ...], end_allocated: int,
     n = len(entries)
     if n == 0:
         return None, None, (), end_allocated, ()
-    action = np.array([_ALLOC_ACTIONS.get(e.get("action"), _FREE_ACTIONS.get(
-        e.get("action"), A_OTHER)) for e in entries], dtype=np.int8)
+    names = [str(e.get("action")) for e in entries]
+    action = np.array([_ALLOC_ACTIONS.get(a, _FREE_ACTIONS.get(a, A_OTHER)) for a in names],
+                      dtype=np.int8)
     size = np.array([_int(e.get("size")) for e in entries], dtype=np.int64)
     addr = np.array([_int(e.get("addr", -1)) if "addr" in e else -1 for e in entries],
                     dtype=np.int64)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from ..context import Context
 from ..finding import Finding
 
@@ -17,7 +19,7 @@ def check(ctx: Context) -> Finding | None:
         starts = [b for _, b in d.step_start_allocated]
         if d.cumulative or len(starts) < MIN_STEPS or d.unfreed_count == 0:
             continue
-        growth = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        growth = [b - a for a, b in pairwise(starts)]
         if min(growth) <= 0 or starts[-1] - starts[0] < MIN_BYTES:
             continue
         per_step = (starts[-1] - starts[0]) / (len(starts) - 1)
