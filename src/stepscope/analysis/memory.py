@@ -239,8 +239,12 @@ def memory_analysis(trace: Trace, steps: Steps, tree: OpTree) -> MemoryResult:
     step_idx = _step_of(steps, mem.ts)
     step_names = [s.name for s in steps.steps]
     capacity = {f"GPU{d.id}": d.total_memory for d in trace.meta.devices if d.total_memory > 0}
-    labels = np.array([device_label(int(t), int(i)) or "" for t, i in
-                       zip(mem.device_type, mem.device_id, strict=True)], dtype=object)
+    # one label per distinct (type, id) pair, found through a single int64 key
+    keys, inv = np.unique(mem.device_type.astype(np.int64) * (1 << 32)
+                          + mem.device_id.astype(np.int64) + (1 << 31), return_inverse=True)
+    pair_label = [device_label(int(k >> 32), int((k & 0xFFFFFFFF) - (1 << 31)))
+                  for k in keys.tolist()]
+    inv = inv.reshape(-1)
     devices = []
     any_cumulative = False
 
@@ -250,8 +254,8 @@ def memory_analysis(trace: Trace, steps: Steps, tree: OpTree) -> MemoryResult:
     def step_name(i: int) -> str | None:
         return step_names[step_idx[i]] if step_idx[i] >= 0 else None
 
-    for label in sorted({str(x) for x in labels if x}, key=lambda s: (s != "CPU", len(s), s)):
-        idx = np.flatnonzero(labels == label)
+    for label in sorted({x for x in pair_label if x}, key=lambda s: (s != "CPU", len(s), s)):
+        idx = np.flatnonzero(np.isin(inv, [k for k, x in enumerate(pair_label) if x == label]))
         idx = idx[np.argsort(mem.ts[idx], kind="stable")]
         sel = np.zeros(len(mem), dtype=bool)
         sel[idx] = True
@@ -272,10 +276,10 @@ def memory_analysis(trace: Trace, steps: Steps, tree: OpTree) -> MemoryResult:
         p = int(np.argmax(allocated))
         keep = _downsample(allocated, p)
         # step boundaries: allocated just before each step starts
-        starts = []
-        for s in steps.steps:
-            k = int(np.searchsorted(ts, s.start, side="left")) - 1
-            starts.append((s.name, int(allocated[k]) if k >= 0 else 0))
+        step_lo = np.array([st.start for st in steps.steps], dtype=np.int64)
+        before = np.searchsorted(ts, step_lo, side="left") - 1
+        at = np.where(before >= 0, allocated[np.maximum(before, 0)], 0).tolist()
+        starts = [(st.name, int(v)) for st, v in zip(steps.steps, at, strict=True)]
         # alloc/free pairs by address
         addr = mem.addr[idx]
         has_addr = bool(np.all(addr >= 0)) and len(addr) > 0

@@ -136,8 +136,8 @@ def _paths(parent: I64, name: Ints) -> I64:
     for level in range(int(depth.max()) + 1 if n else 0):
         sel = np.flatnonzero(depth == level)
         parent_path = np.where(parent[sel] >= 0, path[np.maximum(parent[sel], 0)], -1)
-        pairs = np.stack([parent_path, name[sel]], axis=1)
-        _, inv = np.unique(pairs, axis=0, return_inverse=True)
+        key = (parent_path + 1) * (1 << 31) + name[sel].astype(np.int64)
+        _, inv = np.unique(key, return_inverse=True)
         inv = inv.reshape(-1)
         path[sel] = inv + next_id
         next_id += int(inv.max()) + 1 if len(inv) else 0
@@ -150,16 +150,16 @@ def _top(keys: I64, names: Ints, values: F64, n_keys: int, strings: tuple[str, .
     out: list[list[NamedTime]] = [[] for _ in range(n_keys)]
     if len(keys) == 0:
         return [() for _ in range(n_keys)]
-    pairs = np.stack([keys, names], axis=1)
-    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+    uniq, inv = np.unique(keys * (1 << 31) + names.astype(np.int64), return_inverse=True)
     inv = inv.reshape(-1)
+    u_key, u_name = uniq >> 31, uniq & ((1 << 31) - 1)
     tot = np.bincount(inv, weights=values, minlength=len(uniq))
     cnt = np.bincount(inv, minlength=len(uniq))
-    order = np.lexsort((-tot, uniq[:, 0]))
-    for j in order.tolist():
-        k = int(uniq[j, 0])
-        if len(out[k]) < TOP_CHILDREN:
-            out[k].append(NamedTime(strings[int(uniq[j, 1])], int(cnt[j]), float(tot[j])))
+    order = np.lexsort((-tot, u_key))
+    rank = np.arange(len(order)) - np.searchsorted(u_key[order], u_key[order], side="left")
+    for j in order[rank < TOP_CHILDREN].tolist():
+        out[int(u_key[j])].append(NamedTime(strings[int(u_name[j])], int(cnt[j]),
+                                            float(tot[j])))
     return [tuple(x) for x in out]
 
 
