@@ -4,6 +4,10 @@ never-freed tensors are listed, and the module tree is the model's structure."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,23 +41,38 @@ class Net(torch.nn.Module):  # type: ignore[misc, unused-ignore]
         return self.head(self.b(self.a(x)))
 
 
+CAPTURE = """
+import sys, torch, stepscope
+from tests.unit.test_memory_capture import Net, MIB
+net = Net()
+x = torch.randn(8, 16)
+leak = []
+with stepscope.profile(sys.argv[1], run="m", wait=0, warmup=1, active=2,
+                       with_modules=True) as prof:
+    for _ in range(3):
+        leak.append(torch.empty(2 * MIB, dtype=torch.uint8))  # kept: never freed
+        keep = torch.empty(1 * MIB, dtype=torch.uint8)
+        tmp = torch.empty(3 * MIB, dtype=torch.uint8)
+        del tmp
+        net(x)
+        del keep
+        prof.step()
+print(prof.last_trace)
+"""
+
+
 @pytest.fixture(scope="module")
 def analyses(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    net = Net()
-    x = torch.randn(8, 16)
-    leak = []
+    # A fresh interpreter: the CPU allocator's totals then hold only this workload's bytes
+    # (earlier tests' threads and tensors would shift them).
     logdir = tmp_path_factory.mktemp("mem")
-    with stepscope.profile(str(logdir), run="m", wait=0, warmup=1, active=2,
-                           with_modules=True) as prof:
-        for _ in range(3):
-            leak.append(torch.empty(2 * MIB, dtype=torch.uint8))  # kept: never freed
-            keep = torch.empty(1 * MIB, dtype=torch.uint8)
-            tmp = torch.empty(3 * MIB, dtype=torch.uint8)
-            del tmp
-            net(x)
-            del keep
-            prof.step()
-    return run_analyses(prof.load())
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root / "src"), str(root), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", CAPTURE, str(logdir)], capture_output=True,
+                         text=True, env=env, cwd=root, check=True, timeout=300)
+    trace = out.stdout.strip().splitlines()[-1]
+    return run_analyses(stepscope.load(trace, cache=False))
 
 
 def test_peak_equals_what_the_test_allocated(analyses: Any) -> None:
@@ -112,7 +131,8 @@ def test_report_json_has_memory_and_modules(analyses: Any) -> None:
     assert data["modules"]["nodes"][0]["path"] == "Net_0"
 
 
-def test_capture_can_write_the_memory_timeline(tmp_path: Path) -> None:
+def test_capture_can_write_the_memory_timeline(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     from stepscope.analysis.memory_timeline import category_timeline
     from stepscope.formats.memory_timeline import read_memory_timeline
 
@@ -130,3 +150,11 @@ def test_capture_can_write_the_memory_timeline(tmp_path: Path) -> None:
     params = sum(p.numel() * 4 for p in net.parameters())
     assert c.max_by_category["parameter"] == params
     assert c.max_by_category["gradient"] == params
+    # stepscope report finds the timeline beside the trace
+    from stepscope.cli.main import main
+
+    assert main(["report", prof.last_trace, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["memory"]["categories"]["max_bytes_by_category"]["parameter"] == params
+    assert main(["report", prof.last_trace]) == 0
+    assert "by category (memory timeline)" in capsys.readouterr().out

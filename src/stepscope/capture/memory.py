@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import warnings
 from typing import Any
 
 from stepscope.capture.export import _copy
 from stepscope.errors import UsageError
+from stepscope.formats.memory_timeline import timeline_path
 
-TIMELINE_SUFFIX = ".memory.raw.json.gz"
-_TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
-
-
-def timeline_path(trace_path: str) -> str:
-    """``run/host_1.123.pt.trace.json.gz`` -> ``run/host_1.123.memory.raw.json.gz``."""
-    return _TRACE_SUFFIX.sub("", trace_path) + TIMELINE_SUFFIX
-
+__all__ = ["export_memory_timeline", "timeline_path"]
 
 def export_memory_timeline(prof: Any, path: str, *, device: str | None = None,
                            storage_options: dict[str, Any] | None = None) -> str:

@@ -10,13 +10,15 @@ unknown]`` bytes per time. The HTML export holds only a picture and is refused.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from stepscope.errors import TraceFormatError, one_line
-from stepscope.io.source import read_source
+from stepscope.io.source import is_url, local_path, read_source
 from stepscope.model.memory_files import TIMELINE_CATEGORIES, MemoryTimeline
 
 N_CAT = len(TIMELINE_CATEGORIES)
@@ -85,3 +87,21 @@ def timeline_from_json(data: bytes | memoryview, path: str) -> MemoryTimeline:
 def read_memory_timeline(path: str, storage_options: dict[str, Any] | None = None
                          ) -> MemoryTimeline:
     return timeline_from_json(read_source(path, storage_options).data, path)
+
+
+TIMELINE_SUFFIX = ".memory.raw.json.gz"
+_TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
+
+
+def timeline_path(trace_path: str) -> str:
+    """Where ``profile(..., memory=True)`` writes a trace's memory timeline:
+    ``run/host_1.123.pt.trace.json.gz`` -> ``run/host_1.123.memory.raw.json.gz``."""
+    return _TRACE_SUFFIX.sub("", trace_path) + TIMELINE_SUFFIX
+
+
+def find_memory_timeline(trace_path: str) -> MemoryTimeline | None:
+    """The memory timeline written beside a local trace, when there is one."""
+    if is_url(trace_path):
+        return None
+    path = timeline_path(trace_path)
+    return read_memory_timeline(path) if os.path.isfile(local_path(path)) else None

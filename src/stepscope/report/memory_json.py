@@ -27,12 +27,14 @@ def _alloc(a: Allocation, origin: int) -> dict[str, Any]:
     }
 
 
-def memory_json(m: MemoryResult | None, top: int = 20) -> dict[str, Any] | None:
+def memory_json(m: MemoryResult | None, top: int = 20,
+                categories: CategoryTimeline | None = None) -> dict[str, Any] | None:
     if m is None:
         return None
     o = m.origin_ns
     return {
         "origin_us": _us(o),
+        "categories": None if categories is None else timeline_json(categories),
         "records": m.total_records,
         "attributed_records": m.attributed,
         "note": m.note,

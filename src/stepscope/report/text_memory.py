@@ -31,12 +31,18 @@ def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
 
 
 def _memory(console: Console, mem: dict[str, Any] | None) -> None:
-    if not mem or not mem["devices"]:
+    if not mem or not (mem["devices"] or mem.get("categories")):
         return
     console.print()
     console.print("[bold]Memory[/] (profile_memory records)")
     if mem["note"]:
         console.print(f"  [dim]{escape(mem['note'])}[/]")
+    cat = mem.get("categories")
+    if cat:
+        parts = ", ".join(f"{k.replace('_', ' ')} {fmt_bytes(v)}" for k, v in
+                          sorted(cat["at_peak_bytes"].items(), key=lambda kv: -kv[1]) if v)
+        console.print(f"  by category (memory timeline) at its peak of "
+                      f"{fmt_bytes(cat['peak_bytes'])}: {parts}")
     for d in mem["devices"]:
         where = []
         if d["peak_step"] is not None:
