@@ -229,3 +229,24 @@ def test_cli_memory_on_a_snapshot_and_a_timeline(tmp_path: Path,
     bad.write_text("hello")
     assert main(["memory", str(bad)]) == 2
     assert "neither a memory snapshot" in capsys.readouterr().err
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(-(2**40), 2**40), min_size=0, max_size=5), max_size=8))
+def test_fuzz_timeline_reader(rows: list[list[int]]) -> None:
+    try:
+        tl = timeline_from_json(json.dumps(rows).encode(), "fuzz.json")
+    except TraceFormatError as exc:
+        assert "\n" not in str(exc)
+        return
+    c = category_timeline(tl)
+    assert c.peak_bytes == (int(tl.sizes.sum(axis=1).max()) if len(tl.t_ns) else 0)
+
+
+def test_report_on_a_snapshot_points_to_stepscope_memory(tmp_path: Path) -> None:
+    import stepscope
+
+    path = tmp_path / "s.pickle"
+    path.write_bytes(pickle.dumps(built_snapshot(), protocol=4))
+    with pytest.raises(TraceFormatError, match="stepscope memory"):
+        stepscope.load(str(path), cache=False)

@@ -29,12 +29,6 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError("refused a persistent id: snapshots hold only plain data")
 
 
-def looks_like_snapshot(data: bytes | memoryview) -> bool:
-    """A pickle (protocol 2+) whose first key is a snapshot key."""
-    head = bytes(data[:256])
-    return head[:1] == PICKLE_PROTO and (b"segments" in head or b"device_traces" in head)
-
-
 def loads_plain(data: bytes | memoryview, path: str) -> Any:
     """Unpickle plain data; anything else raises TraceFormatError (one line)."""
     try:
