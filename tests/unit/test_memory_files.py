@@ -219,6 +219,9 @@ def test_cli_memory_on_a_snapshot_and_a_timeline(tmp_path: Path,
     assert out["kind"] == "snapshot"
     dev = out["result"]["devices"][0]
     assert dev["reserved_bytes"] == 22 * MB and dev["ooms"][0]["requested_bytes"] == 40 * MB
+    (oom,) = out["findings"]  # 8 MB cached: below the fragmentation threshold
+    assert oom["id"] == "out-of-memory" and oom["severity"] == "high"
+    assert "0.04 GiB more than was free" in oom["estimated_saving"]["how"]
     assert main(["memory", str(snap)]) == 0
     assert "out of memory" in capsys.readouterr().out
     tl = tmp_path / "t.raw.json"
@@ -250,3 +253,15 @@ def test_report_on_a_snapshot_points_to_stepscope_memory(tmp_path: Path) -> None
     path.write_bytes(pickle.dumps(built_snapshot(), protocol=4))
     with pytest.raises(TraceFormatError, match="stepscope memory"):
         stepscope.load(str(path), cache=False)
+
+
+def test_snapshot_fragmentation_finding() -> None:
+    from stepscope.advice.snapshot_rules import snapshot_findings
+    from stepscope.formats.snapshot import snapshot_from_data
+
+    snap = built_snapshot()
+    snap["segments"][1]["total_size"] = 2048 * MB  # a big, fully free segment
+    snap["segments"][1]["blocks"][0]["size"] = 2048 * MB
+    (f,) = snapshot_findings(snapshot_analysis(snapshot_from_data(snap, "s")))
+    assert f.id == "allocator-fragmentation" and "2.01 GiB reserved but unused" in f.title
+    assert snapshot_findings(snapshot_analysis(snapshot_from_data(built_snapshot(), "s"))) == []

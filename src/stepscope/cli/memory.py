@@ -31,8 +31,11 @@ def analyse(path: str) -> dict[str, Any]:
     """``{"kind": "snapshot"|"timeline", "result": {...}}`` for a snapshot or timeline file."""
     data = read_source(path).data
     if bytes(data[:1]) == PICKLE_PROTO:
-        snap = snapshot_from_data(loads_plain(data, path), path)
-        return {"kind": "snapshot", "result": snapshot_json(snapshot_analysis(snap))}
+        from stepscope.advice.snapshot_rules import snapshot_findings
+
+        result = snapshot_analysis(snapshot_from_data(loads_plain(data, path), path))
+        return {"kind": "snapshot", "result": snapshot_json(result),
+                "findings": [f.to_json() for f in snapshot_findings(result)]}
     if looks_like_timeline(data) or bytes(data[:64]).lstrip().lower().startswith(b"<"):
         return {"kind": "timeline", "result": timeline_json(category_timeline(
             timeline_from_json(data, path)))}
@@ -54,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
             if b:
                 console.print(f"  {cat:<16} {fmt_bytes(b):>12}")
         return 0
+    for f in out["findings"]:
+        console.print(f"[bold red]{escape(f['title'])}[/] [{f['severity']}]")
+        for line in f["evidence"]:
+            console.print(f"  • {escape(line)}")
+        console.print(f"  [bold green]fix:[/] {escape(f['fix']['text'])}")
     for d in r["devices"]:
         console.print(f"[bold]GPU {d['device']}[/]: reserved {fmt_bytes(d['reserved_bytes'])}, "
                       f"allocated {fmt_bytes(d['allocated_bytes'])}, inactive "
