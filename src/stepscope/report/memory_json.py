@@ -50,7 +50,7 @@ def memory_json(m: MemoryResult | None, top: int = 20,
                 "peak_operator": d.peak_operator,
                 "capacity_bytes": d.capacity,
                 "peak_pct_of_capacity": round(100.0 * d.peak_allocated / d.capacity, 2)
-                if d.capacity else None,
+                if d.capacity and not d.cumulative else None,
                 "curve": {
                     "t_us": [_us(t - o) for t in d.t_ns.tolist()],
                     "allocated_bytes": d.allocated.tolist(),

@@ -25,6 +25,11 @@ def fmt_bytes(n: float | int | None) -> str:
     return f"{v:,.2f} GiB"  # pragma: no cover
 
 
+def _name_width(console: Console, others: list[int]) -> int:
+    """Room left for the name column beside fixed-width number columns (1-space padding)."""
+    return max(12, min(70, console.width - sum(others) - 2 * len(others) - 2))
+
+
 def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
     _memory(console, data.get("memory"))
     _modules(console, data.get("modules"))
@@ -66,9 +71,12 @@ def _memory(console: Console, mem: dict[str, Any] | None) -> None:
         if not ops:
             continue
         table = Table(show_edge=False, box=None, pad_edge=False)
-        table.add_column("operator", overflow="ellipsis", no_wrap=True, max_width=60)
-        for col in ("calls", "alloc size", "self alloc", "allocs", "size increase"):
-            table.add_column(col, justify="right")
+        widths = (("calls", 6), ("alloc size", 10), ("self alloc", 10), ("allocs", 6),
+                  ("increase", 10))
+        table.add_column("operator", overflow="ellipsis", no_wrap=True,
+                         max_width=_name_width(console, [w for _, w in widths]))
+        for col, width in widths:
+            table.add_column(col, justify="right", no_wrap=True, min_width=width)
         for o in ops:
             table.add_row(escape(o["name"]), f"{o['calls']:,}",
                           fmt_bytes(o["allocation_size_bytes"]),
@@ -89,9 +97,12 @@ def _modules(console: Console, mods: dict[str, Any] | None) -> None:
     console.print(f"[bold]Modules[/] (top {len(keep)} by {'device' if device else 'host'} "
                   "total time)")
     table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("module", overflow="ellipsis", no_wrap=True, max_width=70)
-    for col in ("calls", "host total", "host self", "device total", "device self"):
-        table.add_column(col, justify="right")
+    widths = (("calls", 5), ("host tot", 9), ("host self", 9), ("dev tot", 9),
+              ("dev self", 9))
+    table.add_column("module", overflow="ellipsis", no_wrap=True,
+                     max_width=_name_width(console, [w for _, w in widths]))
+    for col, width in widths:
+        table.add_column(col, justify="right", no_wrap=True, min_width=width)
     for n in nodes:  # tree order
         if n["id"] not in keep:
             continue
