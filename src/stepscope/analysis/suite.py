@@ -10,6 +10,8 @@ from stepscope.analysis.idle import StreamIdle, idle_breakdown
 from stepscope.analysis.kernels import KernelRow, kernel_stats
 from stepscope.analysis.launches import LaunchStats, launch_stats
 from stepscope.analysis.links import Links
+from stepscope.analysis.memory import MemoryResult, memory_analysis
+from stepscope.analysis.modules import ModulesResult, module_analysis
 from stepscope.analysis.operators import OperatorRow, operator_stats
 from stepscope.analysis.optree import OpTree
 from stepscope.analysis.steps import Steps, find_steps, select_step
@@ -33,6 +35,8 @@ class Analyses:
     temporal: Temporal | None
     idle: list[StreamIdle]
     launches: LaunchStats | None
+    memory: MemoryResult | None = None
+    modules: ModulesResult | None = None
 
 
 def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
@@ -54,4 +58,6 @@ def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
         temporal=temporal_breakdown(trace, links=links),
         idle=idle_breakdown(trace, links),
         launches=launch_stats(trace, links),
+        memory=memory_analysis(trace, steps, tree),
+        modules=module_analysis(trace, links, tree),
     )

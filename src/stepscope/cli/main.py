@@ -21,12 +21,14 @@ COMMANDS: dict[str, str] = {
     "report": "stepscope.cli.report",
     "run": "stepscope.cli.run",
     "demo": "stepscope.cli.demo",
+    "memory": "stepscope.cli.memory",
 }
 
 HELPS: dict[str, str] = {
     "report": "analyse a trace and print the report (text or JSON)",
     "run": "profile an unmodified Python script: stepscope run -- python train.py ARGS",
     "demo": "profile a built-in workload before and after the advised fixes",
+    "memory": "analyse a CUDA memory snapshot (.pickle) or an export_memory_timeline file",
 }
 
 

@@ -64,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    report = build_report(trace, top=args.top, step=args.step)
+    from stepscope.formats.memory_timeline import find_memory_timeline
+
+    report = build_report(trace, top=args.top, step=args.step,
+                          memory_timeline=find_memory_timeline(args.path))
     if args.format == "json":
         from stepscope.report.json_out import render_json
 

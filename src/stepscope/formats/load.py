@@ -30,6 +30,9 @@ def load_trace(
     if not looks_like_kineto(source.data):
         if not bytes(source.data[:4096]).strip():
             raise TraceFormatError(f"{path}: file is empty (only whitespace)")
+        if bytes(source.data[:1]) == b"\x80":  # a pickle: a memory snapshot, not a trace
+            raise TraceFormatError(f"{path}: a pickle, not a trace (for a CUDA memory "
+                                   "snapshot use: stepscope memory)")
         raise TraceFormatError(
             f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON)"
         )

@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.memory_timeline import CategoryTimeline, category_timeline
 from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
+from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
+from stepscope.report.memory_json import memory_json, modules_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
@@ -34,6 +37,7 @@ class Report:
     analyses: Analyses
     top: int
     findings: list[Finding] = field(default_factory=list)
+    memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
 
     @property
     def trace(self) -> Trace:
@@ -161,6 +165,8 @@ class Report:
                 "gpu_total_us": _us(a.launches.gpu_total_ns),
             },
             "findings": [f.to_json() for f in self.findings],
+            "memory": memory_json(a.memory, self.top, self.memory_timeline),
+            "modules": modules_json(a.modules),
         }
 
 
@@ -179,8 +185,11 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     return out
 
 
-def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None) -> Report:
+def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
+                 memory_timeline: MemoryTimeline | None = None) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
 
     analyses = run_analyses(trace, step=step)
-    return Report(analyses=analyses, top=top, findings=advise(analyses))
+    return Report(analyses=analyses, top=top, findings=advise(analyses),
+                  memory_timeline=None if memory_timeline is None
+                  else category_timeline(memory_timeline))

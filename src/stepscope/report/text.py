@@ -63,6 +63,13 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
         _kernel_launches(console, data)
     if view in ("summary", "all"):
         _temporal(console, data)
+        render_memory_and_modules(console, data)
+
+
+def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
+    from stepscope.report.text_memory import render_memory_and_modules as render
+
+    render(console, data)
 
 
 def _header(console: Console, data: dict[str, Any]) -> None:

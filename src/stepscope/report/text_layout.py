@@ -20,7 +20,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.units import column_unit
+from stepscope.units import bytes_unit, column_unit
 
 MIN_NAME = 16  # narrowest name column before columns are dropped
 MAX_NAME = 100  # wider names push the numbers too far from short names to read across
@@ -158,6 +158,12 @@ def time_column(header: str, values_us: Sequence[float], keep: int = 0) -> Colum
     """Durations in one unit for the column, named in the header: 'self (ms)'."""
     unit, div, fmt = column_unit(values_us)
     return Column(f"{header} ({unit})", [fmt.format(v / div) for v in values_us], keep)
+
+
+def bytes_column(header: str, values: Sequence[float], keep: int = 0) -> Column:
+    """Byte counts in one binary unit for the column: 'alloc size (MiB)'."""
+    unit, div, fmt = bytes_unit(values)
+    return Column(f"{header} ({unit})", [fmt.format(v / div) for v in values], keep)
 
 
 def count_column(header: str, values: Sequence[int], keep: int = 0) -> Column:
