@@ -32,7 +32,8 @@ F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE, F_MEMORY, _NO_FAMILY = 
 
 # Per family, the columns holding ids into the chunk's string table (remapped on merge).
 STRING_COLUMNS: dict[int, tuple[str, ...]] = {
-    F_HOST: ("name", "pid", "tid", "input_dims", "call_stack", "input_types", "concrete_inputs"),
+    F_HOST: ("name", "pid", "tid", "input_dims", "call_stack", "input_types", "concrete_inputs",
+             "input_strides"),
     F_RUNTIME: ("name", "pid", "tid"),
     F_DEVICE: ("name",),
     F_GPU_ANN: ("name",),
@@ -214,6 +215,7 @@ def _host(
     dims = np.fromiter(map(dims_ids.__getitem__, dims_raw), dtype=np.int32, count=len(args))
     types = _raw_json_ids([a.input_types for a in args], strings)
     concrete = _raw_json_ids([a.concrete_inputs for a in args], strings)
+    strides = _raw_json_ids([a.input_strides for a in args], strings)
     stack_ids = {c: -1 if c is None else strings.id(c)
                  for c in dict.fromkeys(a.call_stack for a in args)}
     stacks = np.fromiter((stack_ids[a.call_stack] for a in args), dtype=np.int32,
@@ -225,7 +227,7 @@ def _host(
         "tid": strings.ids(list(map(str, map(_TID, events)))),
         "kind": np.array(kinds, dtype=np.int8),
         "external_id": ext, "input_dims": dims, "call_stack": stacks,
-        "input_types": types, "concrete_inputs": concrete,
+        "input_types": types, "concrete_inputs": concrete, "input_strides": strides,
     }
     return {k: v[keep] for k, v in cols.items()}
 

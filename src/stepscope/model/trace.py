@@ -75,6 +75,7 @@ class HostOps(_Table):
     call_stack: I32  # string id of "Call stack" (frames separated by ';'), -1 when absent
     input_types: I32  # string id of the JSON text of "Input type" (dtypes), -1 when absent
     concrete_inputs: I32  # string id of the JSON text of "Concrete Inputs", -1 when absent
+    input_strides: I32  # string id of the JSON text of "Input Strides", -1 when absent
 
     DTYPES: ClassVar[dict[str, Any]] = {
         "name": np.int32,
@@ -88,6 +89,7 @@ class HostOps(_Table):
         "call_stack": np.int32,
         "input_types": np.int32,
         "concrete_inputs": np.int32,
+        "input_strides": np.int32,
     }
 
 
