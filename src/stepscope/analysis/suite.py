@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stepscope.analysis.breakdown import Breakdown, step_breakdown
+from stepscope.analysis.efficiency import Efficiency, Overrides, efficiency
 from stepscope.analysis.gpu import GpuMetrics, gpu_metrics
 from stepscope.analysis.idle import StreamIdle, idle_breakdown
 from stepscope.analysis.kernels import KernelRow, kernel_stats
@@ -33,9 +34,12 @@ class Analyses:
     temporal: Temporal | None
     idle: list[StreamIdle]
     launches: LaunchStats | None
+    efficiency: Efficiency | None = None
 
 
-def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
+def run_analyses(
+    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None
+) -> Analyses:
     links = Links(trace)
     tree = OpTree(trace, links)
     steps = find_steps(trace, links)
@@ -54,4 +58,5 @@ def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
         temporal=temporal_breakdown(trace, links=links),
         idle=idle_breakdown(trace, links),
         launches=launch_stats(trace, links),
+        efficiency=efficiency(trace, tree, steps, peaks),
     )

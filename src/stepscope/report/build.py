@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.efficiency import Overrides
 from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.model.trace import Trace
+from stepscope.report.efficiency_json import efficiency_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
@@ -160,6 +162,7 @@ class Report:
                 "gpu_total_us": _us(a.launches.gpu_total_ns),
             },
             "findings": [f.to_json() for f in self.findings],
+            "efficiency": efficiency_json(a.efficiency),
         }
 
 
@@ -178,8 +181,10 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     return out
 
 
-def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+def build_report(
+    trace: Trace, *, top: int = 20, step: int | None = None, peaks: Overrides | None = None
+) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
 
-    analyses = run_analyses(trace, step=step)
+    analyses = run_analyses(trace, step=step, peaks=peaks)
     return Report(analyses=analyses, top=top, findings=advise(analyses))
