@@ -36,6 +36,7 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
 
+_PRIORITY = {"matmul": 3, "conv": 3, "attention": 3, "norm": 2, "softmax": 2}
 POINTS = 200  # kernels/operators kept for the roofline chart (by device time)
 # host ops that only ever appear in forward passes: found under an autograd backward node,
 # they (and what they call) are recomputation (activation checkpointing)
@@ -194,7 +195,7 @@ class Efficiency:
     fp32_matmul_ns: float  # matrix-family time in FP32 off Tensor Cores
     matmul_shapes: tuple[MatmulShape, ...]
     on_gpu: bool
-    capped: int = 0  # operators whose modelled bytes were capped at the peak bandwidth
+    capped: int = 0  # operator calls whose modelled bytes were capped at the peak bandwidth
 
     def mfu(self, device: int | None = None) -> tuple[float | None, float | None]:
         """(MFU %, HFU %) over all steps, for one device (default: the first with a peak)."""
@@ -342,8 +343,15 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
     op_flops[ops], op_bytes[ops] = u_flops[which], u_bytes[which]
     op_fam[ops], op_dtype[ops] = u_fam[which], u_dtype[which]
     carries = (op_fam >= 0) & ((op_flops > 0) | (op_bytes > 0))
-    below = tree.roll_up(carries.astype(np.float64)) - carries
-    counted = carries & (below <= 0)
+    # an operator is left out when a descendant carries work of its priority or higher:
+    # linear -> addmm counts the addmm once, while the copy_ inside an addmm does not hide it
+    prio_of = np.array([_PRIORITY.get(f, 1) for f in fam_names] + [0], dtype=np.int64)
+    prio = np.where(op_fam >= 0, prio_of[op_fam], 0)
+    counted = carries.copy()
+    for level in (1, 2, 3):
+        ge = (carries & (prio >= level)).astype(np.float64)
+        below = tree.roll_up(ge) - ge
+        counted &= ~((prio == level) & (below > 0))
 
     # recomputation: forward-only ops under an autograd backward node
     backward = names.mask(trace, _is_backward_node)[host.name]
@@ -407,11 +415,11 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         pf = p.peak_flops(key_names[k], bool(mx))
         peak_f[sel] = pf or 0.0
         peak_b[sel] = p.peak_bytes or 0.0
-    # Without recorded strides a broadcast (expanded) input counts in full: where that makes
-    # the modelled traffic exceed the device's bandwidth, cap it there (counted in `capped`)
-    no_strides = gather(host.input_strides < 0, item_op, False)
+    # Modelled bytes are DRAM traffic assuming nothing stays in cache. More than the peak
+    # bandwidth allows in the measured time means inputs came from L2 (written just before)
+    # or were broadcast (stride 0, not recorded before PyTorch 2.1): cap there, and count it.
     limit = peak_b * item_time * 1e-9
-    over = has_op & no_strides & (peak_b > 0) & (item_bytes > limit)
+    over = has_op & (peak_b > 0) & (item_bytes > limit)
     item_bytes = np.where(over, limit, item_bytes)
     capped = int(len(np.unique(item_op[over])))
     compute_ns = np.where(peak_f > 0, item_flops / np.maximum(peak_f, 1.0) * 1e9, 0.0)
