@@ -289,9 +289,9 @@ _ATTENTION: dict[str, tuple[str, int, bool]] = {
     "aten::_efficient_attention_forward": ("bshd", -1, False),
     "aten::_scaled_dot_product_flash_attention_backward": ("bhsd", 11, True),
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward": ("bhsd", 7, True),
-    "aten::_scaled_dot_product_efficient_attention_backward": ("bhsd", 10, True),
-    "aten::_scaled_dot_product_cudnn_attention_backward": ("bhsd", 11, True),
-    "aten::_flash_attention_backward": ("bshd", 10, True),
+    "aten::_scaled_dot_product_efficient_attention_backward": ("bhsd", 11, True),
+    "aten::_scaled_dot_product_cudnn_attention_backward": ("bhsd", 14, True),
+    "aten::_flash_attention_backward": ("bshd", 11, True),
 }
 
 
@@ -313,10 +313,12 @@ def _attention(r: OpRecord) -> Work | None:
         q, k, v = ([s[0], s[2], s[1], s[3]] for s in (q, k, v))
     b, h, s_q, d_q = q
     s_k, d_v = k[2], v[3]
-    # flop_counter.sdpa_flop_count: q @ k^T and attn @ v (2 bmm); backward: 4 bmm
-    flops = 2.0 * b * h * s_q * s_k * d_q + 2.0 * b * h * s_q * s_k * d_v
+    # flop_counter.sdpa_flop_count: q @ k^T and attn @ v; the backward recomputes the
+    # scores, then grad scores, grad v, grad q and grad k (3 bmm over d_q, 2 over d_v)
     if backward:
-        flops *= 2
+        flops = 2.0 * b * h * s_q * s_k * (3 * d_q + 2 * d_v)
+    else:
+        flops = 2.0 * b * h * s_q * s_k * (d_q + d_v)
     causal = r.flag(causal_i) if causal_i >= 0 else None
     if causal:
         flops *= causal_fraction(s_q, s_k)
