@@ -15,6 +15,8 @@ from . import (
     gpu_gaps,
     h2d_overlap,
     launch_bound,
+    low_mfu,
+    matmul_alignment,
     occupancy,
     optimizer,
     pageable,
@@ -38,4 +40,6 @@ RULES: dict[str, RuleFn] = {
     "h2d-not-overlapped": h2d_overlap.check,
     "cpu-ops-in-gpu-job": cpu_ops.check,
     "low-occupancy": occupancy.check,
+    "low-mfu": low_mfu.check,
+    "matmul-alignment": matmul_alignment.check,
 }
