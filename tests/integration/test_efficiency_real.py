@@ -4,10 +4,10 @@ and no kernel or operator exceeds 100 % of its device's peak compute or bandwidt
 from __future__ import annotations
 
 import pytest
+from tests.conftest import shared_trace
 
 from stepscope.analysis.suite import run_analyses
 from stepscope.formats import load_trace
-from tests.conftest import shared_trace
 
 LIMIT = 100.0 + 1e-6
 

@@ -2,8 +2,9 @@
 
 1. Every host operator's recorded inputs go through the work models (analysis/work.py),
    once per distinct (name, shapes, dtypes, scalars) record.
-2. Work is counted once: an operator counts when it carries work (FLOPs or bytes) and none
-   of its descendants does (``aten::linear`` -> ``aten::addmm``: the addmm counts).
+2. Work is counted once: an operator counts when it carries work (FLOPs or bytes) and no
+   descendant carries work of its priority or higher (matrix > norm/softmax > the rest):
+   ``aten::linear`` -> ``aten::addmm`` counts the addmm.
 3. Device ops are attributed to the closest counted operator at or above the operator that
    launched them (operator -> runtime call -> kernel links); an operator's work is split
    over its device ops in proportion to their durations.
@@ -239,8 +240,9 @@ def device_peaks(trace: Trace, devices: list[int], overrides: Overrides) -> list
             peak = DevicePeak(d, name, None, "unknown", None, dict.fromkeys(DTYPES), None,
                               f"{why}; pass --peak-tflops/--peak-gbps")
         if overrides.tflops is not None or overrides.gbps is not None:
-            tflops = (dict.fromkeys(DTYPES, overrides.tflops) if overrides.tflops is not None
-                      else peak.tflops)
+            tflops: dict[str, float | None] = (
+                dict.fromkeys(DTYPES, overrides.tflops) if overrides.tflops is not None
+                else peak.tflops)
             peak = DevicePeak(d, name, "override" if peak.match is None else peak.match,
                               "override", "command line", tflops,
                               overrides.gbps if overrides.gbps is not None else peak.gbps,
@@ -259,7 +261,8 @@ def _inherit(tree: OpTree, flag: B) -> B:
     for level in range(1, int(depth.max()) + 1 if len(depth) else 0):
         sel = np.flatnonzero((depth == level) & (parent >= 0))
         out[sel] |= out[parent[sel]]
-    return out
+    result: B = out
+    return result
 
 
 def _nearest(tree: OpTree, start: I64, target: B) -> I64:
@@ -363,13 +366,12 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         item_op = _nearest(tree, tree.device_owner, counted)
         item_time = dev.dur.astype(np.float64)
         op_time = np.bincount(item_op[item_op >= 0], weights=item_time[item_op >= 0],
-                              minlength=n)
+                              minlength=n).astype(np.float64)
         share = np.where(item_op >= 0, item_time / np.maximum(gather(op_time, item_op, 1.0),
                                                               1.0), 0.0)
         item_flops = gather(op_flops, item_op, 0.0) * share
         item_bytes = gather(op_bytes, item_op, 0.0) * share
         item_device = dev.device.astype(np.int64)
-        item_ts = dev.ts
         tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]
         tc_time = np.bincount(item_op[item_op >= 0], weights=(item_time * tc)[item_op >= 0],
                               minlength=n)
@@ -379,16 +381,15 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         item_time = times.host_total[item_op]
         item_flops, item_bytes = op_flops[item_op], op_bytes[item_op]
         item_device = np.full(len(item_op), -1, dtype=np.int64)
-        item_ts = host.ts[item_op]
         op_tc = np.zeros(n, dtype=bool)
-        op_time = np.bincount(item_op, weights=item_time, minlength=n)
+        op_time = np.bincount(item_op, weights=item_time, minlength=n).astype(np.float64)
     has_op = item_op >= 0
 
     # dtype key per op for the peak: float32 matrix work on Tensor Cores ran as TF32
     is_matrix = np.zeros(n, dtype=bool)
     for f in MATRIX_FAMILIES & set(fam_id):
         is_matrix |= op_fam == fam_id[f]
-    key_names = dtype_names + ["tf32"]
+    key_names = [*dtype_names, "tf32"]
     op_key = op_dtype.copy()
     if "fp32" in dtype_id:
         op_key[is_matrix & op_tc & (op_dtype == dtype_id["fp32"])] = len(dtype_names)
@@ -421,7 +422,7 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
     limit = peak_b * item_time * 1e-9
     over = has_op & (peak_b > 0) & (item_bytes > limit)
     item_bytes = np.where(over, limit, item_bytes)
-    capped = int(len(np.unique(item_op[over])))
+    capped = len(np.unique(item_op[over]))
     compute_ns = np.where(peak_f > 0, item_flops / np.maximum(peak_f, 1.0) * 1e9, 0.0)
     memory_ns = np.where(peak_b > 0, item_bytes / np.maximum(peak_b, 1.0) * 1e9, 0.0)
     item_has_peak = (peak_f > 0) | (peak_b > 0)
