@@ -294,7 +294,8 @@ def _model_ops(trace: Trace, ops: I64) -> tuple[list[Work | None], I64]:
 
 
 def _rows(names_: I64, strings: tuple[str, ...], calls_of: I64, time: F64, flops: F64,
-          nbytes: F64, compute: F64, memory: F64, family: list[str], dtype: list[str],
+          nbytes: F64, compute: F64, memory: F64, family: tuple[list[str], I64],
+          dtype: tuple[list[str], I64],
           has_peak: B, limit: int | None) -> tuple[WorkRow, ...]:
     """Group per-item arrays by name id; family/dtype of each group = its longest item's."""
     if len(names_) == 0:
@@ -312,7 +313,15 @@ def _rows(names_: I64, strings: tuple[str, ...], calls_of: I64, time: F64, flops
     peak_any = np.bincount(inv, weights=has_peak.astype(np.float64), minlength=n) > 0
     order = np.lexsort((-time, inv))  # per group, its longest item first
     first = order[np.searchsorted(inv[order], np.arange(n))]
-    rows = [WorkRow(strings[int(ukey[g])], family[int(first[g])], dtype[int(first[g])],
+    fam_names, fam_idx = family
+    key_names, key_idx = dtype
+
+    def label(labels: list[str], idx: I64, g: int) -> str:
+        i = int(idx[int(first[g])])
+        return labels[i] if i >= 0 else ""
+
+    rows = [WorkRow(strings[int(ukey[g])], label(fam_names, fam_idx, g),
+                    label(key_names, key_idx, g),
                     int(calls[g]), float(t[g]), float(f[g]), float(b[g]), float(c[g]),
                     float(m[g]), bool(peak_any[g])) for g in range(n)]
     rows.sort(key=lambda r: (-r.time_ns, r.name))
@@ -427,11 +436,8 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
     memory_ns = np.where(peak_b > 0, item_bytes / np.maximum(peak_b, 1.0) * 1e9, 0.0)
     item_has_peak = (peak_f > 0) | (peak_b > 0)
 
-    fam_of = [fam_names[i] if i >= 0 else "" for i in gather(op_fam, item_op, -1).tolist()]
-    key_of = [key_names[i] if i >= 0 else "" for i in item_key.tolist()]
+    item_fam = gather(op_fam, item_op, -1)
     sel = np.flatnonzero(has_op)
-    fam_sel = [fam_of[i] for i in sel.tolist()]
-    key_sel = [key_of[i] for i in sel.tolist()]
     op_calls = np.zeros(len(sel), dtype=np.int64)
     if on_gpu:  # one call per operator: count it on its longest device op
         first = _first_per_group(item_op[sel], item_time[sel])
@@ -439,7 +445,7 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
     else:
         op_calls[:] = 1
     args = (item_time[sel], item_flops[sel], item_bytes[sel], compute_ns[sel], memory_ns[sel],
-            fam_sel, key_sel, item_has_peak[sel])
+            (fam_names, item_fam[sel]), (key_names, item_key[sel]), item_has_peak[sel])
     operators = _rows(host.name[item_op[sel]].astype(np.int64), trace.strings, op_calls, *args,
                       limit=POINTS)
     kernels = (_rows(dev.name[sel].astype(np.int64), trace.strings,
@@ -474,9 +480,10 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
                                     key=lambda r: (-r.time_ns, r.name))[:POINTS])
 
     # time by family
-    time_by_family: dict[str, float] = {}
-    for f, ns in zip(fam_of, item_time.tolist(), strict=True):
-        time_by_family[f or "no model"] = time_by_family.get(f or "no model", 0.0) + ns
+    per_fam = np.bincount(item_fam + 1, weights=item_time, minlength=len(fam_names) + 1)
+    time_by_family = {f: float(per_fam[i + 1]) for i, f in enumerate(fam_names) if per_fam[i + 1]}
+    if per_fam[0]:
+        time_by_family["no model"] = float(per_fam[0])
     if not on_gpu:
         time_by_family["no model"] = sum(r.time_ns for r in no_model)
     fp32_mm = has_op & item_matrix & (item_key == dtype_id.get("fp32", -2))

@@ -218,7 +218,7 @@ def _conv(r: OpRecord) -> Work | None:
     if pos is None or x is None or w is None or len(x) < 3 or len(x) != len(w):
         return None
     nsp = len(x) - 2
-    stride_i, pad_i, dil_i, tr_i, groups_i = pos
+    stride_i, pad_i, dil_i, tr_i, _groups = pos  # groups: weight dim 1 is C_in / groups
 
     def arg(i: int, default: int) -> list[int] | None:
         if i < 0:
