@@ -284,13 +284,19 @@ def _nearest(tree: OpTree, start: I64, target: B) -> I64:
 def _model_ops(trace: Trace, ops: I64) -> tuple[list[Work | None], I64]:
     """Work of each distinct record among ``ops``; and each op's index into that list."""
     host = trace.host
-    key = np.stack((host.name[ops], host.input_dims[ops], host.input_types[ops],
-                    host.concrete_inputs[ops], host.input_strides[ops]), axis=1)
     if len(ops) == 0:
         return [], np.zeros(0, dtype=np.int64)
-    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
-    works = [model_op(decode(*(trace.name(int(i)) for i in row))) for row in uniq.tolist()]
-    return works, inverse.reshape(-1).astype(np.int64)
+    cols = (host.name[ops], host.input_dims[ops], host.input_types[ops],
+            host.concrete_inputs[ops], host.input_strides[ops])
+    order = np.lexsort(cols[::-1])  # distinct rows without np.unique(axis=0)'s slow sort
+    key = np.stack(cols, axis=1)[order]
+    new = np.concatenate(([True], (key[1:] != key[:-1]).any(axis=1)))
+    inverse = np.empty(len(ops), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    aten = names.mask(trace, _is_aten)
+    works = [model_op(decode(*(trace.name(int(i)) for i in row))) if aten[row[0]] else None
+             for row in key[new].tolist()]
+    return works, inverse
 
 
 def _rows(names_: I64, strings: tuple[str, ...], calls_of: I64, time: F64, flops: F64,
@@ -510,11 +516,15 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         p = by_dev[d]
         peak = p.peak_flops(mfu_key, True)
         on_d = cidx[op_dev[cidx] == d]
-        for s in steps.steps:
-            in_s = on_d[(host.ts[on_d] >= s.host_start) & (host.ts[on_d] < s.host_end)]
-            hw = float(op_flops[in_s].sum())
-            model = float(op_flops[in_s[~recomputed[in_s]]].sum())
-            step_rows.append(StepMfu(s.name, d, s.duration, model, hw,
+        on_d = on_d[np.argsort(host.ts[on_d], kind="stable")]
+        ts = host.ts[on_d]
+        hw_cum = np.concatenate(([0.0], np.cumsum(op_flops[on_d])))
+        model_cum = np.concatenate(([0.0], np.cumsum(op_flops[on_d] * ~recomputed[on_d])))
+        lo = np.searchsorted(ts, [s.host_start for s in steps.steps], side="left")
+        hi = np.searchsorted(ts, [s.host_end for s in steps.steps], side="left")
+        for s, a, b in zip(steps.steps, lo.tolist(), hi.tolist(), strict=True):
+            step_rows.append(StepMfu(s.name, d, s.duration, float(model_cum[b] - model_cum[a]),
+                                     float(hw_cum[b] - hw_cum[a]),
                                      None if peak is None else peak / 1e12))
 
     shapes = _matmul_shapes(trace, ops, works, which, counted, op_time)
@@ -527,6 +537,10 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         modelled_ns=float(item_time[has_op].sum()), time_by_family=time_by_family,
         fp32_matmul_ns=fp32_matmul_ns, matmul_shapes=shapes, on_gpu=on_gpu, capped=capped,
     )
+
+
+def _is_aten(name: str) -> bool:
+    return name.startswith("aten::")
 
 
 def _is_backward_node(name: str) -> bool:
