@@ -238,3 +238,29 @@ def test_no_shapes_no_efficiency(tmp_path: Path) -> None:
     b.launch(op, "cudaLaunchKernel", 12, 3, kernel="gemm", k_ts=20, k_dur=10)
     trace = b.load(tmp_path)
     assert run_analyses(trace).efficiency is None
+
+
+def test_recomputation_counts_in_hfu_not_mfu(tmp_path: Path) -> None:
+    import stepscope
+
+    bf16 = ["c10::BFloat16", "c10::BFloat16"]
+    b = TraceBuilder()
+    with b.step(1, 0, 1000):
+        fwd = b.op("aten::mm", 10, 20, input_dims=[[64, 64], [64, 64]], input_types=bf16)
+        b.launch(fwd, "cudaLaunchKernel", 12, 2, kernel="gemm_bf16", k_ts=100, k_dur=10)
+        b.op("autograd::engine::evaluate_function: CheckpointFunctionBackward", 200, 300)
+        b.op("CheckpointFunctionBackward", 210, 280)
+        b.op("aten::linear", 220, 100, input_dims=[[64, 64], [64, 64]], input_types=bf16)
+        again = b.op("aten::mm", 230, 20, input_dims=[[64, 64], [64, 64]], input_types=bf16)
+        b.launch(again, "cudaLaunchKernel", 232, 2, kernel="gemm_bf16", k_ts=300, k_dur=10)
+        grad = b.op("aten::mm", 400, 20, input_dims=[[64, 64], [64, 64]], input_types=bf16)
+        b.launch(grad, "cudaLaunchKernel", 402, 2, kernel="gemm_bf16", k_ts=500, k_dur=10)
+    trace = stepscope.load(str(b.write(tmp_path)), cache=False)
+    eff = run_analyses(trace).efficiency
+    assert eff is not None
+    flops = 2 * 64**3
+    (step,) = eff.steps
+    assert step.hardware_flops == 3 * flops and step.model_flops == 2 * flops
+    assert eff.recomputed_flops == flops
+    mfu, hfu = eff.mfu()
+    assert mfu is not None and hfu == pytest.approx(mfu * 1.5)
