@@ -20,7 +20,7 @@ TRACES = {
         ("MI300X", "name", 13.06),
     "outside/ptrans-a100-gpu/gpu_working_chrome_trace.json": ("A100 PCIe 40GB", "name", 0.0632),
     "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz":
-        ("V100 SXM2", "name", 0.244),
+        ("V100 SXM2", "name", 19.01),
     # no operator -> kernel links in these: MFU from the host records alone
     "hta/trace_diff/control/control.json.gz": ("A100 SXM 40GB", "name", 22.88),
     "hta/negative_queue_length_values_check/rank0.json.gz": ("A100 SXM 80GB", "name", 0.1015),
@@ -64,6 +64,19 @@ def test_h100_matmuls_are_compute_bound_and_attributed() -> None:
     assert gemm.pct_peak_flops == pytest.approx(62.0, abs=0.5)
     assert eff.modelled_ns / eff.time_ns == pytest.approx(0.699, abs=0.005)
     assert eff.total_flops == pytest.approx(5.766e12, rel=0.001)
+
+
+def test_v100_resnet_winograd_convolutions_are_capped() -> None:
+    trace = load_trace(str(shared_trace(
+        "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz")))
+    eff = run_analyses(trace).efficiency
+    assert eff is not None
+    # PyTorch 1.9: only the convolution backward is modellable (no Concrete Inputs)
+    conv = next(r for r in eff.operators if r.name == "aten::cudnn_convolution_backward")
+    assert conv.calls == 318 and conv.dtype == "fp32"
+    assert conv.pct_peak_flops == pytest.approx(65.8, abs=0.5)
+    assert eff.flops_capped == 60  # winograd kernels above the FP32 peak in model FLOPs
+    assert eff.capped == 450  # elementwise ops reading L2-resident inputs
 
 
 TRACES_H100 = "outside/tracelens-h100-qwen/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"

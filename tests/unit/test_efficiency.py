@@ -100,6 +100,10 @@ def test_conv_and_attention_formulas() -> None:
                  "[True, True, True]"])
     # grad_input = forward FLOPs; grad_weight counts full Cin (flop_counter's convention)
     assert bwd is not None and bwd[1] == conv[1] + 2 * 2 * 8 * 4 * 9 * 5 * 5
+    old = _work("aten::cudnn_convolution_backward",
+                [[2, 4, 9, 9], [2, 8, 5, 5], [8, 2, 3, 3]] + [[]] * 8,
+                ["float"] * 3 + ["ScalarList"] * 3 + ["Int"] * 5)
+    assert old is not None and old[1] == bwd[1]  # PyTorch <= 1.10: (input, grad_out, weight)
     q = [2, 4, 16, 8]
     full = _work("aten::_scaled_dot_product_flash_attention", [q, q, q, [], [], [], []],
                  ["c10::Half"] * 3 + ["Scalar"] * 4, ["", "", "", "0.", "False", "False", ""])
@@ -173,29 +177,30 @@ def _gpu_trace(tmp_path: Path, *, dims: list[list[int]], dtype: str = "c10::BFlo
 def test_attribution_roofline_and_mfu(tmp_path: Path) -> None:
     import stepscope
 
-    trace = stepscope.load(str(_gpu_trace(tmp_path, dims=[[4096, 4096], [4096, 4096]])),
+    trace = stepscope.load(str(_gpu_trace(tmp_path, dims=[[1024, 1024], [1024, 1024]])),
                            cache=False)
     eff = run_analyses(trace).efficiency
     assert eff is not None and eff.on_gpu
     (dev,) = eff.devices
     assert dev.match == "H100 SXM" and eff.mfu_dtype == "bf16"
     mm = next(r for r in eff.operators if r.name == "aten::mm")
-    flops = 2 * 4096**3
+    flops = 2 * 1024**3
     assert mm.calls == 2 and mm.flops == 2 * flops and mm.time_ns == 2 * 10_000
     assert mm.tflops_s == pytest.approx(flops / 10e-6 / 1e12)
     assert mm.pct_peak_flops == pytest.approx(100 * flops / 10e-6 / 989.5e12)
     assert mm.bound == "compute" and mm.pct_roofline == mm.pct_peak_flops
     mul = next(r for r in eff.operators if r.name == "aten::mul")
     assert mul.bound == "memory" and mul.pct_peak_bw == pytest.approx(
-        100 * min(3 * 4096**2 * 2 / 5e-6, 3350e9) / 3350e9)
+        100 * 3 * 1024**2 * 2 / 5e-6 / 3350e9)
     # the linear's work is counted once, on the mm it runs
     assert all(r.name != "aten::linear" for r in eff.operators)
     step = eff.steps[0]
     assert step.duration_ns == 100_000
-    assert step.mfu_pct == pytest.approx(100 * (flops + 4096**2) / 100e-6 / 989.5e12)
+    assert step.mfu_pct == pytest.approx(100 * (flops + 1024**2) / 100e-6 / 989.5e12)
     assert eff.mfu()[0] == pytest.approx(step.mfu_pct)
     shapes = eff.matmul_shapes
-    assert shapes[0].m == shapes[0].n == shapes[0].k == 4096 and shapes[0].calls == 2
+    assert shapes[0].m == shapes[0].n == shapes[0].k == 1024 and shapes[0].calls == 2
+    assert eff.capped == 0 and eff.flops_capped == 0
 
 
 def test_overrides_and_unknown_device(tmp_path: Path) -> None:

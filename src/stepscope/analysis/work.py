@@ -254,10 +254,14 @@ def _conv(r: OpRecord) -> Work | None:
 def _conv_backward(r: OpRecord) -> Work | None:
     # convolution_backward(grad_out, input, weight, bias_sizes, stride, padding, dilation,
     #                      transposed, output_padding, groups, output_mask)
-    g, x, w = r.shape(0), r.shape(1), r.shape(2)
+    # cudnn_convolution_backward(input, grad_out, weight, padding, stride, dilation, groups,
+    #                            benchmark, deterministic, allow_tf32, output_mask)  (<= 1.10)
+    cudnn = r.name == "aten::cudnn_convolution_backward"
+    g, x, w = r.shape(1 if cudnn else 0), r.shape(0 if cudnn else 1), r.shape(2)
     if g is None or x is None or w is None or len(g) < 3 or len(x) != len(g):
         return None
-    transposed = bool(r.flag(7))
+    transposed = False if cudnn else bool(r.flag(7))
+    # without Concrete Inputs (PyTorch < 2.1) both gradients are assumed computed
     mask = r.bool_list(10) or [True, True, False]
     flops = 0.0
     if mask[0]:  # grad_input as conv_transpose(grad_out, weight)
@@ -476,6 +480,7 @@ _BY_NAME: dict[str, Callable[[OpRecord], Work | None]] = {
     "aten::mm": _mm, "aten::bmm": _mm, "aten::matmul": _mm, "aten::_scaled_mm": _mm,
     "aten::addmm": _addmm, "aten::baddbmm": _addmm, "aten::_addmm_activation": _addmm,
     "aten::linear": _linear, "aten::convolution_backward": _conv_backward,
+    "aten::cudnn_convolution_backward": _conv_backward,
     "aten::embedding": _embedding, "aten::index_select": _index_select,
     **{name: _conv for name in _CONV_ARGS},
     **{name: _attention for name in _ATTENTION},

@@ -74,6 +74,7 @@ def efficiency_json(e: Efficiency | None) -> dict[str, Any] | None:
                               sorted(e.time_by_family.items(), key=lambda kv: -kv[1])},
         "fp32_matmul_us": round(e.fp32_matmul_ns / 1000.0, 3),
         "bytes_capped_operators": e.capped,
+        "flops_capped_operators": e.flops_capped,
         "timed_on": "device" if e.on_gpu else "host",
         "operators": [_row(r) for r in e.operators],
         "kernels": [_row(r) for r in e.kernels],
