@@ -52,6 +52,7 @@ def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
 
 
 def run(args: argparse.Namespace) -> int:
+    peaks = peak_overrides(args.peak_tflops, args.peak_gbps)  # before reading a large file
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal
     if show_progress:
@@ -71,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    peaks = peak_overrides(args.peak_tflops, args.peak_gbps)
     report = build_report(trace, top=max(args.top, 0), step=args.step, peaks=peaks)
     if args.format == "json":
         from stepscope.report.json_out import render_json
