@@ -269,3 +269,28 @@ def test_recomputation_counts_in_hfu_not_mfu(tmp_path: Path) -> None:
     assert eff.recomputed_flops == flops
     mfu, hfu = eff.mfu()
     assert mfu is not None and hfu == pytest.approx(mfu * 1.5)
+
+
+def test_malformed_records_never_raise() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from stepscope.analysis.work import _BY_NAME
+
+    ints = st.integers(min_value=-3, max_value=70)
+    shape = st.lists(ints, max_size=5)
+    arg = st.one_of(shape, st.lists(shape, max_size=3), st.just([]))
+    names = st.sampled_from([*sorted(_BY_NAME), "aten::add", "aten::sum", "aten::_fused_adam_",
+                             "aten::_foreach_mul_", "aten::cat", "aten::native_layer_norm"])
+    texts = st.sampled_from(["", "0", "[2, 2]", "[0, 0]", "[-1]", "True", "False", "same",
+                             "[True, False]", "x"])
+    types = st.sampled_from(["float", "c10::BFloat16", "TensorList", "Scalar", "", "long int"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(names, st.lists(arg, max_size=8), st.lists(types, max_size=8),
+           st.lists(texts, max_size=12))
+    def check(name: str, dims: list[object], ts: list[str], concrete: list[str]) -> None:
+        w = model_op(decode(name, json.dumps(dims), json.dumps(ts), json.dumps(concrete)))
+        assert w is None or (w.flops >= 0 and w.bytes >= 0)
+
+    check()

@@ -488,7 +488,17 @@ _BY_NAME: dict[str, Callable[[OpRecord], Work | None]] = {
 
 
 def model_op(r: OpRecord) -> Work | None:
-    """The work of one operator call, or None ("no model")."""
+    """The work of one operator call, or None ("no model", also for malformed records)."""
+    try:
+        work = _model(r)
+    except (ArithmeticError, IndexError, TypeError, ValueError):
+        return None  # inconsistent shapes/arguments in the trace: no model, not a crash
+    if work is not None and not (work.flops >= 0 and work.bytes >= 0):
+        return None
+    return work
+
+
+def _model(r: OpRecord) -> Work | None:
     fn = _BY_NAME.get(r.name)
     if fn is not None:
         return fn(r)
