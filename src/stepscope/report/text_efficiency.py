@@ -29,9 +29,10 @@ def render_efficiency(console: Console, data: dict[str, Any], width: int = 60) -
             peak = d["peak_tflops"].get(e["mfu_dtype"]) or d["peak_tflops"].get("fp32")
             console.print(f"  device {d['device']} {escape(d['name'])}: {escape(d['peak_match'])}"
                           f" ({d['matched_by']}), {e['mfu_dtype']} peak {peak} TFLOP/s, "
-                          f"{d['peak_gbytes_per_s']} GB/s")
+                          f"{d['peak_gbytes_per_s']} GB/s"
+                          + (f" — {escape(d['note'])}" if d["note"] else ""))
     console.print(f"  MFU {_pct(e['mfu_pct'])} · HFU {_pct(e['hfu_pct'])} "
-                  f"({e['mfu_dtype']}) · {e['total_gflop']:,.1f} GFLOP · "
+                  f"({e['mfu_dtype']}) · {e['total_gflop']:,.4g} GFLOP · "
                   f"{_pct(e['modelled_time_pct'])} of {e['timed_on']} time has a work model")
     rows = [r for r in e["operators"] if r["time_us"] > 0][:ROWS]
     if not rows:
