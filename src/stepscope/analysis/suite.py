@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stepscope.analysis.breakdown import Breakdown, step_breakdown
+from stepscope.analysis.efficiency import Efficiency, Overrides, efficiency
 from stepscope.analysis.gpu import GpuMetrics, gpu_metrics
 from stepscope.analysis.idle import StreamIdle, idle_breakdown
 from stepscope.analysis.kernels import KernelRow, kernel_stats
@@ -37,9 +38,12 @@ class Analyses:
     launches: LaunchStats | None
     memory: MemoryResult | None = None
     modules: ModulesResult | None = None
+    efficiency: Efficiency | None = None
 
 
-def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
+def run_analyses(
+    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None
+) -> Analyses:
     links = Links(trace)
     tree = OpTree(trace, links)
     steps = find_steps(trace, links)
@@ -60,4 +64,5 @@ def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
         launches=launch_stats(trace, links),
         memory=memory_analysis(trace, steps, tree),
         modules=module_analysis(trace, links, tree),
+        efficiency=efficiency(trace, tree, steps, peaks),
     )

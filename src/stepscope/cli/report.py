@@ -8,7 +8,9 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from stepscope.analysis.efficiency import Overrides
 from stepscope.cli.options import add_top
+from stepscope.errors import UsageError
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from stepscope.report.views import VIEWS
@@ -38,13 +40,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
     parser.add_argument(
+        "--peak-tflops", type=float, default=None, metavar="TFLOPS",
+        help="peak TFLOP/s of the device for every dtype (overrides the GPU peak table)",
+    )
+    parser.add_argument(
+        "--peak-gbps", type=float, default=None, metavar="GBPS",
+        help="peak memory bandwidth in GB/s (overrides the GPU peak table)",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
     )
 
 
+def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
+    for flag, value in (("--peak-tflops", tflops), ("--peak-gbps", gbps)):
+        if value is not None and not value > 0:
+            raise UsageError(f"{flag} must be a positive number, got {value}")
+    return Overrides(tflops=tflops, gbps=gbps)
+
+
 def run(args: argparse.Namespace) -> int:
+    peaks = peak_overrides(args.peak_tflops, args.peak_gbps)  # before reading a large file
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal
     if show_progress:
@@ -66,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         trace = load_trace(args.path, use_cache=not args.no_cache)
     from stepscope.formats.memory_timeline import find_memory_timeline
 
-    report = build_report(trace, top=args.top, step=args.step,
+    report = build_report(trace, top=args.top, step=args.step, peaks=peaks,
                           memory_timeline=find_memory_timeline(args.path))
     if args.format == "json":
         from stepscope.report.json_out import render_json

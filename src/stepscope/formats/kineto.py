@@ -49,7 +49,7 @@ from stepscope.model.trace import (
     TraceMeta,
 )
 
-READER_VERSION = "kineto-1"
+READER_VERSION = "kineto-2"  # 2: input types, strides, concrete inputs
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this

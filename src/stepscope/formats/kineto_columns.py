@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -31,7 +32,8 @@ F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE, F_MEMORY, _NO_FAMILY = 
 
 # Per family, the columns holding ids into the chunk's string table (remapped on merge).
 STRING_COLUMNS: dict[int, tuple[str, ...]] = {
-    F_HOST: ("name", "pid", "tid", "input_dims", "call_stack"),
+    F_HOST: ("name", "pid", "tid", "input_dims", "call_stack", "input_types", "concrete_inputs",
+             "input_strides"),
     F_RUNTIME: ("name", "pid", "tid"),
     F_DEVICE: ("name",),
     F_GPU_ANN: ("name",),
@@ -186,6 +188,20 @@ def _times(
     return keep, ts_ns, dur_ns
 
 
+def _compact(text: bytes) -> str:
+    try:
+        return msgspec.json.encode(msgspec.json.decode(text)).decode()
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return text.decode("utf-8", "replace")
+
+
+def _raw_json_ids(raws: list[Any], strings: Strings) -> npt.NDArray[np.int32]:
+    """Intern raw JSON texts, re-encoded compactly (-1 when absent); once per distinct text."""
+    data = [bytes(r) for r in raws]
+    ids = {d: strings.id(_compact(d)) if d else -1 for d in dict.fromkeys(data)}
+    return np.fromiter(map(ids.__getitem__, data), dtype=np.int32, count=len(data))
+
+
 def _host(
     events: list[Event], kinds: npt.NDArray[np.int8], strings: Strings, skipped: Counter[str]
 ) -> Columns:
@@ -197,6 +213,9 @@ def _host(
     dims_ids = {d: strings.id(d.decode("utf-8", "replace").replace(" ", "")) if d else -1
                 for d in dict.fromkeys(dims_raw)}
     dims = np.fromiter(map(dims_ids.__getitem__, dims_raw), dtype=np.int32, count=len(args))
+    types = _raw_json_ids([a.input_types for a in args], strings)
+    concrete = _raw_json_ids([a.concrete_inputs for a in args], strings)
+    strides = _raw_json_ids([a.input_strides for a in args], strings)
     stack_ids = {c: -1 if c is None else strings.id(c)
                  for c in dict.fromkeys(a.call_stack for a in args)}
     stacks = np.fromiter((stack_ids[a.call_stack] for a in args), dtype=np.int32,
@@ -208,6 +227,7 @@ def _host(
         "tid": strings.ids(list(map(str, map(_TID, events)))),
         "kind": np.array(kinds, dtype=np.int8),
         "external_id": ext, "input_dims": dims, "call_stack": stacks,
+        "input_types": types, "concrete_inputs": concrete, "input_strides": strides,
     }
     return {k: v[keep] for k, v in cols.items()}
 

@@ -28,6 +28,9 @@ class Args(msgspec.Struct, gc=False):
     bytes: int = -1
     input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")
+    input_types: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
+    input_strides: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Strides")
     call_stack: str | None = msgspec.field(default=None, name="Call stack")
     device_type: int = msgspec.field(default=-1, name="Device Type")
     device_id: int = msgspec.field(default=-1, name="Device Id")

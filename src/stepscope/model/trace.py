@@ -73,6 +73,9 @@ class HostOps(_Table):
     external_id: I64
     input_dims: I32  # string id of the JSON text of "Input Dims", -1 when absent
     call_stack: I32  # string id of "Call stack" (frames separated by ';'), -1 when absent
+    input_types: I32  # string id of the JSON text of "Input type" (dtypes), -1 when absent
+    concrete_inputs: I32  # string id of the JSON text of "Concrete Inputs", -1 when absent
+    input_strides: I32  # string id of the JSON text of "Input Strides", -1 when absent
 
     DTYPES: ClassVar[dict[str, Any]] = {
         "name": np.int32,
@@ -84,6 +87,9 @@ class HostOps(_Table):
         "external_id": np.int64,
         "input_dims": np.int32,
         "call_stack": np.int32,
+        "input_types": np.int32,
+        "concrete_inputs": np.int32,
+        "input_strides": np.int32,
     }
 
 

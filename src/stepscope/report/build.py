@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.efficiency import Overrides
 from stepscope.analysis.memory_timeline import CategoryTimeline, category_timeline
 from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
+from stepscope.report.efficiency_json import efficiency_json
 from stepscope.report.memory_json import memory_json, modules_json
 
 if TYPE_CHECKING:
@@ -167,6 +169,7 @@ class Report:
             "findings": [f.to_json() for f in self.findings],
             "memory": memory_json(a.memory, self.top, self.memory_timeline),
             "modules": modules_json(a.modules),
+            "efficiency": efficiency_json(a.efficiency),
         }
 
 
@@ -186,10 +189,11 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
 
 
 def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
-                 memory_timeline: MemoryTimeline | None = None) -> Report:
+                 memory_timeline: MemoryTimeline | None = None,
+                 peaks: Overrides | None = None) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
 
-    analyses = run_analyses(trace, step=step)
+    analyses = run_analyses(trace, step=step, peaks=peaks)
     return Report(analyses=analyses, top=top, findings=advise(analyses),
                   memory_timeline=None if memory_timeline is None
                   else category_timeline(memory_timeline))

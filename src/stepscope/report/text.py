@@ -13,6 +13,7 @@ from rich.text import Text
 
 from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.report.build import Report
+from stepscope.report.text_efficiency import render_efficiency
 from stepscope.report.text_findings import render_findings
 from stepscope.report.text_layout import (
     MISSING,
@@ -63,6 +64,7 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
         _kernel_launches(console, data)
     if view in ("summary", "all"):
         _temporal(console, data)
+        render_efficiency(console, data)
         render_memory_and_modules(console, data)
 
 

@@ -15,6 +15,8 @@ from . import (
     gpu_gaps,
     h2d_overlap,
     launch_bound,
+    low_mfu,
+    matmul_alignment,
     memory_capacity,
     memory_fragmentation,
     memory_growth,
@@ -46,4 +48,6 @@ RULES: dict[str, RuleFn] = {
     "allocator-fragmentation": memory_fragmentation.check,
     "memory-growth": memory_growth.check,
     "dominant-module": module_hotspot.check,
+    "low-mfu": low_mfu.check,
+    "matmul-alignment": matmul_alignment.check,
 }
