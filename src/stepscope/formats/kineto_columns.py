@@ -111,6 +111,8 @@ class ChunkResult:
     skipped: Counter[str]
     trace_spans: list[tuple[int, int]]  # (start_ns, end_ns) of "PyTorch Profiler (N)" spans
     events: int
+    # "field: what was done" -> count, for fields of the wrong type coerced or dropped
+    repairs: Counter[str] = field(default_factory=Counter)
 
 
 def us_to_ns(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
