@@ -11,6 +11,7 @@ from rich.text import Text
 
 from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.report.build import Report
+from stepscope.report.text_real_traces import render_real_traces
 
 LABELS = {
     "kernel": "Kernel",
@@ -88,6 +89,7 @@ def render_text(report: Report, console: Console | None = None) -> None:
     if src["skipped"]:
         parts = ", ".join(f"{n:,} {escape(reason)}" for reason, n in src["skipped"].items())
         console.print(f"[yellow]partial:[/] skipped {parts}")
+    render_real_traces(console, data)
     _findings(console, report)
     _breakdown(console, data)
     _gpu(console, data)
@@ -135,7 +137,8 @@ def _gpu(console: Console, data: dict[str, Any]) -> None:
         return
     console.print()
     table = Table(title=None, show_edge=False, box=None, pad_edge=False)
-    for col in ("GPU", "utilization", "est. SM efficiency", "est. occupancy", "Tensor Core time"):
+    tc_label = data.get("tensor_core_metric", "Tensor Core share")
+    for col in ("GPU", "utilization", "est. SM efficiency", "est. occupancy", tc_label):
         table.add_column(col, justify="right" if col != "GPU" else "left")
 
     def pct(x: float | None) -> str:

@@ -12,6 +12,7 @@ from . import (
     cpu_ops,
     dataloader,
     elementwise,
+    exposed_comm,
     gpu_gaps,
     h2d_overlap,
     launch_bound,
@@ -20,6 +21,7 @@ from . import (
     pageable,
     sync,
     tensor_cores,
+    warmup,
 )
 
 RuleFn = Callable[[Context], "Finding | list[Finding] | None"]
@@ -38,4 +40,6 @@ RULES: dict[str, RuleFn] = {
     "h2d-not-overlapped": h2d_overlap.check,
     "cpu-ops-in-gpu-job": cpu_ops.check,
     "low-occupancy": occupancy.check,
+    "exposed-communication": exposed_comm.check,
+    "warmup-in-window": warmup.check,
 }

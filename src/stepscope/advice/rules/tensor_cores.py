@@ -13,7 +13,7 @@ MAX_TC_PCT = 50.0  # of eligible kernel time already on Tensor Cores
 SPEEDUP = 2.0  # assumed speed-up of that work on Tensor Cores (hence saving = half)
 
 CODE_AMP_FP16 = """\
-scaler = torch.cuda.amp.GradScaler()
+scaler = torch.amp.GradScaler("cuda")
 for x, y in loader:
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast("cuda", dtype=torch.float16):
