@@ -424,9 +424,8 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         what = "; ".join(f"{n} {r}" for r, n in skipped.items())
         raise TraceFormatError(f"{path}: trace has no events" + (f" ({what})" if what else ""))
     if not any(len(tables[f]["ts"]) for f in (F_HOST, F_RUNTIME, F_DEVICE)):
-        why = "; ".join(
-            [f"{n:,} {r}" for r, n in skipped.items()] + [f"{n:,} × {r}" for r, n in repairs.items()]
-        )
+        why = "; ".join([f"{n:,} {r}" for r, n in skipped.items()]
+                        + [f"{n:,} × {r}" for r, n in repairs.items()])
         raise TraceFormatError(
             f"{path}: no usable operator, runtime or device events"
             + (f" ({why})" if why else "")
