@@ -159,8 +159,8 @@ def test_rocm_device_ids_and_string_numbers(tmp_path: Path) -> None:
                             "computeMinor": 4, "numSms": 304}]
     with b.step(1, 0, 1000):
         o = b.op("aten::mm", 10, 100)
-        rt, _ = b.launch(o, "hipLaunchKernel", 20, 5, kernel="Cijk_Alik_Bljk_MT64_MI16x16x1_SN",
-                         k_ts=30, k_dur=500, device=2)
+        b.launch(o, "hipLaunchKernel", 20, 5, kernel="Cijk_Alik_Bljk_MT64_MI16x16x1_SN",
+                 k_ts=30, k_dur=500, device=2)
         cp = b.runtime("hipMemcpyAsync", 40, 5, owner=o)
         cp["args"]["bytes"] = "128"
     t = b.load(tmp_path)

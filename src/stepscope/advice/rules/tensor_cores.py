@@ -39,7 +39,9 @@ def check(ctx: Context) -> Finding | None:
         return None
     dev, host = trace.device, trace.host
     owner = ctx.a.tree.device_owner
-    kernel, dur = ctx.kernel_sel, ctx.device_in_steps
+    # communication kernels are not compute: out of the denominator
+    kernel = ctx.kernel_sel & ~names.mask(trace, names.is_collective_kernel)[dev.name]
+    dur = ctx.device_in_steps
     eligible_name = names.mask_in(trace, names.TC_ELIGIBLE_OPS)
     eligible = kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
     tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]
