@@ -5,8 +5,11 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.builders import TraceBuilder
 
 import stepscope
@@ -219,3 +222,29 @@ def test_runtime_only_trace_reports(tmp_path: Path,
     assert main(["report", "--no-cache", "--format", "json", str(p)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert any("no device activity" in n for n in data["notes"])
+
+
+ODD_VALUES = st.one_of(
+    st.integers(-(2**40), 2**40), st.floats(allow_nan=False, allow_infinity=False),
+    st.none(), st.booleans(), st.text(max_size=8),
+    st.sampled_from(["128", "0x10", "1e3", " 7 ", "abc", "", "-1"]),
+    st.lists(st.integers(0, 9), max_size=4),
+)
+ARG_KEYS = st.sampled_from(["bytes", "correlation", "External id", "device", "stream",
+                            "registers per thread", "shared memory", "blocks per SM",
+                            "est. achieved occupancy %", "grid", "block", "Input Dims"])
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(odd=st.dictionaries(ARG_KEYS, ODD_VALUES, min_size=1, max_size=4))
+def test_odd_arg_types_never_drop_the_event(tmp_path: Path, odd: dict[str, Any]) -> None:
+    """Whatever type an arg has, the kernel stays (coerced or the field dropped)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 1000):
+        o = b.op("aten::mm", 10, 100)
+        _, k = b.launch(o, "cudaLaunchKernel", 20, 5, kernel=GEMM, k_ts=30, k_dur=500)
+        k["args"].update(odd)
+    t = b.load(tmp_path)
+    assert len(t.device) == 1
+    assert not t.meta.skipped

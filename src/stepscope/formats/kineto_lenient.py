@@ -19,7 +19,7 @@ import msgspec
 from stepscope.formats.kineto_schema import Event
 
 _EVENT = msgspec.json.Decoder(Event)
-_PATH = re.compile(r"at `\$((?:\.[^.`\[]+|\[\d+\])*)`")
+_PATH = re.compile(r"at `\$([^`]*)`")
 _EXPECTED = re.compile(r"Expected `([^`]+)`")
 MAX_REPAIRS = 16  # per event; more than this is not a trace event
 
@@ -57,21 +57,36 @@ def _coerce(value: Any, expected: str) -> tuple[bool, Any, str]:
 
 
 def _locate(item: Any, path: str) -> tuple[Any, str | int] | None:
-    """The container holding the value at a msgspec error path, and its key."""
-    parts: list[str | int] = [
-        int(p[1:-1]) if p.startswith("[") else p
-        for p in re.findall(r"\.[^.\[]+|\[\d+\]", path)
-    ]
-    parts = [p[1:] if isinstance(p, str) else p for p in parts]
-    if not parts:
-        return None
-    node = item
-    for p in parts[:-1]:
+    """The container holding the value at a msgspec error path, and its key.
+
+    Keys may contain dots ("est. achieved occupancy %"), so each step matches the longest
+    key of the current object that the rest of the path starts with.
+    """
+    node: Any = item
+    rest = path
+    key: str | int | None = None
+    parent: Any = None
+    while rest:
+        parent = node
+        if rest.startswith("["):
+            close = rest.index("]")
+            key = int(rest[1:close])
+            rest = rest[close + 1 :]
+        elif rest.startswith(".") and isinstance(node, dict):
+            body = rest[1:]
+            fits = [k for k in node if isinstance(k, str) and (
+                body == k or body.startswith(k + ".") or body.startswith(k + "["))]
+            if not fits:
+                return None
+            key = max(fits, key=len)
+            rest = body[len(key):]
+        else:
+            return None
         try:
-            node = node[p]
+            node = node[key]
         except (KeyError, IndexError, TypeError):
             return None
-    return node, parts[-1]
+    return (parent, key) if key is not None else None
 
 
 def repair_event(item: Any, repairs: Counter[str]) -> Event | None:

@@ -25,7 +25,7 @@ class Args(msgspec.Struct, gc=False):
     block: list[int] | str | None = None
     registers: int = msgspec.field(default=-1, name="registers per thread")
     shared_memory: int = msgspec.field(default=-1, name="shared memory")
-    bytes: int = -1
+    bytes: int | str = -1  # roctracer writes "bytes": "128" (decoded as is, kept fast)
     input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")
     call_stack: str | None = msgspec.field(default=None, name="Call stack")
