@@ -248,3 +248,22 @@ def test_odd_arg_types_never_drop_the_event(tmp_path: Path, odd: dict[str, Any])
     t = b.load(tmp_path)
     assert len(t.device) == 1
     assert not t.meta.skipped
+
+
+def test_loop_function_named_honestly_not_the_prof_step_line(tmp_path: Path) -> None:
+    """torch 2.x: the frame running the loop is named with the prof.step() line."""
+    b = TraceBuilder()
+    b.op("train.py(99): train", 0, 120_000, cat="python_function")  # the whole capture
+    for n in range(1, 4):
+        t = n * 30_000
+        with b.step(n, t, 29_000):
+            b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + 10, 20_000,
+                 cat="user_annotation")
+            b.op("data.py(40): decode", t + 20, 19_000, cat="python_function")
+            b.op("aten::add", t + 20_100, 8_000)
+    fs = advise(run_analyses(b.load(tmp_path)))
+    (f,) = [f for f in fs if f.id == "input-pipeline"]
+    assert f.source_lines
+    line = f.source_lines[0]
+    assert line.startswith("train.py: train() — the function running the loop")
+    assert "line 99 is where profiling started" in line
