@@ -123,6 +123,7 @@ def test_clock_skew_warning(tmp_path: Path) -> None:
     sk = data["clock_skew"]
     assert sk is not None and sk["skewed_ops"] == 10 and sk["max_us"] == pytest.approx(2500.0)
     assert "launch delays" in sk["warning"]
+    assert "launch-bound" in " ".join(sk["affected"])
 
 
 def test_no_clock_skew_within_tolerance(tmp_path: Path) -> None:

@@ -67,6 +67,9 @@ def check(ctx: Context) -> Finding | None:
             if best[0] != o:
                 doing += f" › {short(trace.strings[host.name[best[0]]], 60)}"
         evidence.append(f"gap of {fmt_ns(e - s)}: CPU in {doing}")
+    if ctx.a.clock_skew is not None:
+        evidence.append(f"affected by clock skew (up to {fmt_ns(ctx.a.clock_skew.max_ns)}): "
+                        "which gaps the host caused is uncertain by that much")
     return ctx.finding(
         id="gpu-gaps", title="The GPU sits idle in long gaps",
         saving_ns=unexplained,

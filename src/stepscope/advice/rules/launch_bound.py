@@ -57,6 +57,10 @@ def check(ctx: Context) -> Finding | None:
     if la.delay_p50_ns <= QUEUED_DELAY_NS:
         evidence.append(f"median launch delay {fmt_ns(la.delay_p50_ns)}: kernels start as soon "
                         "as they are launched, the GPU has nothing queued")
+    if ctx.a.clock_skew is not None:
+        evidence.append(f"affected by clock skew: kernels start up to "
+                        f"{fmt_ns(ctx.a.clock_skew.max_ns)} before their launch call returns, "
+                        "so launch delays and host-wait gaps are uncertain by that much")
     g = ctx.a.graphs
     fix = ("Launch fewer, larger kernels: torch.compile(mode=\"reduce-overhead\") (fusion + "
            "CUDA graphs), CUDA graphs for static shapes, or a larger batch to give each kernel "
