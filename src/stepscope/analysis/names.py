@@ -46,7 +46,8 @@ _COLLECTIVE_MARKED = re.compile(
 )
 
 # Substrings of kernel names that run on Tensor Cores: NVIDIA PyProf's list, as used by
-# torch-tb-profiler (docs/metrics.md: Triton and FlashAttention kernels are not recognised).
+# torch-tb-profiler. Kept for reference: is_tensor_core_kernel uses the larger documented
+# table in stepscope.classify.matrix_cores, which contains these tokens.
 TC_TOKENS = (
     "h884",
     "s884",
