@@ -139,11 +139,16 @@ def test_graph_launch_counts_once_and_capture_only_is_labelled(tmp_path: Path) -
         rt = b.runtime("cudaGraphLaunch", 20, 10, owner=o)
         for i in range(6):
             b.device_op(rt, GEMM, 100 + i * 100, 90)
+        rt["args"]["External id"] = 10_000  # Kineto: the launch's own id, no op carries it
     data = build_report(b.load(tmp_path)).to_json()
     assert data["graphs"]["graph_launches"] == 1
     assert data["graphs"]["kernels_per_graph"] == 6.0
     assert data["launches"]["launches"] == 1
     assert data["graphs"]["capture_only"] is False
+    # tied to the operator that replayed the graph, by containment
+    assert data["graphs"]["operators"] == [{"name": "CUDAGraph.replay", "graph_launches": 1}]
+    replay = [o for o in data["operators"] if o["name"] == "CUDAGraph.replay"]
+    assert replay and replay[0]["device_self_us"] == pytest.approx(540.0)
 
     c = TraceBuilder()
     with c.step(1, 0, 10_000):

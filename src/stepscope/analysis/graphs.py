@@ -14,11 +14,15 @@ capture are recorded, not executed, so the GPU looks idle although nothing ran y
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
-from stepscope.analysis.links import Links
-from stepscope.model.trace import Trace
+from stepscope.model.trace import HOST_PYTHON, Trace
+
+if TYPE_CHECKING:
+    from stepscope.analysis.links import Links
 
 GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch",
                                 "cudaGraphLaunch_v10000", "cuGraphLaunch_ptsz"})
@@ -43,6 +47,7 @@ class Graphs:
     graph_kernels: int  # device ops started by graph launches
     capture_calls: int  # stream capture / instantiate calls
     capture_only: bool  # captures graphs, launches none
+    operators: tuple[tuple[str, int], ...] = ()  # (operator that replayed graphs, launches)
 
     @property
     def kernels_per_graph(self) -> float:
@@ -56,16 +61,66 @@ def graphs(trace: Trace, links: Links | None = None) -> Graphs | None:
     capture = trace.string_ids(is_capture_call)[rt.name]
     if not launch.any() and not capture.any():
         return None
-    links = links or Links(trace)
+    if links is None:
+        from stepscope.analysis.links import Links
+
+        links = Links(trace)
     dev_rt = links.device_runtime
     ok = dev_rt >= 0
     from_graph = np.zeros(len(dev_rt), dtype=bool)
     from_graph[ok] = launch[dev_rt[ok]]
     n_launch = int(launch.sum())
     return Graphs(
+        operators=_launching_operators(trace, links, np.flatnonzero(launch)),
         graph_launches=n_launch,
         graph_kernels=int(from_graph.sum()),
         capture_calls=int(trace.string_ids(_is_begin_capture)[rt.name].sum())
         or int(capture.sum()),
         capture_only=bool(capture.any()) and n_launch == 0,
     )
+
+
+WALK_BACK = 256  # enclosing-op search: siblings skipped before giving up
+
+
+def enclosing_ops(trace: Trace, calls: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """For runtime calls ``calls``, the innermost host op on the same thread enclosing each
+    (-1 when none). Kineto often gives cudaGraphLaunch its own correlation id as external id,
+    which no host op carries; the enclosing op (CompiledFunction, CUDAGraph.replay, ...) is
+    the one that replayed the graph."""
+    host, rt = trace.host, trace.runtime
+    owner = np.full(len(calls), -1, dtype=np.int64)
+    ranges = np.flatnonzero(host.kind != HOST_PYTHON)
+    for tid in np.unique(rt.tid[calls]).tolist():
+        sub = np.flatnonzero(rt.tid[calls] == tid)
+        q = calls[sub]
+        cand = ranges[host.tid[ranges] == tid]
+        if len(cand) == 0:
+            continue
+        cand = cand[np.argsort(host.ts[cand], kind="stable")]
+        cts, cend = host.ts[cand], host.end[cand]
+        k = np.searchsorted(cts, rt.ts[q], side="right") - 1
+        qend = rt.end[q]
+        for _ in range(WALK_BACK):  # skip finished siblings back to the innermost ancestor
+            bad = (k >= 0) & (cend[np.maximum(k, 0)] < qend)
+            if not bad.any():
+                break
+            k = np.where(bad, k - 1, k)
+        found = (k >= 0) & (cend[np.maximum(k, 0)] >= qend)
+        owner[sub[found]] = cand[k[found]]
+    return owner
+
+
+def _launching_operators(trace: Trace, links: Links,
+                         launches: npt.NDArray[np.int64]) -> tuple[tuple[str, int], ...]:
+    """Operators that replayed graphs, most launches first (links tie them, see above)."""
+    if len(launches) == 0:
+        return ()
+    owner = links.runtime_host[launches]
+    named = owner[owner >= 0]
+    if len(named) == 0:
+        return ()
+    host = trace.host
+    ids, counts = np.unique(host.name[named], return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:5]
+    return tuple((trace.name(int(ids[i])), int(counts[i])) for i in order)

@@ -77,5 +77,6 @@ def real_trace_json(a: Analyses) -> dict[str, Any]:
             "kernels_per_graph": round(g.kernels_per_graph, 2),
             "capture_calls": g.capture_calls,
             "capture_only": g.capture_only,
+            "operators": [{"name": n, "graph_launches": c} for n, c in g.operators],
         },
     }
