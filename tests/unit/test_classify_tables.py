@@ -145,11 +145,15 @@ def test_every_row_is_documented_and_used() -> None:
 
 
 @pytest.mark.parametrize("name", ["record_param_comms", "c10d::allreduce_",
-                                  "c10d::alltoall_base_", "nccl:all_reduce", "gloo:broadcast"])
+                                  "c10d::alltoall_base_", "nccl:all_reduce", "gloo:broadcast",
+                                  "symm_mem::multimem_all_reduce_",
+                                  "symm_mem::two_shot_all_reduce_", "vllm::all_reduce",
+                                  "_C_custom_ar::all_reduce"])
 def test_host_ops_marked_as_collectives(name: str) -> None:
     assert names.is_collective_host(name)
 
 
-@pytest.mark.parametrize("name", ["aten::all", "c10d::wait", "record_function", "aten::add"])
+@pytest.mark.parametrize("name", ["aten::all", "c10d::wait", "record_function", "aten::add",
+                                  "symm_mem::rendezvous", "vllm::moe_forward"])
 def test_host_ops_not_collectives(name: str) -> None:
     assert not names.is_collective_host(name)

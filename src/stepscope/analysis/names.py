@@ -40,9 +40,14 @@ COLLECTIVES = (
 _COLLECTIVE_HOST = re.compile(r"^(nccl|gloo|rccl|mpi|xccl):(" + "|".join(COLLECTIVES) + r")$")
 # Host ops the trace itself marks as collectives: c10d's record_param_comms (it carries the
 # "Collective name" and process-group args) and the c10d::<collective>_ dispatcher ops.
+# Also the ops of PyTorch symmetric memory (symm_mem::multimem_all_reduce_, ...) and the
+# collective ops vLLM registers (vllm::all_reduce, _C_custom_ar::all_reduce).
 _COLLECTIVE_MARKED = re.compile(
     r"^(record_param_comms$|c10d::(" + "|".join(COLLECTIVES) + r"|alltoall_base|allgather_"
-    r"|allgather_into_tensor_coalesced|reduce_scatter_tensor_coalesced|allreduce_coalesced)_?$)"
+    r"|allgather_into_tensor_coalesced|reduce_scatter_tensor_coalesced|allreduce_coalesced)_?$"
+    r"|symm_mem::\w*(all_reduce|all_gather|reduce_scatter|all_to_all|broadcast)\w*$"
+    r"|vllm::(all_reduce|all_gather|reduce_scatter|all_to_all\w*|outplace_all_reduce)$"
+    r"|_C_custom_ar::all_reduce\w*$)"
 )
 
 # Substrings of kernel names that run on Tensor Cores: NVIDIA PyProf's list, as used by
