@@ -51,9 +51,9 @@ def test_row_limit_and_sources(cpu_prof: Any, tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     stepscope.export_trace(cpu_prof, str(path))
     assert _render(trace, n=3) == _render(str(path), n=3)
-    table = _render(trace, n=3).split("Top operators by input shape")[0]
-    rows = [line for line in table.splitlines() if line.startswith("aten::")]
-    assert len(rows) == 3
+    table = _render(trace, n=3).split("Top operators by self CPU time")[1]
+    body = table.split("\noperator ", 1)[1].split("\n\n")[0].splitlines()[1:]
+    assert len(body) == 3, body  # which operators lead depends on the machine's load
 
 
 def test_gpu_trace_has_the_device_table() -> None:

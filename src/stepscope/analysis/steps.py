@@ -72,6 +72,10 @@ def _whole_trace(trace: Trace) -> Steps:
     if len(trace.device):
         starts.append(trace.device.ts)
         ends.append(trace.device.end)
+    if not sum(len(x) for x in starts) and len(trace.runtime):
+        # only runtime calls (issue 9): the window they span is what there is to report
+        starts.append(trace.runtime.ts)
+        ends.append(trace.runtime.end)
     s = np.concatenate(starts)
     e = np.concatenate(ends)
     if len(s) == 0:

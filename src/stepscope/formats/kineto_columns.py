@@ -113,6 +113,8 @@ class ChunkResult:
     skipped: Counter[str]
     trace_spans: list[tuple[int, int]]  # (start_ns, end_ns) of "PyTorch Profiler (N)" spans
     events: int
+    # "field: what was done" -> count, for fields of the wrong type coerced or dropped
+    repairs: Counter[str] = field(default_factory=Counter)
 
 
 def us_to_ns(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -147,11 +149,24 @@ def _padded3(values: list[list[int] | str | None]) -> npt.NDArray[np.int32]:
     return np.clip(out, -1, 2**31 - 1).astype(np.int32)
 
 
-def _ints(values: list[int]) -> npt.NDArray[np.int64]:
+def _ints(values: list[int] | list[int | str]) -> npt.NDArray[np.int64]:
     arr = np.array(values)
     if arr.dtype != np.int64:  # huge ints become object/uint64: clamp to "missing"
-        arr = np.array([v if -(2**63) <= v < 2**63 else -1 for v in values], dtype=np.int64)
+        ints = [_as_int(v) if isinstance(v, str) else v for v in values]
+        arr = np.array([v if -(2**63) <= v < 2**63 else -1 for v in ints], dtype=np.int64)
     return arr
+
+
+_ARGS = attrgetter("args")
+_BYTES = attrgetter("bytes")
+
+
+def _count_string_bytes(events: list[Event], repairs: Counter[str]) -> None:
+    """Count "bytes" written as a string (roctracer), one C-speed pass over the args."""
+    args = list(filter(None, map(_ARGS, events)))
+    if str in set(map(type, map(_BYTES, args))):
+        n = sum(isinstance(b, str) for b in map(_BYTES, args))
+        repairs["args.bytes: string -> integer"] += n
 
 
 def _floats(values: list[float]) -> npt.NDArray[np.float32]:
@@ -383,8 +398,12 @@ def build_chunk(events: list[Event]) -> ChunkResult:
         F_SYNC: _ranges_on_device(buckets[F_SYNC], strings, skipped, True),
         F_MEMORY: _memory(buckets[F_MEMORY], strings, skipped),
     }
+    repairs: Counter[str] = Counter()
+    _count_string_bytes(buckets[F_RUNTIME], repairs)
+    _count_string_bytes(buckets[F_DEVICE], repairs)
     spans = []
     if buckets[F_TRACE]:
         keep, ts, dur = _times(buckets[F_TRACE], Counter(), True)
         spans = [(int(t), int(t + d)) for t, d, k in zip(ts, dur, keep, strict=True) if k]
-    return ChunkResult(strings.as_list(), tables, categories, skipped, spans, len(events))
+    return ChunkResult(strings.as_list(), tables, categories, skipped, spans, len(events),
+                       repairs)

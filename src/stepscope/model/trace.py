@@ -256,6 +256,7 @@ class TraceMeta:
     categories: dict[str, int] = field(default_factory=dict)  # events per category as read
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count (partial data)
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # how the reader interpreted the file (not data loss)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
 from stepscope.report.efficiency_json import efficiency_json
 from stepscope.report.memory_json import memory_json, modules_json
+from stepscope.report.real_traces import real_trace_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
@@ -170,6 +171,7 @@ class Report:
             "memory": memory_json(a.memory, self.top, self.memory_timeline),
             "modules": modules_json(a.modules),
             "efficiency": efficiency_json(a.efficiency),
+            **real_trace_json(a),  # issue 9: warm-up, clock skew, communication, graphs
         }
 
 

@@ -25,6 +25,7 @@ from stepscope.report.text_layout import (
     print_table,
     time_column,
 )
+from stepscope.report.text_real_traces import render_real_traces
 from stepscope.report.views import VIEWS
 from stepscope.units import column_unit
 from stepscope.units import format_us as format_us
@@ -49,6 +50,7 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
     console = console or Console()
     data = report.to_json()
     _header(console, data)
+    render_real_traces(console, data)
     if view in ("summary", "all"):
         render_findings(console, report.findings)
         _breakdown(console, data)
@@ -131,7 +133,8 @@ def _gpu(console: Console, data: dict[str, Any]) -> None:
                    digits=2),
         pct_column("est. occupancy", [g["achieved_occupancy_pct"] for g in gpus], keep=2,
                    digits=2),
-        pct_column("Tensor Core time", [g["tensor_core_pct"] for g in gpus], keep=1, digits=2),
+        pct_column(data.get("tensor_core_metric", "Tensor Core time"),
+                   [g["tensor_core_pct"] for g in gpus], keep=1, digits=2),
     ]
     print_table(console, fit_table(console, "GPU", names, columns))
 

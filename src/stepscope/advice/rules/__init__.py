@@ -12,6 +12,7 @@ from . import (
     cpu_ops,
     dataloader,
     elementwise,
+    exposed_comm,
     gpu_gaps,
     h2d_overlap,
     launch_bound,
@@ -26,6 +27,7 @@ from . import (
     pageable,
     sync,
     tensor_cores,
+    warmup,
 )
 
 RuleFn = Callable[[Context], "Finding | list[Finding] | None"]
@@ -50,4 +52,6 @@ RULES: dict[str, RuleFn] = {
     "dominant-module": module_hotspot.check,
     "low-mfu": low_mfu.check,
     "matmul-alignment": matmul_alignment.check,
+    "exposed-communication": exposed_comm.check,
+    "warmup-in-window": warmup.check,
 }

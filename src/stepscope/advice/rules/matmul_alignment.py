@@ -15,7 +15,7 @@ ALIGN = {"fp16": 8, "bf16": 8, "fp32": 4, "tf32": 4, "fp8": 16, "fp4": 32, "fp64
 CODE = """\
 # pad the vocabulary / hidden sizes to multiples of 64, e.g. 50257 -> 50304
 vocab = (vocab + 63) // 64 * 64
-model = GPT(vocab_size=vocab, ...)"""
+model = GPT(vocab_size=vocab)  # your model, built with the padded sizes"""
 
 
 def misaligned(s: MatmulShape) -> bool:
