@@ -21,12 +21,14 @@ COMMANDS: dict[str, str] = {
     "report": "stepscope.cli.report",
     "run": "stepscope.cli.run",
     "demo": "stepscope.cli.demo",
+    "diff": "stepscope.cli.diff",
 }
 
 HELPS: dict[str, str] = {
     "report": "analyse a trace and print the report (text or JSON)",
     "run": "profile an unmodified Python script: stepscope run -- python train.py ARGS",
     "demo": "profile a built-in workload before and after the advised fixes",
+    "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
 }
 
 
