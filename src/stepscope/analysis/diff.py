@@ -195,6 +195,7 @@ class ItemChange:
     calls_new: int
     change: Change  # µs per step of ``metric``
     share_pct: float | None  # this item's change in % of the step-time change
+    samples: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # per-step, base/new
 
 
 @dataclass(frozen=True)
@@ -312,6 +313,7 @@ def _match_items(
                 calls_new=sum(i.calls for i in w),
                 change=change,
                 share_pct=_share(change.delta, step_delta),
+                samples=None if sb is None or sw is None else (sb, sw),
             )
         )
     rows.sort(key=lambda r: (-abs(r.change.delta), r.name, r.shape or ""))
@@ -341,6 +343,7 @@ def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Dif
         ch = Change(float(cb.mean()), float(cn.mean()), compare_samples(cb, cn, alpha=alpha))
         cats.append(CategoryChange(c, ch, _share(ch.delta, step.delta)))
     main = max(cats, key=lambda c: abs(c.change.delta))
+    verdict = _verdict(step)
     warnings = list(base.warnings) + list(new.warnings)
     if base.devices and new.devices and base.devices != new.devices:
         warnings.append(
@@ -365,7 +368,7 @@ def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Dif
         base=SideInfo(base.label, base.kind, nb, base.complete),
         new=SideInfo(new.label, new.kind, nn, new.complete),
         step=step,
-        verdict=_verdict(step),
+        verdict=verdict,
         categories=tuple(cats),
         operators=_match_items(
             "operator", base.operators, new.operators, nb, nn, step.delta, alpha
@@ -377,7 +380,10 @@ def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Dif
         kernels=_match_items("kernel", base.kernels, new.kernels, nb, nn, step.delta, alpha),
         findings=_findings(base.findings, new.findings),
         gpu=_gpu(base.gpu, new.gpu),
-        main_change=main.name if main.change.delta != 0 else None,
+        # no "main change" of a step time that did not change beyond noise
+        main_change=main.name
+        if main.change.delta != 0 and verdict != "no significant change"
+        else None,
         alpha=alpha,
         warnings=tuple(warnings),
     )

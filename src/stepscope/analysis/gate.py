@@ -21,8 +21,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.analysis.diff import GPU_METRICS, Change, Diff, ItemChange, normalise
+from stepscope.analysis.significance import compare_samples
 from stepscope.errors import UsageError
 
 _EXPR = re.compile(
@@ -101,10 +104,16 @@ def _items(rows: Sequence[ItemChange], name: str) -> list[ItemChange]:
     return [r for r in rows if r.name == want]
 
 
-def _sum(rows: Sequence[ItemChange]) -> Change:
+def _sum(rows: Sequence[ItemChange], alpha: float) -> Change:
+    """Several matched rows as one metric; per-step samples are summed when all have them."""
     if len(rows) == 1:
         return rows[0].change
-    return Change(sum(r.change.base for r in rows), sum(r.change.new for r in rows))
+    sig = None
+    if all(r.samples is not None for r in rows):
+        base = np.sum([r.samples[0] for r in rows if r.samples is not None], axis=0)
+        new = np.sum([r.samples[1] for r in rows if r.samples is not None], axis=0)
+        sig = compare_samples(base, new, alpha=alpha)
+    return Change(sum(r.change.base for r in rows), sum(r.change.new for r in rows), sig)
 
 
 def _resolve(diff: Diff, t: Threshold) -> tuple[Change, str, str]:
@@ -122,12 +131,12 @@ def _resolve(diff: Diff, t: Threshold) -> tuple[Change, str, str]:
             [o for o in diff.operators if o.metric == "device"], arg
         )
         if rows:
-            return _sum(rows), f"GPU time of {arg} per step", "us"
+            return _sum(rows, diff.alpha), f"GPU time of {arg} per step", "us"
         raise UsageError(f"--fail-on {t.text!r}: no kernel or operator {arg!r} in either run")
     if head in ("op", "operator"):
         rows = _items(diff.operators, arg)
         if rows:
-            return _sum(rows), f"{arg} per step", "us"
+            return _sum(rows, diff.alpha), f"{arg} per step", "us"
         raise UsageError(f"--fail-on {t.text!r}: no operator {arg!r} in either run")
     if head == "gpu":
         metric, _, dev = arg.partition("@")

@@ -11,9 +11,7 @@ from rich.text import Text
 
 from stepscope.analysis.diff import Change, Diff, ItemChange
 from stepscope.analysis.gate import GateResult
-from stepscope.report.text import LABELS, _short, format_us
-
-ITEM_WIDTH = 40
+from stepscope.report.text import LABELS, NAME_WIDTH, _short, format_us
 
 STATUS_STYLE = {
     "added": "yellow",
@@ -117,7 +115,8 @@ def _items(
     what = "GPU time" if title == "Kernels" else "GPU time, or host time (host)"
     console.print(f"[bold]{title}[/] matched by name: largest changes of {what} per step")
     table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("name", overflow="ellipsis", no_wrap=True, max_width=ITEM_WIDTH)
+    width = max(16, min(NAME_WIDTH, console.width - 52))
+    table.add_column("name", overflow="ellipsis", no_wrap=True, max_width=width)
     for col in ("", "base", "new", "change", "share"):
         table.add_column(col, justify="right", no_wrap=True)
     for r in changed:
@@ -126,7 +125,7 @@ def _items(
         share = "" if r.share_pct is None else f"{r.share_pct:.0f} %"
         where = "" if r.metric == "device" else " [dim](host)[/]"
         table.add_row(
-            escape(_short(r.name, ITEM_WIDTH)) + where,
+            escape(_short(r.name, width)) + where,
             f"[{style}]{r.status}[/]",
             format_us(ch.base), format_us(ch.new), fmt_delta(ch.delta), share,
         )
@@ -162,3 +161,19 @@ def _gpu(console: Console, diff: Diff) -> None:
         n = "n/a" if g.new is None else f"{g.new:.2f} %"
         d = "" if g.delta is None else f" ({g.delta:+.2f} points)"
         console.print(f"  GPU {escape(g.device)} {g.metric}: {b} → {n}{d}")
+
+
+def render_diff_brief(diff: Diff, console: Console, *, rows: int = 3) -> None:
+    """A few lines for the demo's before/after: headline, biggest categories, findings."""
+    console.print(f"[bold]stepscope diff[/]: {escape(headline(diff))}")
+    console.print(f"  {_sig_words(diff.step, diff.alpha)}")
+    cats = sorted(diff.categories, key=lambda c: -abs(c.change.delta))[:rows]
+    for c in cats:
+        if c.change.delta:
+            console.print(
+                f"  {LABELS[c.name]}: {format_us(c.change.base)} → {format_us(c.change.new)} "
+                f"({fmt_delta(c.change.delta)})"
+            )
+    for f in diff.findings:
+        if f.status in ("resolved", "new"):
+            console.print(f"  finding {f.status}: {escape(f.title)} [dim]\\[{escape(f.id)}][/]")
