@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.diff_builders import MM_US, training_trace
 
 from stepscope.analysis.diff import diff_runs, normalise
 from stepscope.analysis.gate import evaluate, parse
@@ -15,7 +16,6 @@ from stepscope.cli.main import main
 from stepscope.errors import UsageError
 from stepscope.report.diff_json import diff_to_json
 from stepscope.report.diff_load import summarise_trace
-from tests.diff_builders import MM_US, training_trace
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,9 @@ def test_gate_on_unknown_names_is_an_error(pair: dict[str, Path]) -> None:
 # ---------------------------------------------------------------- CLI, JSON, baselines
 
 
-def test_cli_exit_codes_and_reasons(pair: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_codes_and_reasons(
+    pair: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     base, slow, same = (str(pair[k]) for k in ("base", "slow", "same"))
     assert main(["diff", base, slow, "--fail-on", "step_time>+5%",
                  "--fail-on", "kernel:relu_kernel>+10%"]) == 1

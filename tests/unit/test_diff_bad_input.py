@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.diff_builders import training_trace
 
 from stepscope.cli.main import main
-from tests.diff_builders import training_trace
 
 
 @pytest.fixture()

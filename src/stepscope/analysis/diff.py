@@ -115,7 +115,9 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
         kind="traces",
         steps=tuple(f"{i}:{s}" for i, r in enumerate(runs) for s in r.steps),
         step_us=tuple(v for r in runs for v in r.step_us),
-        category_us={c: tuple(v for r in runs for v in r.category_us.get(c, ())) for c in CATEGORIES},
+        category_us={
+            c: tuple(v for r in runs for v in r.category_us.get(c, ())) for c in CATEGORIES
+        },
         operators=items("operators"),
         operators_by_shape=items("operators_by_shape"),
         kernels=items("kernels"),
@@ -292,12 +294,13 @@ def _match_items(
         if sb is not None and sw is not None:
             sig = compare_samples(_arr(sb), _arr(sw), alpha=alpha)
         change = Change(tot_b / max(nb, 1), tot_w / max(nn, 1), sig)
-        if not b or tot_b == 0 and tot_w > 0:
+        if not b or (tot_b == 0 and tot_w > 0):
             status = "added"
-        elif not w or tot_w == 0 and tot_b > 0:
+        elif not w or (tot_w == 0 and tot_b > 0):
             status = "removed"
         elif sig is not None and sig.significant is not None:
-            status = ("slower" if change.delta > 0 else "faster") if sig.significant else "unchanged"
+            direction = "slower" if change.delta > 0 else "faster"
+            status = direction if sig.significant else "unchanged"
         elif change.pct is None or abs(change.pct) < UNCHANGED_PCT:
             status = "unchanged"
         else:
@@ -325,9 +328,10 @@ def _summed_series(items: Sequence[ItemSummary], n: int) -> tuple[float, ...] | 
         return None
     if not items:
         return (0.0,) * n
-    if any(i.per_step is None or len(i.per_step) != n for i in items):
+    series = [i.per_step for i in items if i.per_step is not None and len(i.per_step) == n]
+    if len(series) != len(items):
         return None
-    return tuple(float(v) for v in np.sum([i.per_step for i in items], axis=0))
+    return tuple(float(v) for v in np.sum(series, axis=0))
 
 
 def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Diff:
@@ -398,7 +402,8 @@ def _findings(
     for fid in list(b) + [i for i in w if i not in b]:
         fb, fw = b.get(fid), w.get(fid)
         status = "persisting" if fb and fw else ("resolved" if fb else "new")
-        title = (fw or fb).title if (fw or fb) else fid
+        either = fw or fb
+        title = either.title if either is not None else fid
         out.append(
             FindingChange(
                 fid,

@@ -125,7 +125,9 @@ def _resolve(diff: Diff, t: Threshold) -> tuple[Change, str, str]:
         for c in diff.categories:
             if c.name == arg:
                 return c.change, f"{arg} time per step", "us"
-        raise UsageError(f"--fail-on {t.text!r}: unknown category {arg!r} ({', '.join(CATEGORIES)})")
+        raise UsageError(
+            f"--fail-on {t.text!r}: unknown category {arg!r} ({', '.join(CATEGORIES)})"
+        )
     if head == "kernel":
         rows = _items(diff.kernels, arg) or _items(
             [o for o in diff.operators if o.metric == "device"], arg
@@ -169,7 +171,9 @@ def evaluate(diff: Diff, thresholds: Sequence[Threshold]) -> list[GateResult]:
         broken = crossed and sig is not False
         if kind == "us":
             values = f"{_fmt_us(ch.base)} -> {_fmt_us(ch.new)}"
-            change = f"{ch.delta:+,.1f} µs" if abs(ch.delta) < 1000 else f"{ch.delta / 1000:+,.2f} ms"
+            change = (
+                f"{ch.delta:+,.1f} µs" if abs(ch.delta) < 1000 else f"{ch.delta / 1000:+,.2f} ms"
+            )
         else:
             values = f"{ch.base:g} -> {ch.new:g}"
             change = f"{ch.delta:+.2f}" + (" points" if kind == "pt" else "")

@@ -78,7 +78,7 @@ def mann_whitney(base: F64, new: F64) -> float:
     if not ties and n + m <= EXACT_LIMIT:
         cdf = _exact_u_cdf(n, m)
         lo = min(u, n * m - u)
-        return float(min(1.0, 2.0 * cdf[int(round(lo))]))
+        return float(min(1.0, 2.0 * cdf[round(lo)]))
     _, counts = np.unique(both, return_counts=True)
     total = n + m
     tie_term = float((counts**3 - counts).sum()) / (total * (total - 1))

@@ -217,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
     base, new = paths
     base_kind, new_kind = input_kind(base), input_kind(new)
     if args.baseline and base_kind != REPORT:
-        raise UsageError(f"--baseline {base}: expected a saved JSON report, got {KIND_WORDS[base_kind]}")
+        raise UsageError(
+            f"--baseline {base}: expected a saved JSON report, got {KIND_WORDS[base_kind]}"
+        )
     args.base_kind, args.new_kind = base_kind, new_kind
     return pick_comparer(base, base_kind, new, new_kind)(base, new, args)

@@ -46,7 +46,9 @@ def summary_from_report(
     try:
         steps = doc["steps"]
         step_us = tuple(_f(s["duration_us"], label) for s in steps)
-        cats = {c: tuple(_f(s["breakdown_us"].get(c, 0.0), label) for s in steps) for c in CATEGORIES}
+        cats = {
+            c: tuple(_f(s["breakdown_us"].get(c, 0.0), label) for s in steps) for c in CATEGORIES
+        }
 
         def ops(key: str) -> tuple[ItemSummary, ...]:
             return tuple(
@@ -136,7 +138,8 @@ def read_report(path: str, data: bytes | memoryview) -> RunSummary:
             for k, v in raw.items()
             if isinstance(v, list) and all(isinstance(x, int | float) for x in v)
         }
-    return summary_from_report(doc, path, series=series, complete=doc.get(BASELINE_COMPLETE) is True)
+    complete = doc.get(BASELINE_COMPLETE) is True
+    return summary_from_report(doc, path, series=series, complete=complete)
 
 
 BASELINE_COMPLETE = "complete_tables"  # keys a baseline written by `diff --save-baseline` adds

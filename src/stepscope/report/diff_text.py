@@ -62,8 +62,8 @@ def render_diff_text(
 ) -> None:
     console = console or Console()
     console.rule(Text("stepscope diff", style="bold"))
-    console.print(f"base: {escape(diff.base.label)} [dim]({diff.base.kind}, {diff.base.steps} steps)[/]")
-    console.print(f"new:  {escape(diff.new.label)} [dim]({diff.new.kind}, {diff.new.steps} steps)[/]")
+    for word, side in (("base:", diff.base), ("new: ", diff.new)):
+        console.print(f"{word} {escape(side.label)} [dim]({side.kind}, {side.steps} steps)[/]")
     for w in diff.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     console.print()
