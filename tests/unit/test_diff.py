@@ -11,7 +11,13 @@ from tests.diff_builders import MM_US, training_trace
 
 from stepscope.analysis.diff import diff_runs, normalise
 from stepscope.analysis.gate import evaluate, parse
-from stepscope.analysis.significance import compare_samples, mann_whitney, robust_sd
+from stepscope.analysis.significance import (
+    compare_samples,
+    mann_whitney,
+    robust_sd,
+    t_two_sided,
+    welch,
+)
 from stepscope.cli.main import main
 from stepscope.errors import UsageError
 from stepscope.report.diff_json import diff_to_json
@@ -48,6 +54,21 @@ def test_mann_whitney_ties_use_the_normal_approximation() -> None:
     # U = 8; tie term sum(t^3 - t) / (N (N - 1)) = 144 / 240; var = 64 / 12 * (17 - 0.6)
     # z = (|8 - 32| - 0.5) / sqrt(87.47) = 2.5128, two-sided p = erfc(z / sqrt 2)
     assert mann_whitney(a, b) == pytest.approx(0.011980, abs=1e-5)
+
+
+def test_welch_t_for_captures_too_short_for_the_rank_test() -> None:
+    # Student's t critical values: the two-sided p is 0.05 exactly
+    assert t_two_sided(2.776445, 4) == pytest.approx(0.05, abs=1e-6)
+    assert t_two_sided(12.7062, 1) == pytest.approx(0.05, abs=1e-5)
+    assert t_two_sided(1.959964, 1e6) == pytest.approx(0.05, abs=1e-5)
+    base = np.array([75.0, 76.0, 74.5])
+    new = np.array([24.0, 25.0, 24.5])
+    assert mann_whitney(base, new) == pytest.approx(0.1)  # the best 3 vs 3 can do
+    sig = compare_samples(base, new)
+    assert sig.test == "welch-t" and sig.significant is True
+    assert sig.p_value == pytest.approx(welch(base, new))
+    assert sig.p_value is not None and sig.p_value < 1e-4
+    assert compare_samples(np.arange(4.0), np.arange(4.0) + 9).test == "mann-whitney"
 
 
 def test_noise_floor_refuses_small_but_consistent_changes() -> None:

@@ -24,6 +24,7 @@ def _sig(s: Significance | None) -> dict[str, Any] | None:
     return {
         "n_base": s.n_base,
         "n_new": s.n_new,
+        "test": s.test,
         "p_value": _r(s.p_value, 6),
         "ci95_delta_us": None if s.ci_low is None else [_r(s.ci_low), _r(s.ci_high)],
         "noise_us": _r(s.noise),

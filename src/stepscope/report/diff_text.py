@@ -38,7 +38,9 @@ def _sig_words(ch: Change, alpha: float) -> str:
     if s.significant:
         return f"significant (p={s.p_value:.3g} < {alpha:g}, beyond the step-to-step spread)"
     if s.p_value is not None and s.p_value >= alpha:
-        return f"within noise (p={s.p_value:.3g})"
+        few = min(s.n_base, s.n_new)
+        hint = f"; only {few} steps in a run: profile more for a firmer answer" if few < 6 else ""
+        return f"within noise (p={s.p_value:.3g}{hint})"
     return f"within noise (smaller than the step-to-step spread {format_us(s.noise)})"
 
 
