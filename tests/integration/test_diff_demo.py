@@ -12,7 +12,7 @@ from stepscope.report.diff_load import summarise_trace
 
 pytest.importorskip("torch")
 
-from stepscope.demo.train import FIXED, SLOW, train_profiled  # noqa: E402
+from stepscope.demo.train import FIXED, SLOW, train_profiled
 
 STEPS = 7  # wait 1 + warm-up 1 + 5 profiled steps: enough for the rank test, still quick
 BATCH = 32

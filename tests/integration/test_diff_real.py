@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.conftest import shared_trace
 
 from stepscope.analysis.diff import Diff, diff_runs
 from stepscope.analysis.gate import evaluate, parse
 from stepscope.cli.main import main
 from stepscope.report.diff_load import summarise_folder, summarise_trace
-from tests.conftest import shared_trace
 
 NW0_A = "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 NW0_B = "kineto_resnet50/num_workers_0/worker0.1623143566756.pt.trace.json.gz"

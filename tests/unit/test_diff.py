@@ -120,6 +120,24 @@ def test_two_captures_of_the_same_workload_pass_the_gate(pair: dict[str, Path]) 
     assert not any(g.broken for g in gate)
 
 
+def test_runs_without_steps_are_not_testable(tmp_path: Path) -> None:
+    """One whole-trace step a side: no noise estimate, so thresholds alone decide."""
+    from tests.builders import TraceBuilder
+
+    paths = []
+    for i, dur in enumerate((400.0, 480.0)):
+        b = TraceBuilder()
+        op = b.op("aten::mm", 10, 20)
+        b.launch(op, "cudaLaunchKernel", 12, 3, kernel="sgemm_kernel", k_ts=40, k_dur=dur)
+        paths.append(b.write(tmp_path, f"t{i}.json"))
+    diff = diff_runs(summarise_trace(str(paths[0])), summarise_trace(str(paths[1])))
+    assert diff.verdict == "not testable" and diff.main_change == "kernel"
+    assert diff.kernels[0].change.delta == pytest.approx(80.0)
+    g = evaluate(diff, [parse("step_time>+5%")])[0]
+    assert g.broken and g.significant is None
+    assert "noise not checked (1 step(s) in a run; 3 needed)" in g.reason
+
+
 def test_normalised_names_match_the_dataloader_iterators() -> None:
     single = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
     multi = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"

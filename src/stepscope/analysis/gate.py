@@ -91,8 +91,10 @@ def _fmt_us(us: float) -> str:
 
 def _sig_text(ch: Change) -> str:
     s = ch.significance
-    if s is None or s.significant is None:
+    if s is None:
         return "noise not checked (no per-step samples)"
+    if s.significant is None:
+        return f"noise not checked ({min(s.n_base, s.n_new)} step(s) in a run; 3 needed)"
     state = "significant" if s.significant else "within noise"
     return f"{state} (p={s.p_value:.3g}, step-to-step spread {_fmt_us(s.noise)})"
 

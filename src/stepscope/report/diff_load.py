@@ -7,13 +7,20 @@ additionally gives every kernel's per-step samples.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
 import msgspec
 
 from stepscope.analysis.breakdown import CATEGORIES
-from stepscope.analysis.diff import FindingSummary, ItemSummary, RunSummary, pool
+from stepscope.analysis.diff import (
+    GPU_METRICS,
+    FindingSummary,
+    ItemSummary,
+    RunSummary,
+    pool,
+)
 from stepscope.analysis.step_series import kernel_step_series
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.report.build import SCHEMA, build_report
@@ -21,14 +28,30 @@ from stepscope.report.build import SCHEMA, build_report
 ALL_ROWS = 1 << 30
 
 
+def _bad(where: str, what: str, x: Any) -> TraceFormatError:
+    return TraceFormatError(f"{where}: malformed stepscope report (expected {what}, got {x!r})")
+
+
 def _f(x: Any, where: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        raise TraceFormatError(f"{where}: expected a number, got {x!r}")
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        raise _bad(where, "a number", x)
     return float(x)
 
 
+def _i(x: Any, where: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+        raise _bad(where, "a count", x)
+    return x
+
+
 def _opt(x: Any) -> float | None:
-    return None if x is None or isinstance(x, bool) else float(x)
+    ok = isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    return float(x) if ok else None
+
+
+def _list(doc: dict[str, Any], key: str) -> list[Any]:
+    v = doc.get(key, [])
+    return v if isinstance(v, list) else []
 
 
 def summary_from_report(
@@ -44,66 +67,65 @@ def summary_from_report(
             f"{label}: report schema {schema!r} is not supported (expected {SCHEMA!r})"
         )
     try:
-        steps = doc["steps"]
-        step_us = tuple(_f(s["duration_us"], label) for s in steps)
-        cats = {
-            c: tuple(_f(s["breakdown_us"].get(c, 0.0), label) for s in steps) for c in CATEGORIES
-        }
+        return _summary(doc, label, series, bool(complete))
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise TraceFormatError(
+            f"{label}: malformed stepscope report ({type(exc).__name__}: {exc})"
+        ) from None
 
-        def ops(key: str) -> tuple[ItemSummary, ...]:
-            return tuple(
-                ItemSummary(
-                    name=str(o["name"]),
-                    calls=int(o["calls"]),
-                    host_us=_f(o["host_total_us"], label),
-                    device_us=_f(o["device_total_us"], label),
-                    shape=o.get("input_shape"),
-                )
-                for o in doc.get(key, [])
-            )
 
-        kernels = tuple(
-            ItemSummary(
-                name=str(k["name"]),
-                calls=int(k["calls"]),
-                host_us=0.0,
-                device_us=_f(k["total_us"], label),
-                per_step=None if series is None else series.get(str(k["name"])),
-            )
-            for k in doc.get("kernels", [])
-        )
-        gpu = {
-            str(g["device"]): {
-                m: _opt(g.get(m))
-                for m in (
-                    "utilization_pct",
-                    "sm_efficiency_pct",
-                    "achieved_occupancy_pct",
-                    "tensor_core_pct",
-                )
-            }
-            for g in doc.get("gpu", [])
-        }
-        findings = tuple(
-            FindingSummary(
-                id=str(f["id"]),
-                title=str(f["title"]),
-                severity=str(f["severity"]),
-                saving_us=_f(f["estimated_saving"]["us_per_step"], label),
-            )
-            for f in doc.get("findings", [])
-        )
-        source = doc.get("source", {})
-        devices = tuple(str(d.get("name")) for d in doc.get("devices", []))
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise TraceFormatError(f"{label}: malformed stepscope report (missing {exc})") from None
-    if not step_us:
+def _summary(
+    doc: dict[str, Any], label: str, series: dict[str, tuple[float, ...]] | None,
+    complete: bool,
+) -> RunSummary:
+    steps = doc["steps"]
+    if not isinstance(steps, list) or not steps:
         raise TraceFormatError(f"{label}: the report has no steps to compare")
+    step_us = tuple(_f(s["duration_us"], label) for s in steps)
+    cats = {
+        c: tuple(_f(s["breakdown_us"].get(c, 0.0), label) for s in steps) for c in CATEGORIES
+    }
+
+    def ops(key: str) -> tuple[ItemSummary, ...]:
+        return tuple(
+            ItemSummary(
+                name=str(o["name"]),
+                calls=_i(o["calls"], label),
+                host_us=_f(o["host_total_us"], label),
+                device_us=_f(o["device_total_us"], label),
+                shape=None if o.get("input_shape") is None else str(o["input_shape"]),
+            )
+            for o in _list(doc, key)
+        )
+
+    kernels = tuple(
+        ItemSummary(
+            name=str(k["name"]),
+            calls=_i(k["calls"], label),
+            host_us=0.0,
+            device_us=_f(k["total_us"], label),
+            per_step=None if series is None else series.get(str(k["name"])),
+        )
+        for k in _list(doc, "kernels")
+    )
+    gpu = {
+        str(g["device"]): {m: _opt(g.get(m)) for m in GPU_METRICS} for g in _list(doc, "gpu")
+    }
+    findings = tuple(
+        FindingSummary(
+            id=str(f["id"]),
+            title=str(f["title"]),
+            severity=str(f["severity"]),
+            saving_us=_f(f["estimated_saving"]["us_per_step"], label),
+        )
+        for f in _list(doc, "findings")
+    )
+    source = doc.get("source")
+    source = source if isinstance(source, dict) else {}
+    world = source.get("world_size")
     warnings = []
-    if source.get("partial"):
+    if source.get("partial") is True:
         warnings.append(f"{label}: partial trace (events skipped or file salvaged)")
-    if complete is None:  # a saved report does not say whether its tables were cut at --top
-        complete = False
     return RunSummary(
         label=label,
         kind="report",
@@ -115,10 +137,10 @@ def summary_from_report(
         kernels=kernels,
         gpu=gpu,
         findings=findings,
-        complete=complete,
-        profiler_steps=bool(doc.get("profiler_steps", True)),
-        devices=devices,
-        world_size=source.get("world_size"),
+        complete=complete,  # a plain saved report does not say whether --top cut its tables
+        profiler_steps=doc.get("profiler_steps", True) is not False,
+        devices=tuple(str(d.get("name")) for d in _list(doc, "devices")),
+        world_size=world if isinstance(world, int) and not isinstance(world, bool) else None,
         warnings=tuple(warnings),
     )
 
@@ -136,7 +158,9 @@ def read_report(path: str, data: bytes | memoryview) -> RunSummary:
         series = {
             str(k): tuple(float(x) for x in v)
             for k, v in raw.items()
-            if isinstance(v, list) and all(isinstance(x, int | float) for x in v)
+            if isinstance(v, list)
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+            and all(math.isfinite(x) for x in v)
         }
     complete = doc.get(BASELINE_COMPLETE) is True
     return summary_from_report(doc, path, series=series, complete=complete)
