@@ -14,7 +14,7 @@ RELU_US = 100.0
 
 def training_trace(
     directory: Path, name: str, *, seed: int, steps: int = 8, mm_scale: float = 1.0,
-    jitter: float = 0.02,
+    jitter: float = 0.02, rank: int | None = None, world_size: int = 2,
 ) -> Path:
     """``steps`` ProfilerSteps: aten::mm -> sgemm_kernel, aten::relu -> relu_kernel.
 
@@ -24,6 +24,8 @@ def training_trace(
     """
     rng = np.random.default_rng(seed)
     b = TraceBuilder()
+    if rank is not None:
+        b.distributed = {"backend": "nccl", "rank": rank, "world_size": world_size}
     t = 1000.0
     for i in range(steps):
         mm = MM_US * mm_scale * float(rng.normal(1.0, jitter))

@@ -91,3 +91,15 @@ def test_cli_baseline_workflow(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["diff", "--baseline", str(base), nw0, "--fail-on", "step_time>+5%"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "step_time>+5%" in err[0] and "significant" in err[0]
+
+
+def test_eight_rank_job_folder() -> None:
+    """param's 8-rank DLRM traces (one ProfilerStep#10 each): the slowest rank is the step."""
+    folder = str(shared_trace("outside/param-dlrm-8rank"))
+    run = summarise_folder(folder)
+    assert (run.kind, run.ranks, run.world_size, run.steps) == ("ranks", 8, 8, ("10",))
+    assert run.step_us == (18_711.0,)  # rank 3; the fastest, rank 7, took 12,509 µs
+    d = diff_runs(run, run)
+    assert d.verdict == "not testable" and d.step.delta == 0
+    assert len({g.device for g in d.gpu}) == 8
+    assert not evaluate(d, [parse("step_time>+5%")])[0].broken

@@ -21,7 +21,7 @@ from stepscope.analysis.significance import (
 from stepscope.cli.main import main
 from stepscope.errors import UsageError
 from stepscope.report.diff_json import diff_to_json
-from stepscope.report.diff_load import summarise_trace
+from stepscope.report.diff_load import summarise_folder, summarise_trace
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +237,41 @@ def test_saved_baseline_round_trip(pair: dict[str, Path], tmp_path: Path,
     doc = json.loads(capsys.readouterr().out)
     assert any("saved report" in w for w in doc["warnings"])
     assert doc["step_time"]["verdict"] == "no significant change"
+
+
+def test_rank_folders_combine_step_by_step(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A 2-rank job: a straggler rank sets the step time; kernels are per-rank means."""
+    base, new = tmp_path / "base", tmp_path / "new"
+    base.mkdir()
+    new.mkdir()
+    for r in (0, 1):
+        training_trace(base, f"rank{r}.json", seed=20 + r, rank=r)
+        training_trace(new, f"rank{r}.json", seed=30 + r, rank=r, mm_scale=1.5 if r else 1.0)
+    assert main(["diff", str(base), str(new), "--format", "json",
+                 "--fail-on", "step_time>+10%"]) == 1
+    capsys.readouterr()
+    b, n = summarise_folder(str(base)), summarise_folder(str(new))
+    assert (b.kind, b.ranks, b.n_steps) == ("ranks", 2, 8)
+    one = summarise_trace(str(new / "rank1.json"))
+    assert n.step_us == one.step_us  # rank 1 is slowest in every step
+    diff = diff_runs(b, n)
+    assert diff.verdict == "regression" and diff.main_change == "kernel"
+    top = diff.kernels[0]
+    assert top.name == "sgemm_kernel" and top.change.significant is True
+    assert top.change.pct == pytest.approx(25.0, abs=3.0)  # +50 % on one rank of two
+    assert [g.device for g in diff.gpu][:1] == ["0:0"]
+
+
+def test_bad_rank_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    training_trace(twice, "a.json", seed=1, rank=0)
+    training_trace(twice, "b.json", seed=2, rank=0)
+    single = training_trace(tmp_path, "single.json", seed=3)
+    assert main(["diff", str(twice), str(single)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "several traces of rank 0" in err
 
 
 def test_diff_to_json_has_no_numpy_types(pair: dict[str, Path]) -> None:

@@ -50,7 +50,7 @@ class RunSummary:
     """Everything the diff needs from one run."""
 
     label: str  # path(s) as the user gave them
-    kind: str  # "trace" | "report" | "traces" (several captures pooled)
+    kind: str  # "trace" | "report" | "traces" (several captures pooled) | "ranks" (one job)
     steps: tuple[str, ...]
     step_us: tuple[float, ...]
     category_us: dict[str, tuple[float, ...]]  # category -> µs in each step
@@ -64,10 +64,99 @@ class RunSummary:
     devices: tuple[str, ...] = ()
     world_size: int | None = None
     warnings: tuple[str, ...] = ()
+    rank: int | None = None
+    ranks: int = 1  # ranks combined into this summary
 
     @property
     def n_steps(self) -> int:
         return len(self.step_us)
+
+
+def combine_ranks(ranks: Sequence[RunSummary], label: str) -> RunSummary:
+    """One rank summary per rank of a job as one run, step by step (steps matched by name).
+
+    A step of the job lasts as long as its slowest rank (everyone waits for it at the next
+    collective), and its breakdown is that rank's, so categories still sum to the step time.
+    Operator and kernel totals are per-rank means; GPU metrics are kept per rank
+    (device ``"R:D"``); findings are the union (largest saving per rule).
+    """
+    if len(ranks) == 1:
+        return ranks[0]
+    common = [s for s in ranks[0].steps if all(s in r.steps for r in ranks[1:])]
+    if not common:
+        raise ValueError("the ranks' traces share no step (ProfilerStep#N) to align")
+    pos = [{s: i for i, s in enumerate(r.steps)} for r in ranks]
+    step_us: list[float] = []
+    cats: dict[str, list[float]] = {c: [] for c in CATEGORIES}
+    for s in common:
+        durations = [r.step_us[p[s]] for r, p in zip(ranks, pos, strict=True)]
+        slow = int(np.argmax(durations))
+        step_us.append(durations[slow])
+        for c in CATEGORIES:
+            series = ranks[slow].category_us.get(c, ())
+            cats[c].append(series[pos[slow][s]] if series else 0.0)
+    n = float(len(ranks))
+
+    def items(get: str) -> tuple[ItemSummary, ...]:
+        acc: dict[tuple[str, str | None], list[tuple[int, ItemSummary]]] = {}
+        for i, r in enumerate(ranks):
+            for it in getattr(r, get):
+                acc.setdefault((it.name, it.shape), []).append((i, it))
+        out = []
+        for (name, shape), group in acc.items():
+            series: tuple[float, ...] | None = None
+            if get == "kernels" and all(it.per_step is not None for _, it in group):
+                by_rank = {i: it.per_step for i, it in group}
+                series = tuple(
+                    sum(
+                        (by_rank[i] or ())[pos[i][s]] if i in by_rank else 0.0
+                        for i in range(len(ranks))
+                    ) / n
+                    for s in common
+                )
+            out.append(
+                ItemSummary(
+                    name=name,
+                    shape=shape,
+                    calls=round(sum(it.calls for _, it in group) / n),
+                    # per rank, scaled to the aligned steps
+                    host_us=sum(it.host_us * len(common) / ranks[i].n_steps for i, it in group) / n,
+                    device_us=sum(
+                        it.device_us * len(common) / ranks[i].n_steps for i, it in group
+                    ) / n,
+                    per_step=series,
+                )
+            )
+        return tuple(out)
+
+    findings: dict[str, FindingSummary] = {}
+    for r in ranks:
+        for f in r.findings:
+            if f.id not in findings or f.saving_us > findings[f.id].saving_us:
+                findings[f.id] = f
+    gpu = {
+        f"{r.rank if r.rank is not None else i}:{dev}": metrics
+        for i, r in enumerate(ranks)
+        for dev, metrics in r.gpu.items()
+    }
+    return RunSummary(
+        label=label,
+        kind="ranks",
+        steps=tuple(common),
+        step_us=tuple(step_us),
+        category_us={c: tuple(v) for c, v in cats.items()},
+        operators=items("operators"),
+        operators_by_shape=items("operators_by_shape"),
+        kernels=items("kernels"),
+        gpu=gpu,
+        findings=tuple(findings.values()),
+        complete=all(r.complete for r in ranks),
+        profiler_steps=all(r.profiler_steps for r in ranks),
+        devices=ranks[0].devices,
+        world_size=ranks[0].world_size,
+        warnings=tuple(w for r in ranks for w in r.warnings),
+        ranks=len(ranks),
+    )
 
 
 def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
@@ -227,6 +316,7 @@ class SideInfo:
     kind: str
     steps: int
     complete: bool
+    ranks: int = 1
 
 
 @dataclass(frozen=True)
@@ -361,6 +451,11 @@ def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Dif
         )
     if base.world_size != new.world_size and base.world_size and new.world_size:
         warnings.append(f"world sizes differ ({base.world_size} vs {new.world_size})")
+    if base.ranks != new.ranks:
+        warnings.append(
+            f"the runs combine different numbers of ranks ({base.ranks} vs {new.ranks}): "
+            "step times are the slowest rank's, operator/kernel times per-rank means"
+        )
     for side in (base, new):
         if not side.complete:
             warnings.append(
@@ -369,8 +464,8 @@ def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Dif
             )
     nb, nn = base.n_steps, new.n_steps
     return Diff(
-        base=SideInfo(base.label, base.kind, nb, base.complete),
-        new=SideInfo(new.label, new.kind, nn, new.complete),
+        base=SideInfo(base.label, base.kind, nb, base.complete, base.ranks),
+        new=SideInfo(new.label, new.kind, nn, new.complete, new.ranks),
         step=step,
         verdict=verdict,
         categories=tuple(cats),

@@ -59,7 +59,13 @@ def _item(i: ItemChange) -> dict[str, Any]:
 
 
 def _side(s: SideInfo) -> dict[str, Any]:
-    return {"path": s.label, "kind": s.kind, "steps": s.steps, "complete_tables": s.complete}
+    return {
+        "path": s.label,
+        "kind": s.kind,
+        "steps": s.steps,
+        "complete_tables": s.complete,
+        "ranks": s.ranks,
+    }
 
 
 def diff_to_json(diff: Diff, gate: Sequence[GateResult] = ()) -> dict[str, Any]:

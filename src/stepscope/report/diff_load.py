@@ -19,6 +19,7 @@ from stepscope.analysis.diff import (
     FindingSummary,
     ItemSummary,
     RunSummary,
+    combine_ranks,
     pool,
 )
 from stepscope.analysis.step_series import kernel_step_series
@@ -123,6 +124,7 @@ def _summary(
     source = doc.get("source")
     source = source if isinstance(source, dict) else {}
     world = source.get("world_size")
+    rank = source.get("rank")
     warnings = []
     if source.get("partial") is True:
         warnings.append(f"{label}: partial trace (events skipped or file salvaged)")
@@ -142,6 +144,7 @@ def _summary(
         devices=tuple(str(d.get("name")) for d in _list(doc, "devices")),
         world_size=world if isinstance(world, int) and not isinstance(world, bool) else None,
         warnings=tuple(warnings),
+        rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
     )
 
 
@@ -209,10 +212,11 @@ TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
 
 
 def summarise_folder(path: str, *, use_cache: bool = True) -> RunSummary:
-    """Every trace in a folder, pooled as repeated captures of one workload.
+    """Every trace in a folder as one run.
 
-    Files with different ranks are a multi-rank run: that needs ``model.Run`` (issue 11)
-    and is refused with a clear message until it is wired in.
+    Traces of different ranks of one job (distinct ``rank``, ``world_size`` > 1) are
+    combined step by step (``combine_ranks``: the slowest rank sets the step time); other
+    traces are repeated captures of one workload, pooled (``pool``).
     """
     files = sorted(
         os.path.join(path, f)
@@ -222,10 +226,18 @@ def summarise_folder(path: str, *, use_cache: bool = True) -> RunSummary:
     if not files:
         raise UsageError(f"{path}: folder has no trace files (*.json, *.json.gz)")
     runs = [summarise_trace(f, use_cache=use_cache) for f in files]
-    ranks = {r.world_size for r in runs if r.world_size and r.world_size > 1}
-    if ranks:
-        raise UsageError(
-            f"{path}: holds traces of a {max(ranks)}-rank job; diff compares one rank's traces "
-            "or pooled captures (multi-rank runs are not supported yet)"
-        )
-    return pool(runs, path)
+    distributed = [r for r in runs if r.world_size and r.world_size > 1 and r.rank is not None]
+    if not distributed:
+        return pool(runs, path)
+    if len(distributed) != len(runs):
+        raise UsageError(f"{path}: mixes traces of a distributed job with single-process ones")
+    ranks = [r.rank for r in runs]
+    if len(set(ranks)) != len(ranks):
+        dup = next(r for r in ranks if ranks.count(r) > 1)
+        raise UsageError(f"{path}: holds several traces of rank {dup}; give one per rank")
+    if len({r.world_size for r in runs}) != 1:
+        raise UsageError(f"{path}: holds traces of jobs with different world sizes")
+    try:
+        return combine_ranks(sorted(runs, key=lambda r: r.rank or 0), path)
+    except ValueError as exc:
+        raise UsageError(f"{path}: {exc}") from None
