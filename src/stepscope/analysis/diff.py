@@ -210,7 +210,7 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
         operators=items("operators"),
         operators_by_shape=items("operators_by_shape"),
         kernels=items("kernels"),
-        gpu=runs[0].gpu,  # GPU metrics are ratios: the first capture's stand for the run
+        gpu=_mean_gpu(runs),
         findings=tuple(findings.values()),
         complete=all(r.complete for r in runs),
         profiler_steps=all(r.profiler_steps for r in runs),
@@ -218,6 +218,17 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
         world_size=runs[0].world_size,
         warnings=tuple(w for r in runs for w in r.warnings),
     )
+
+
+def _mean_gpu(runs: Sequence[RunSummary]) -> dict[str, dict[str, float | None]]:
+    """Per device and metric, the mean over the captures that measured it."""
+    out: dict[str, dict[str, float | None]] = {}
+    for dev in sorted({d for r in runs for d in r.gpu}):
+        out[dev] = {}
+        for m in GPU_METRICS:
+            vals = [v for r in runs if (v := r.gpu.get(dev, {}).get(m)) is not None]
+            out[dev][m] = sum(vals) / len(vals) if vals else None
+    return out
 
 
 # ---------------------------------------------------------------- name matching

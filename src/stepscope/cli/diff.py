@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths",
         nargs="+",
-        metavar="BASE NEW",
-        help="two traces (.json[.gz]), folders of traces, or saved JSON reports; "
+        metavar="PATH",
+        help="BASE and NEW: traces (.json[.gz]), folders of traces, or saved JSON reports; "
         "with --baseline only NEW",
     )
     parser.add_argument(
