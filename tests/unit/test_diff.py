@@ -12,8 +12,10 @@ from tests.diff_builders import MM_US, training_trace
 from stepscope.analysis.diff import diff_runs, normalise
 from stepscope.analysis.gate import evaluate, parse
 from stepscope.analysis.significance import (
+    compare_rows,
     compare_samples,
     mann_whitney,
+    mann_whitney_rows,
     robust_sd,
     t_two_sided,
     welch,
@@ -46,6 +48,37 @@ def test_mann_whitney_exact_values() -> None:
     c = np.array([6.0, 7, 8, 9, 10, 11])
     assert mann_whitney(b, c) == pytest.approx(4 / 924)
     assert mann_whitney(a, a) == pytest.approx(1.0)
+
+
+def test_exact_p_matches_enumerating_every_split() -> None:
+    import itertools
+
+    rng = np.random.default_rng(5)
+    for n, m in ((4, 4), (3, 6), (5, 4)):
+        x = rng.normal(size=n + m)
+        x[:n] += 0.8
+        pooled = np.sort(x)
+
+        us = np.array([
+            float((pooled[list(c)][:, None] > np.delete(pooled, list(c))[None, :]).sum())
+            for c in itertools.combinations(range(n + m), n)
+        ])
+        u = float((x[:n, None] > x[None, n:]).sum())
+        lo = min(u, n * m - u)
+        brute = min(1.0, 2.0 * float(np.mean(us <= lo)))
+        assert mann_whitney(x[:n], x[n:]) == pytest.approx(brute)
+
+
+def test_row_batches_match_single_tests() -> None:
+    rng = np.random.default_rng(7)
+    for n, m in ((6, 6), (40, 35), (3, 3)):
+        base = np.round(rng.normal(100, 5, (50, n)))  # rounded: ties in some rows
+        new = np.round(rng.normal(103, 5, (50, m)))
+        rows = compare_rows(base, new)
+        for i in range(0, 50, 7):
+            one = compare_samples(base[i], new[i], interval=False)
+            assert rows[i] == one
+        assert mann_whitney_rows(base, new)[3] == pytest.approx(mann_whitney(base[3], new[3]))
 
 
 def test_mann_whitney_ties_use_the_normal_approximation() -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from stepscope.analysis import names
 from stepscope.analysis.breakdown import CATEGORIES
-from stepscope.analysis.significance import ALPHA, Significance, compare_samples
+from stepscope.analysis.significance import ALPHA, Significance, compare_rows, compare_samples
 
 UNCHANGED_PCT = 2.0  # without per-step samples: |change| below this is "unchanged"
 GPU_METRICS = ("utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct")
@@ -383,17 +383,22 @@ def _match_items(
         return out
 
     gb, gn = group(base), group(new)
+    keys = sorted(set(gb) | set(gn), key=lambda k: (k[0], k[1] or ""))
+    series = [(_summed_series(gb.get(k, []), nb), _summed_series(gn.get(k, []), nn)) for k in keys]
+    tested = [i for i, (sb, sw) in enumerate(series) if sb is not None and sw is not None]
+    sigs: dict[int, Significance] = {}
+    if tested:  # every row's test at once (no bootstrap per row: the test decides)
+        rows_b = np.array([series[i][0] for i in tested], dtype=np.float64)
+        rows_w = np.array([series[i][1] for i in tested], dtype=np.float64)
+        sigs = dict(zip(tested, compare_rows(rows_b, rows_w, alpha=alpha), strict=True))
     rows = []
-    for key in sorted(set(gb) | set(gn), key=lambda k: (k[0], k[1] or "")):
+    for i, key in enumerate(keys):
         b, w = gb.get(key, []), gn.get(key, [])
-        dev_b, dev_w = sum(i.device_us for i in b), sum(i.device_us for i in w)
+        dev_b, dev_w = sum(x.device_us for x in b), sum(x.device_us for x in w)
         metric = "device" if dev_b > 0 or dev_w > 0 else "host"
-        tot_b = dev_b if metric == "device" else sum(i.host_us for i in b)
-        tot_w = dev_w if metric == "device" else sum(i.host_us for i in w)
-        sig = None
-        sb, sw = _summed_series(b, nb), _summed_series(w, nn)
-        if sb is not None and sw is not None:
-            sig = compare_samples(_arr(sb), _arr(sw), alpha=alpha)
+        tot_b = dev_b if metric == "device" else sum(x.host_us for x in b)
+        tot_w = dev_w if metric == "device" else sum(x.host_us for x in w)
+        sig = sigs.get(i)
         change = Change(tot_b / max(nb, 1), tot_w / max(nn, 1), sig)
         if not b or (tot_b == 0 and tot_w > 0):
             status = "added"
@@ -406,6 +411,7 @@ def _match_items(
             status = "unchanged"
         else:
             status = "slower" if change.delta > 0 else "faster"
+        sb, sw = series[i]
         rows.append(
             ItemChange(
                 kind=kind,
@@ -413,8 +419,8 @@ def _match_items(
                 shape=key[1],
                 status=status,
                 metric=metric,
-                calls_base=sum(i.calls for i in b),
-                calls_new=sum(i.calls for i in w),
+                calls_base=sum(x.calls for x in b),
+                calls_new=sum(x.calls for x in w),
                 change=change,
                 share_pct=_share(change.delta, step_delta),
                 samples=None if sb is None or sw is None else (sb, sw),
@@ -432,6 +438,8 @@ def _summed_series(items: Sequence[ItemSummary], n: int) -> tuple[float, ...] | 
     series = [i.per_step for i in items if i.per_step is not None and len(i.per_step) == n]
     if len(series) != len(items):
         return None
+    if len(series) == 1:
+        return series[0]
     return tuple(float(v) for v in np.sum(series, axis=0))
 
 

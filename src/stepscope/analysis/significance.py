@@ -17,6 +17,8 @@ spread is never called a regression (docs/diff.md, "Noise").
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -51,6 +53,7 @@ def robust_sd(x: F64) -> float:
     return float(MAD_SCALE * np.median(np.abs(x - np.median(x))))
 
 
+@functools.lru_cache(maxsize=64)
 def _exact_u_cdf(n: int, m: int) -> F64:
     """P(U <= u) for u = 0..n*m under H0 (no ties), by the standard counting recurrence."""
     # ways[j][u]: arrangements of i x's and j y's with statistic u, built up over i
@@ -68,42 +71,54 @@ def _exact_u_cdf(n: int, m: int) -> F64:
         ways = new
     counts = ways[m]
     cdf: F64 = np.cumsum(counts) / counts.sum()
+    cdf.flags.writeable = False  # shared through the cache
     return cdf
 
 
 def mann_whitney(base: F64, new: F64) -> float:
     """Two-sided p-value of the Mann–Whitney U test."""
-    n, m = len(base), len(new)
-    both = np.concatenate((base, new))
-    ranks = _rank(both)
-    u = float(ranks[:n].sum() - n * (n + 1) / 2.0)
-    ties = len(np.unique(both)) < len(both)
-    if not ties and n + m <= EXACT_LIMIT:
-        cdf = _exact_u_cdf(n, m)
-        lo = min(u, n * m - u)
-        return float(min(1.0, 2.0 * cdf[round(lo)]))
-    _, counts = np.unique(both, return_counts=True)
+    return float(mann_whitney_rows(base[None, :], new[None, :])[0])
+
+
+CHUNK = 1 << 22  # pair comparisons held in memory at once
+
+
+def mann_whitney_rows(base: F64, new: F64) -> F64:
+    """Two-sided Mann–Whitney p-values of each row pair: ``base`` (K, n) vs ``new`` (K, m)."""
+    k, n = base.shape
+    m = new.shape[1]
+    u = np.empty(k)
+    step = max(1, CHUNK // max(n * m, 1))
+    for lo in range(0, k, step):  # one pass per chunk of rows, not per row
+        b = base[lo : lo + step, :, None]
+        w = new[lo : lo + step, None, :]
+        u[lo : lo + step] = (b > w).sum(axis=(1, 2)) + 0.5 * (b == w).sum(axis=(1, 2))
+    both = np.sort(np.concatenate((base, new), axis=1), axis=1)
     total = n + m
-    tie_term = float((counts**3 - counts).sum()) / (total * (total - 1))
-    var = n * m / 12.0 * ((total + 1) - tie_term)
-    if var <= 0:
-        return 1.0
-    z = (abs(u - n * m / 2.0) - 0.5) / math.sqrt(var)
-    return float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0))))
-
-
-def _rank(x: F64) -> F64:
-    """Average ranks (1-based), ties share the mean of their positions."""
-    order = np.argsort(x, kind="mergesort")
-    sx = x[order]
-    first = np.concatenate(([True], sx[1:] != sx[:-1]))
-    group = np.cumsum(first) - 1
-    starts = np.flatnonzero(first)
-    ends = np.append(starts[1:], len(sx))
-    avg = (starts + ends + 1) / 2.0  # mean of 1-based positions start+1..end
-    ranks = np.empty(len(x))
-    ranks[order] = avg[group]
-    return ranks
+    starts = np.ones((k, total), dtype=bool)
+    starts[:, 1:] = both[:, 1:] != both[:, :-1]
+    ties = ~starts.all(axis=1)
+    p = np.empty(k)
+    exact = ~ties if total <= EXACT_LIMIT else np.zeros(k, dtype=bool)
+    if exact.any():
+        cdf = _exact_u_cdf(n, m)
+        tail = np.rint(np.minimum(u[exact], n * m - u[exact])).astype(np.int64)
+        p[exact] = np.minimum(1.0, 2.0 * cdf[tail])
+    approx = ~exact
+    if approx.any():
+        # tie correction: sum(t^3 - t) over each row's runs of equal values
+        flat = starts.ravel()
+        run = np.cumsum(flat) - 1
+        length = np.bincount(run).astype(np.float64)
+        row_of_run = np.flatnonzero(flat) // total
+        tie_term = np.bincount(row_of_run, weights=length**3 - length, minlength=k)
+        var = n * m / 12.0 * ((total + 1) - tie_term / (total * (total - 1)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (np.abs(u - n * m / 2.0) - 0.5) / np.sqrt(var)
+        z = np.where(var > 0, np.maximum(z, 0.0), 0.0)
+        p_norm = np.array([math.erfc(v) for v in (z / math.sqrt(2.0)).tolist()])
+        p[approx] = np.minimum(1.0, p_norm[approx])
+    return p
 
 
 def bootstrap_ci(base: F64, new: F64, *, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
@@ -117,20 +132,50 @@ def bootstrap_ci(base: F64, new: F64, *, level: float = 0.95, seed: int = 0) -> 
     return float(lo), float(hi)
 
 
-def compare_samples(base: F64, new: F64, *, alpha: float = ALPHA) -> Significance:
+def compare_samples(
+    base: F64, new: F64, *, alpha: float = ALPHA, interval: bool = True
+) -> Significance:
+    """The test, the noise floor and (``interval``) the bootstrap interval of one metric."""
     base = np.asarray(base, dtype=np.float64)
     new = np.asarray(new, dtype=np.float64)
-    noise = max(robust_sd(base), robust_sd(new))
-    dmed = float(np.median(new) - np.median(base)) if len(base) and len(new) else 0.0
-    if min(len(base), len(new)) < MIN_STEPS:
-        return Significance(len(base), len(new), "none", None, None, None, noise, dmed, None)
-    if 2.0 / math.comb(len(base) + len(new), len(base)) < alpha:
-        test, p = "mann-whitney", mann_whitney(base, new)
-    else:
-        test, p = "welch-t", welch(base, new)
-    lo, hi = bootstrap_ci(base, new)
-    significant = p < alpha and abs(dmed) > noise
-    return Significance(len(base), len(new), test, p, lo, hi, noise, dmed, significant)
+    sig = compare_rows(base[None, :], new[None, :], alpha=alpha)[0]
+    if interval and sig.p_value is not None:
+        lo, hi = bootstrap_ci(base, new)
+        sig = dataclasses.replace(sig, ci_low=lo, ci_high=hi)
+    return sig
+
+
+def _robust_sd_rows(x: F64) -> F64:
+    if x.shape[1] < 2:
+        return np.zeros(x.shape[0])
+    med = np.median(x, axis=1)
+    out: F64 = MAD_SCALE * np.median(np.abs(x - med[:, None]), axis=1)
+    return out
+
+
+def compare_rows(base: F64, new: F64, *, alpha: float = ALPHA) -> list[Significance]:
+    """``compare_samples`` without the interval for K metrics at once: (K, n) vs (K, m)."""
+    k, n = base.shape
+    m = new.shape[1]
+    noise = np.maximum(_robust_sd_rows(base), _robust_sd_rows(new))
+    dmed = np.median(new, axis=1) - np.median(base, axis=1) if n and m else np.zeros(k)
+    if min(n, m) < MIN_STEPS:
+        return [
+            Significance(n, m, "none", None, None, None, float(noise[i]), float(dmed[i]), None)
+            for i in range(k)
+        ]
+    if 2.0 / math.comb(n + m, n) < alpha:
+        test, p = "mann-whitney", mann_whitney_rows(base, new)
+    else:  # too few steps for the rank test to ever reject; rows are few here
+        test, p = "welch-t", np.array([welch(base[i], new[i]) for i in range(k)])
+    significant = (p < alpha) & (np.abs(dmed) > noise)
+    return [
+        Significance(
+            n, m, test, float(p[i]), None, None, float(noise[i]), float(dmed[i]),
+            bool(significant[i]),
+        )
+        for i in range(k)
+    ]
 
 
 def welch(base: F64, new: F64) -> float:
