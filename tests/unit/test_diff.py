@@ -296,6 +296,19 @@ def test_rank_folders_combine_step_by_step(tmp_path: Path,
     assert [g.device for g in diff.gpu][:1] == ["0:0"]
 
 
+def test_rank_folder_against_one_trace_is_incompatible(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    for r in (0, 1):
+        training_trace(job, f"rank{r}.json", seed=r, rank=r)
+    single = training_trace(tmp_path, "single.json", seed=3)
+    assert main(["diff", str(job), str(single)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "incompatible runs" in err and "2-rank job" in err
+
+
 def test_bad_rank_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     twice = tmp_path / "twice"
     twice.mkdir()

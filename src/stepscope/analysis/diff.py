@@ -447,6 +447,12 @@ def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Dif
     """The diff of ``new`` against ``base`` (positive deltas: ``new`` takes longer)."""
     if base.n_steps == 0 or new.n_steps == 0:
         raise ValueError("a run without steps cannot be compared")
+    if (base.ranks > 1) != (new.ranks > 1):
+        multi, single = (base, new) if base.ranks > 1 else (new, base)
+        raise ValueError(
+            f"{multi.label} is a {multi.ranks}-rank job, {single.label} one process: give "
+            "a folder of rank traces on both sides, or one rank's trace on both"
+        )
     sb, sn = _arr(base.step_us), _arr(new.step_us)
     step = Change(float(sb.mean()), float(sn.mean()), compare_samples(sb, sn, alpha=alpha))
     cats = []
@@ -462,6 +468,10 @@ def diff_runs(base: RunSummary, new: RunSummary, *, alpha: float = ALPHA) -> Dif
         warnings.append(
             f"the runs used different devices ({', '.join(base.devices)} vs "
             f"{', '.join(new.devices)}): kernel and GPU changes include the hardware change"
+        )
+    if bool(base.kernels) != bool(new.kernels):
+        warnings.append(
+            "only one run has GPU kernels: its kernel time has nothing to match in the other"
         )
     if base.profiler_steps != new.profiler_steps:
         warnings.append(

@@ -130,6 +130,17 @@ def _load(path: str, kind: str, use_cache: bool) -> Side:
     return Side(summary, doc)
 
 
+def _with_status(args: argparse.Namespace, path: str, work: Callable[[], Side]) -> Side:
+    """Run ``work`` under a spinner on a terminal's stderr (text output only)."""
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    if args.format != "text" or not err.is_terminal:
+        return work()
+    with err.status(f"reading and analysing {path}…"):
+        return work()
+
+
 def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
     # Dispatch point for TensorRT engine comparison (a pure function built separately):
     # the coordinator wires it here. Until then: a clear one-line refusal.
@@ -137,10 +148,9 @@ def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
 
 
 def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:
-    kinds = (args.base_kind, args.new_kind)
     use_cache = not args.no_cache
-    b = _load(base, kinds[0], use_cache)
-    n = _load(new, kinds[1], use_cache)
+    b = _with_status(args, base, lambda: _load(base, args.base_kind, use_cache))
+    n = _with_status(args, new, lambda: _load(new, args.new_kind, use_cache))
     try:
         diff = diff_runs(b.summary, n.summary, alpha=args.alpha)
     except ValueError as exc:
