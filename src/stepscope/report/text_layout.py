@@ -268,6 +268,14 @@ def comments_above(code: str, width: int) -> str:
     return "\n".join(out)
 
 
+def say(console: Console, markup: str) -> None:
+    """Print one line of rich markup wrapped to the console; continuation lines keep the
+    line's own indent plus two."""
+    text = Text.from_markup(markup)
+    lead = len(text.plain) - len(text.plain.lstrip(" "))
+    hanging(console, " " * lead, text[lead:], extra=2)
+
+
 def code_block(console: Console, code: str, indent: int) -> None:
     """Highlighted code, indented, never cut: a line longer than the terminal folds."""
     width = max(console.width - indent - 2, 20)  # room for the continuation indent
