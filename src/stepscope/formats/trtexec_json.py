@@ -1,0 +1,307 @@
+"""Readers for trtexec's JSON exports: ``--exportProfile``, ``--exportTimes``, ``--exportLayerInfo``.
+
+trtexec writes these files by string concatenation: layer and tensor names are not
+JSON-escaped, so a name holding ``"`` or ``\\`` makes the file invalid JSON. Each reader
+first tries a strict decode and, when that fails, salvages the file line by line (trtexec
+writes one record or one key per line); a salvaged result is flagged ``salvaged=True``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from stepscope.errors import TraceFormatError
+from stepscope.model.tensorrt import (
+    EngineGraph,
+    EngineLayer,
+    IterationTimes,
+    LayerProfile,
+    LayerTime,
+    TensorInfo,
+)
+
+_PROFILE_SUFFIX = re.compile(r" \[profile (\d+)\]$")
+
+
+def _text(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _decode(data: bytes) -> Any:
+    try:
+        return msgspec.json.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _num(value: Any, path: str, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TraceFormatError(f"{path}: {what} is not a number ({str(value)[:40]!r})")
+    return float(value)
+
+
+def _cnum(text: str) -> float:
+    """A number as C++ streams print it (``inf``, ``-nan`` included)."""
+    t = text.strip().lower().lstrip("+")
+    if t in ("nan", "-nan"):
+        return math.nan
+    return float(t)
+
+
+def _layer_time(name: str, t: float, avg: float, med: float | None, pct: float) -> LayerTime:
+    m = _PROFILE_SUFFIX.search(name)
+    return LayerTime(name=name, time_ms=t, average_ms=avg, median_ms=med, percentage=pct,
+                     profile=int(m.group(1)) if m else 0)
+
+
+# ---- --exportProfile ----------------------------------------------------------------------
+
+_PROFILE_LINE = re.compile(
+    r'\{\s*"name"\s*:\s*"(?P<name>.*)"\s*,\s*"timeMs"\s*:\s*(?P<t>[^,}\s]+)\s*,'
+    r'\s*"averageMs"\s*:\s*(?P<a>[^,}\s]+)\s*'
+    r'(?:,\s*"medianMs"\s*:\s*(?P<m>[^,}\s]+)\s*)?'
+    r',\s*"percentage"\s*:\s*(?P<p>[^,}\s]+)\s*\}'
+)
+_COUNT = re.compile(r'\{\s*"count"\s*:\s*(\d+)\s*\}')
+
+
+def looks_like_profile(head: str) -> bool:
+    s = head.lstrip()
+    return s.startswith("[") and ('"count"' in head[:200] or '"timeMs"' in head)
+
+
+def read_profile(data: bytes, path: str) -> LayerProfile:
+    """``--exportProfile``: ``[{"count": N}, {name, timeMs, averageMs[, medianMs], percentage}...]``."""
+    doc = _decode(data)
+    if doc is None:
+        return _salvage_profile(_text(data, path), path)
+    if not isinstance(doc, list):
+        raise TraceFormatError(f"{path}: not a trtexec --exportProfile file (expected a JSON array)")
+    count: int | None = None
+    layers: list[LayerTime] = []
+    for i, el in enumerate(doc):
+        if not isinstance(el, dict):
+            raise TraceFormatError(f"{path}: element {i} of the profile is not an object")
+        if "count" in el and "name" not in el:
+            count = int(_num(el["count"], path, "count"))
+            continue
+        if "name" not in el or "timeMs" not in el:
+            raise TraceFormatError(f"{path}: element {i} of the profile has no name/timeMs")
+        med = el.get("medianMs")
+        layers.append(_layer_time(
+            str(el["name"]), _num(el["timeMs"], path, "timeMs"),
+            _num(el.get("averageMs", 0.0), path, "averageMs"),
+            None if med is None else _num(med, path, "medianMs"),
+            _num(el.get("percentage", 0.0), path, "percentage")))
+    return LayerProfile(path=path, count=count, layers=tuple(layers))
+
+
+def _salvage_profile(text: str, path: str) -> LayerProfile:
+    count: int | None = None
+    layers: list[LayerTime] = []
+    for line in text.splitlines():
+        m = _PROFILE_LINE.search(line)
+        if m:
+            try:
+                layers.append(_layer_time(
+                    m.group("name"), _cnum(m.group("t")), _cnum(m.group("a")),
+                    None if m.group("m") is None else _cnum(m.group("m")), _cnum(m.group("p"))))
+            except ValueError:
+                continue
+            continue
+        c = _COUNT.search(line)
+        if c and count is None:
+            count = int(c.group(1))
+    if not layers:
+        raise TraceFormatError(f"{path}: not a trtexec --exportProfile file (no layer records)")
+    return LayerProfile(path=path, count=count, layers=tuple(layers), salvaged=True)
+
+
+# ---- --exportTimes --------------------------------------------------------------------------
+
+_TIME_KEYS = {  # ours -> trtexec keys (8.x+ first, then the 7.x spelling)
+    "start_enq": ("startEnqMs",),
+    "end_enq": ("endEnqMs",),
+    "h2d": ("h2dMs", "inMs"),
+    "compute": ("computeMs",),
+    "d2h": ("d2hMs", "outMs"),
+    "latency": ("latencyMs",),
+    "start_compute": ("startComputeMs",),
+    "end_compute": ("endComputeMs",),
+}
+_TIME_LINE = re.compile(r'"(\w+)"\s*:\s*([-+0-9.eEinfatyINFATY]+)')
+
+
+def looks_like_times(head: str) -> bool:
+    return head.lstrip().startswith("[") and '"startEnqMs"' in head[:400]
+
+
+def read_times(data: bytes, path: str) -> IterationTimes:
+    """``--exportTimes``: one object per timed iteration (absolute and derived ms)."""
+    doc = _decode(data)
+    salvaged = doc is None
+    if salvaged:  # numbers only, but C++ may print inf/nan
+        doc = []
+        for line in _text(data, path).splitlines():
+            rec = {}
+            for k, v in _TIME_LINE.findall(line):
+                try:
+                    rec[k] = _cnum(v)
+                except ValueError:
+                    continue
+            if rec:
+                doc.append(rec)
+    if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
+        raise TraceFormatError(f"{path}: not a trtexec --exportTimes file (expected an array of objects)")
+    if not doc:
+        raise TraceFormatError(f"{path}: the --exportTimes file holds no iterations")
+    cols: dict[str, np.ndarray[Any, Any]] = {}
+    for ours, keys in _TIME_KEYS.items():
+        key = next((k for k in keys if k in doc[0]), None)
+        if key is None:
+            cols[ours] = np.full(len(doc), np.nan)
+            continue
+        try:
+            cols[ours] = np.array([r.get(key, math.nan) for r in doc], dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TraceFormatError(f"{path}: {key} holds a value that is not a number") from exc
+    if np.isnan(cols["compute"]).all():
+        raise TraceFormatError(f"{path}: not a trtexec --exportTimes file (no computeMs)")
+    if np.isnan(cols["latency"]).all():
+        cols["latency"] = np.nan_to_num(cols["h2d"]) + cols["compute"] + np.nan_to_num(cols["d2h"])
+    return IterationTimes(path=path, **cols)
+
+
+# ---- --exportLayerInfo ---------------------------------------------------------------------
+
+# Long 8.x prose and short 10.x names -> one precision label. Checked in this order.
+_DTYPES = (
+    ("bfloat16", "BF16"), ("bf16", "BF16"), ("fp16", "FP16"), ("half", "FP16"),
+    ("fp32", "FP32"), ("float", "FP32"), ("fp8", "FP8"), ("e4m3", "FP8"), ("fp4", "FP4"),
+    ("int8", "INT8"), ("int32", "INT32"), ("int64", "INT64"), ("int4", "INT4"),
+    ("uint8", "UINT8"), ("bool", "BOOL"),
+)
+
+
+def dtype_of(fmt: str) -> str:
+    """Normalised precision of a ``Format/Datatype`` text ("Row major linear FP32" -> FP32)."""
+    low = fmt.lower()
+    if "uint8" in low:
+        return "UINT8"
+    for token, label in _DTYPES:
+        if token in low:
+            return label
+    return "?"
+
+
+def looks_like_layer_info(head: str) -> bool:
+    return head.lstrip().startswith("{") and '"Layers"' in head[:200]
+
+
+def _tensor(obj: Any) -> TensorInfo:
+    if not isinstance(obj, dict):
+        return TensorInfo(name=str(obj), dtype="?", format="", dims=())
+    fmt = str(obj.get("Format/Datatype", ""))
+    dims_raw = obj.get("Dimensions", [])
+    dims = tuple(int(d) for d in dims_raw if isinstance(d, (int, float)) and not isinstance(d, bool)) \
+        if isinstance(dims_raw, list) else ()
+    return TensorInfo(name=str(obj.get("Name", "")), dtype=dtype_of(fmt), format=fmt, dims=dims,
+                      location=str(obj.get("Location", "Device")))
+
+
+_KNOWN = {"Name", "LayerType", "Inputs", "Outputs", "TacticName", "TacticValue", "Metadata"}
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return msgspec.json.encode(value).decode()
+
+
+def _layer(obj: Any) -> EngineLayer:
+    if isinstance(obj, str):
+        return EngineLayer(name=obj, layer_type="")
+    if not isinstance(obj, dict):
+        return EngineLayer(name=str(obj), layer_type="")
+    ins = obj.get("Inputs", [])
+    outs = obj.get("Outputs", [])
+    return EngineLayer(
+        name=str(obj.get("Name", "")),
+        layer_type=str(obj.get("LayerType", "")),
+        inputs=tuple(_tensor(t) for t in ins) if isinstance(ins, list) else (),
+        outputs=tuple(_tensor(t) for t in outs) if isinstance(outs, list) else (),
+        tactic_name=str(obj.get("TacticName", "")),
+        tactic_value=str(obj.get("TacticValue", "")),
+        metadata=_compact(obj.get("Metadata", "")),
+        extra=tuple((k, _compact(v)) for k, v in obj.items() if k not in _KNOWN),
+    )
+
+
+_KEY_STRING_LINE = re.compile(r'^(\s*(?:\{"Layers":\s*\[\{)?\s*"[^"]+"\s*:\s*")(.*)("\s*,?\s*)$')
+
+
+def _repair_detailed(text: str) -> str:
+    """Re-escape the string value of every ``"Key": "value"`` line (one key per line)."""
+    out = []
+    for line in text.splitlines():
+        m = _KEY_STRING_LINE.match(line)
+        if m:
+            value = m.group(2).replace("\\", "\\\\").replace('"', '\\"')
+            line = m.group(1) + value + m.group(3)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _salvage_names(text: str) -> tuple[list[str], list[str]]:
+    layers: list[str] = []
+    bindings: list[str] = []
+    target = layers
+    for line in text.splitlines():
+        s = line.strip()
+        if '"Bindings"' in s[:14]:
+            target = bindings
+            s = s.split(":", 1)[1].strip().lstrip("[")
+        elif s.startswith('{"Layers"'):
+            s = s.split(":", 1)[1].strip().lstrip("[")
+        s = s.lstrip(",").strip()
+        if s.endswith("]}"):
+            s = s[:-2].rstrip()
+        elif s.endswith("],"):
+            s = s[:-2].rstrip()
+        if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+            target.append(s[1:-1])
+    return layers, bindings
+
+
+def read_layer_info(data: bytes, path: str) -> EngineGraph:
+    """``--exportLayerInfo``: ``{"Layers": [...], "Bindings": [...]}``, names-only or detailed."""
+    doc = _decode(data)
+    salvaged = False
+    if doc is None:
+        text = _text(data, path)
+        doc = _decode(_repair_detailed(text).encode("utf-8", "surrogatepass"))
+        salvaged = True
+        if doc is None:
+            names, bindings = _salvage_names(text)
+            if not names:
+                raise TraceFormatError(
+                    f"{path}: not a trtexec --exportLayerInfo file (invalid JSON, no layer names)")
+            return EngineGraph(path=path, layers=tuple(EngineLayer(n, "") for n in names),
+                               bindings=tuple(bindings), detailed=False, salvaged=True)
+    if not isinstance(doc, dict) or not isinstance(doc.get("Layers"), list):
+        raise TraceFormatError(f"{path}: not a trtexec --exportLayerInfo file (no \"Layers\" list)")
+    raw = doc["Layers"]
+    bindings = doc.get("Bindings", [])
+    layers = tuple(_layer(x) for x in raw)
+    detailed = any(isinstance(x, dict) for x in raw)
+    return EngineGraph(path=path, layers=layers,
+                       bindings=tuple(str(b) for b in bindings) if isinstance(bindings, list) else (),
+                       detailed=detailed, salvaged=salvaged)

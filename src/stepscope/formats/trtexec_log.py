@@ -1,0 +1,231 @@
+"""Reader for trtexec's text log: option blocks, performance summary, warnings,
+the ``--dumpProfile`` table (both layouts) and the "Engine Layer Information" dump.
+
+Log lines look like ``[10/31/2023-17:53:30] [I] text`` (levels I, W, E, V; builder lines add
+``[TRT] ``). Everything here is line-oriented and never fails on an odd line: unknown lines
+are skipped, so a truncated log still yields what it holds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from stepscope.errors import TraceFormatError
+from stepscope.formats.trtexec_json import dtype_of
+from stepscope.model.tensorrt import (
+    SUMMARY_METRICS,
+    EngineGraph,
+    EngineLayer,
+    LayerProfile,
+    LayerTime,
+    PerfSummary,
+    Stat,
+    TensorInfo,
+    TrtLog,
+)
+
+_PREFIX = re.compile(r"^\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] \[(?P<level>[IWEVF])\] (?:\[TRT\] )?")
+_RUN = re.compile(r"^&&&& (?P<state>RUNNING|PASSED|FAILED) TensorRT\.trtexec(?: \[TensorRT v(?P<v>\d+)\])?"
+                  r"(?: # (?P<cmd>.*))?")
+_HEADER = re.compile(r"^=== (?P<block>[A-Za-z ]+?) ===$")
+_KV = re.compile(r"^(?P<k>[^:=]{1,60}?):\s*(?P<v>.*)$")
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)"
+_STAT_ITEM = re.compile(rf"(?P<k>min|max|mean|median|percentile\((?P<p>{_NUM})%\))\s*=\s*(?P<v>{_NUM})")
+_PROFILE_HEAD = re.compile(r"^=== Profile \((?P<n>\d+) iterations? \) ===")
+_NUMS_FIRST = re.compile(rf"^\s*(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s+(?P<p>{_NUM})\s+(?P<name>\S.*?)\s*$")
+_NAME_FIRST4 = re.compile(rf"^\s*(?P<name>\S.*?)\s+(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s+(?P<p>{_NUM})\s*$")
+_NAME_FIRST3 = re.compile(rf"^\s*(?P<name>\S.*?)\s+(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s*$")
+_LAYER_LINE = re.compile(r"^Layer\((?P<type>[^)]*)\): (?P<name>.*?), Tactic: (?P<tactic>\S+?), (?P<io>.*)$")
+_TENSOR = re.compile(r"(?P<name>.+?) \((?P<dt>[A-Za-z0-9]+)\[(?P<dims>[^\]]*)\]\)(?:, |$)")
+_WALL = re.compile(rf"^Total Host Walltime:\s*(?P<v>{_NUM})\s*s")
+_GPU_TOTAL = re.compile(rf"^Total GPU Compute Time:\s*(?P<v>{_NUM})\s*s")
+_THROUGHPUT = re.compile(rf"^Throughput:\s*(?P<v>{_NUM})\s*qps")
+
+MAX_WARNINGS = 50
+
+
+def looks_like_log(head: str) -> bool:
+    return "&&&& RUNNING TensorRT.trtexec" in head or (
+        bool(_PREFIX.match(head.lstrip())) and "=== Model Options ===" in head)
+
+
+def version_of(code: str) -> str:
+    """``8502`` -> ``8.5.2`` (8.x: M*1000+m*100+p), ``100300`` -> ``10.3.0`` (M*10000+m*100+p)."""
+    n = int(code)
+    if n >= 10000:
+        return f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+    return f"{n // 1000}.{n // 100 % 10}.{n % 100}"
+
+
+def _f(text: str) -> float:
+    t = text.lower().lstrip("+")
+    return math.nan if t in ("nan", "-nan") else float(t)
+
+
+def parse_stat(text: str) -> Stat | None:
+    """``min = 1 ms, max = 2 ms, mean = ..., median = ..., percentile(90%) = ... ms, ...``."""
+    vals: dict[str, float] = {}
+    pcts: list[tuple[float, float]] = []
+    for m in _STAT_ITEM.finditer(text):
+        if m.group("p") is not None:
+            pcts.append((_f(m.group("p")), _f(m.group("v"))))
+        else:
+            vals[m.group("k")] = _f(m.group("v"))
+    if not all(k in vals for k in ("min", "max", "mean", "median")):
+        return None
+    return Stat(min=vals["min"], max=vals["max"], mean=vals["mean"], median=vals["median"],
+                percentiles=tuple(pcts))
+
+
+def _tensors(text: str) -> tuple[TensorInfo, ...]:
+    out = []
+    for m in _TENSOR.finditer(text.strip()):
+        dims = []
+        for d in m.group("dims").split(","):
+            d = d.split(":")[0].strip()
+            if d.lstrip("-").isdigit():
+                dims.append(int(d))
+        out.append(TensorInfo(name=m.group("name"), dtype=dtype_of(m.group("dt")),
+                              format=f"{m.group('dt')}[{m.group('dims')}]", dims=tuple(dims)))
+    return tuple(out)
+
+
+def _layer_line(line: str) -> EngineLayer | None:
+    m = _LAYER_LINE.match(line)
+    if not m:
+        return None
+    ins, _, outs = m.group("io").partition(" -> ")
+    return EngineLayer(name=m.group("name"), layer_type=m.group("type"), inputs=_tensors(ins),
+                       outputs=_tensors(outs), tactic_value=m.group("tactic"))
+
+
+def _profile_row(msg: str) -> LayerTime | None:
+    m = _NUMS_FIRST.match(msg) or _NAME_FIRST4.match(msg)
+    if m:
+        p = _f(m.group("p"))
+    else:
+        m = _NAME_FIRST3.match(msg)
+        if not m:
+            return None
+        p = math.nan
+    return LayerTime(name=m.group("name"), time_ms=_f(m.group("t")), average_ms=_f(m.group("a")),
+                     median_ms=_f(m.group("m")), percentage=p)
+
+
+def read_log(data: bytes, path: str) -> TrtLog:
+    text = data.decode("utf-8", errors="replace")
+    if not looks_like_log(text[:65536]):
+        raise TraceFormatError(f"{path}: not a trtexec log (no '&&&& RUNNING TensorRT.trtexec' line)")
+    version: str | None = None
+    command: str | None = None
+    passed: bool | None = None
+    options: list[tuple[str, list[tuple[str, str]]]] = []
+    block: list[tuple[str, str]] | None = None
+    stats: dict[str, Stat] = {}
+    throughput: float | None = None
+    wall: float | None = None
+    gpu_total: float | None = None
+    warnings: list[str] = []
+    seen_w: set[str] = set()
+    prof_rows: list[LayerTime] | None = None
+    prof_count: int | None = None
+    in_profile = False
+    in_summary = False
+    layers: list[EngineLayer] = []
+    in_layers = False
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        run = _RUN.match(line)
+        if run:
+            if run.group("v"):
+                version = version or version_of(run.group("v"))
+            command = command or run.group("cmd")
+            if run.group("state") != "RUNNING":
+                passed = run.group("state") == "PASSED"
+            continue
+        pm = _PREFIX.match(line)
+        if pm is None:
+            if in_layers:
+                lay = _layer_line(line.strip())
+                if lay is not None:
+                    layers.append(lay)
+            continue
+        in_layers = False
+        level = pm.group("level")
+        msg = line[pm.end():]
+        if level in ("W", "E"):
+            body = msg.strip()
+            if body and body not in seen_w and len(warnings) < MAX_WARNINGS:
+                seen_w.add(body)
+                warnings.append(("error: " if level == "E" else "") + body)
+            continue
+        if msg.endswith("Engine Layer Information:"):
+            in_layers = True
+            continue
+        stripped = msg.strip()
+        if in_profile:
+            if stripped.startswith(("Layer ", "Time(ms)", "Time (ms)")) or not stripped:
+                if not stripped and prof_rows:
+                    in_profile = False
+                continue
+            row = _profile_row(msg)
+            if row is None:
+                in_profile = False
+            else:
+                if row.name != "Total":
+                    assert prof_rows is not None
+                    prof_rows.append(row)
+                continue
+        hm = _HEADER.match(stripped)
+        if hm:
+            name = hm.group("block")
+            in_summary = name == "Performance summary"
+            block = None
+            if name.endswith("Options") or name == "Device Information":
+                block = []
+                options.append((name, block))
+            continue
+        pr = _PROFILE_HEAD.match(stripped)
+        if pr:
+            prof_count = int(pr.group("n"))
+            prof_rows = []
+            in_profile = True
+            continue
+        if stripped.startswith("TensorRT version:"):
+            version = stripped.split(":", 1)[1].strip() or version
+        if block is not None:
+            if not stripped:
+                block = None
+                continue
+            kv = _KV.match(stripped)
+            if kv:
+                block.append((kv.group("k").strip(), kv.group("v").strip()))
+            continue
+        if in_summary:
+            if (t := _THROUGHPUT.match(stripped)):
+                throughput = _f(t.group("v"))
+            elif (w := _WALL.match(stripped)):
+                wall = _f(w.group("v"))
+            elif (g := _GPU_TOTAL.match(stripped)):
+                gpu_total = _f(g.group("v"))
+            else:
+                key, sep, rest = stripped.partition(":")
+                if sep and key in SUMMARY_METRICS:
+                    st = parse_stat(rest)
+                    if st is not None:
+                        stats[key] = st
+    summary = None
+    if stats or throughput is not None:
+        summary = PerfSummary(source="log", throughput_qps=throughput,
+                              stats=tuple((k, stats[k]) for k in SUMMARY_METRICS if k in stats),
+                              walltime_s=wall, gpu_compute_total_s=gpu_total)
+    profile = None
+    if prof_rows:
+        profile = LayerProfile(path=path, count=prof_count, layers=tuple(prof_rows))
+    graph = None
+    if layers:
+        graph = EngineGraph(path=path, layers=tuple(layers), bindings=(), detailed=True)
+    return TrtLog(path=path, version=version, command=command, passed=passed,
+                  options=tuple((b, tuple(items)) for b, items in options),
+                  summary=summary, warnings=tuple(warnings), profile=profile, graph=graph)
