@@ -14,7 +14,9 @@ from stepscope.report.build import build_report
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...)"
+        "path",
+        help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...), or trtexec "
+        "outputs (a file or folder)",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument(
@@ -28,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
     parser.add_argument(
+        "--nsys",
+        default=None,
+        metavar="SQLITE",
+        help="TensorRT runs: nsys SQLite export of the same run, for per-layer GPU time",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
@@ -35,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.formats.trtexec_load import is_trtexec_output
+
+    if is_trtexec_output(args.path):  # trtexec exports/log (file or folder): own report
+        from stepscope.cli.report_tensorrt import run_tensorrt
+
+        return run_tensorrt(args)
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal
     if show_progress:

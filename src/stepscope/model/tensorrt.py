@@ -166,3 +166,24 @@ class TrtRun:
             if k == key:
                 return v
         return None
+
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class LayerKernelTrace:
+    """NVTX ranges, kernels and launch calls of an nsys export (ns, nsys clock)."""
+
+    path: str
+    range_names: tuple[str, ...]  # one per range
+    range_start: I64
+    range_end: I64
+    range_tid: I64
+    kernel_names: tuple[str, ...]
+    kernel_start: I64
+    kernel_end: I64
+    kernel_corr: I64
+    launch_corr: I64  # CUDA runtime calls
+    launch_start: I64
+    launch_tid: I64

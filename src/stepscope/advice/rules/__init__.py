@@ -20,7 +20,14 @@ from . import (
     pageable,
     sync,
     tensor_cores,
+    trt_enqueue,
+    trt_precision,
+    trt_reformat,
+    trt_small_batch,
+    trt_transfers,
+    trt_unstable,
 )
+from ..tensorrt_context import TrtContext
 
 RuleFn = Callable[[Context], "Finding | list[Finding] | None"]
 
@@ -38,4 +45,16 @@ RULES: dict[str, RuleFn] = {
     "h2d-not-overlapped": h2d_overlap.check,
     "cpu-ops-in-gpu-job": cpu_ops.check,
     "low-occupancy": occupancy.check,
+}
+
+# TensorRT (trtexec) runs: rules over stepscope.analysis.tensorrt.TrtAnalysis.
+TrtRuleFn = Callable[[TrtContext], "Finding | None"]
+
+TRT_RULES: dict[str, TrtRuleFn] = {
+    "trt-reformat": trt_reformat.check,
+    "trt-precision": trt_precision.check,
+    "trt-enqueue-bound": trt_enqueue.check,
+    "trt-transfer-bound": trt_transfers.check,
+    "trt-unstable-timings": trt_unstable.check,
+    "trt-small-batch": trt_small_batch.check,
 }

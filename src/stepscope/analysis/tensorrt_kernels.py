@@ -1,0 +1,94 @@
+"""Map GPU kernels to TensorRT layers through NVTX: a kernel belongs to the innermost NVTX
+range open on the launching thread when its launch call started (nsys's NVTX projection).
+
+Per-layer GPU time per inference = summed kernel durations of the layer / number of times
+the layer's range occurs. Kernels launched outside any range (e.g. replayed CUDA graphs,
+which carry no per-layer NVTX) are reported as unmapped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.tensorrt import LayerKernelTrace
+
+I64 = npt.NDArray[np.int64]
+MAX_DEPTH = 64  # walk-back steps over finished sibling ranges (nesting depth bound)
+
+
+@dataclass(frozen=True)
+class KernelMapping:
+    per_layer_ms: dict[str, float]  # per inference
+    kernels: dict[str, tuple[tuple[str, float, int], ...]]  # layer -> (kernel, ms/inference, calls)
+    occurrences: dict[str, int]  # layer -> ranges seen (inferences)
+    mapped_kernels: int
+    unmapped_kernels: int
+    unmapped_ms: float  # total, not per inference
+
+
+def innermost_range(start: I64, end: I64, tid: I64, q_ts: I64, q_tid: I64) -> I64:
+    """Index of the innermost range on the same thread containing each query time (-1: none)."""
+    out = np.full(len(q_ts), -1, dtype=np.int64)
+    if len(start) == 0 or len(q_ts) == 0:
+        return out
+    for t in np.unique(q_tid).tolist():
+        rsel = np.flatnonzero(tid == t)
+        qsel = np.flatnonzero(q_tid == t)
+        if len(rsel) == 0:
+            continue
+        rsel = rsel[np.argsort(start[rsel], kind="stable")]
+        rs, re_ = start[rsel], end[rsel]
+        ts = q_ts[qsel]
+        k = np.searchsorted(rs, ts, side="right") - 1
+        for _ in range(MAX_DEPTH):
+            bad = (k >= 0) & (re_[np.maximum(k, 0)] < ts)
+            if not bad.any():
+                break
+            k = np.where(bad, k - 1, k)
+        ok = (k >= 0) & (re_[np.maximum(k, 0)] >= ts)
+        out[qsel[ok]] = rsel[k[ok]]
+    return out
+
+
+def layer_gpu_times(tr: LayerKernelTrace) -> KernelMapping:
+    order = np.argsort(tr.launch_corr, kind="stable")
+    lc = tr.launch_corr[order]
+    pos = np.searchsorted(lc, tr.kernel_corr)
+    pos_c = np.minimum(pos, max(len(lc) - 1, 0))
+    found = (len(lc) > 0) & (pos < len(lc)) & (lc[pos_c] == tr.kernel_corr) if len(lc) else \
+        np.zeros(len(tr.kernel_corr), dtype=bool)
+    src = order[pos_c] if len(lc) else np.zeros(0, dtype=np.int64)
+    q_ts = np.where(found, tr.launch_start[src], -1) if len(lc) else np.full(len(found), -1)
+    q_tid = np.where(found, tr.launch_tid[src], -1) if len(lc) else np.full(len(found), -1)
+    rng = innermost_range(tr.range_start, tr.range_end, tr.range_tid,
+                          q_ts.astype(np.int64), q_tid.astype(np.int64))
+    rng[~found] = -1
+    dur = (tr.kernel_end - tr.kernel_start).astype(np.float64)
+    names = np.array(tr.range_names, dtype=object)
+    occ_names, occ_counts = np.unique(names, return_counts=True) if len(names) else ([], [])
+    occurrences = {str(n): int(c) for n, c in zip(occ_names, occ_counts, strict=True)}
+    mapped = rng >= 0
+    per_layer: dict[str, float] = {}
+    kernels: dict[str, dict[str, tuple[float, int]]] = {}
+    if mapped.any():
+        lay = names[rng[mapped]]
+        kn = np.array(tr.kernel_names, dtype=object)[mapped]
+        d = dur[mapped]
+        keys = np.array([f"{a}\x00{b}" for a, b in zip(lay, kn, strict=True)], dtype=object)
+        uk, inv = np.unique(keys, return_inverse=True)
+        tot = np.bincount(inv, weights=d)
+        cnt = np.bincount(inv)
+        for key, t, c in zip(uk.tolist(), tot.tolist(), cnt.tolist(), strict=True):
+            layer, kernel = str(key).split("\x00", 1)
+            n = max(occurrences.get(layer, 1), 1)
+            per_layer[layer] = per_layer.get(layer, 0.0) + t / n / 1e6
+            kernels.setdefault(layer, {})[kernel] = (t / n / 1e6, int(c))
+    return KernelMapping(
+        per_layer_ms=per_layer,
+        kernels={k: tuple(sorted(((kn, ms, c) for kn, (ms, c) in v.items()), key=lambda x: -x[1]))
+                 for k, v in kernels.items()},
+        occurrences=occurrences, mapped_kernels=int(mapped.sum()),
+        unmapped_kernels=int((~mapped).sum()), unmapped_ms=float(dur[~mapped].sum()) / 1e6)

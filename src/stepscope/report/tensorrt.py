@@ -1,0 +1,85 @@
+"""The report of a TensorRT (trtexec) run: analysis + findings, and its JSON.
+
+Same contract as the trace report (``schema``, ``source``, ``devices``, ``findings``) with the
+engine results under the ``tensorrt`` key; the trace-only keys are absent (docs/report-json.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepscope.advice.finding import Finding
+from stepscope.analysis.tensorrt import TrtAnalysis, analyse_tensorrt, summary_json
+from stepscope.model.tensorrt import TrtRun
+from stepscope.report.build import SCHEMA
+
+
+@dataclass(frozen=True)
+class TrtReport:
+    analysis: TrtAnalysis
+    top: int
+    findings: list[Finding] = field(default_factory=list)
+    kernels_source: str | None = None  # nsys export used for per-layer GPU time
+
+    def to_json(self) -> dict[str, Any]:
+        a = self.analysis
+        run = a.run
+        salvaged = any(x is not None and x.salvaged for x in (run.profile, run.graph))
+        return {
+            "schema": SCHEMA,
+            "source": {
+                "path": run.path, "format": "trtexec", "events": len(a.layers),
+                "vendor": "nvidia", "rank": None, "world_size": None, "skipped": {},
+                "warnings": list(run.warnings) + list(a.notes),
+                "partial": salvaged or bool(run.warnings),
+            },
+            "devices": [{"id": 0, **{k: v for k, v in run.device}}] if run.device else [],
+            "findings": [f.to_json() for f in self.findings],
+            "tensorrt": tensorrt_json(a, self.kernels_source),
+        }
+
+
+def tensorrt_json(a: TrtAnalysis, kernels_source: str | None = None) -> dict[str, Any]:
+    run = a.run
+    log = run.log
+    return {
+        "engine": run.name,
+        "files": list(run.files),
+        "trt_version": log.version if log else None,
+        "command": log.command if log else None,
+        "passed": log.passed if log else None,
+        "options": dict(run.options) | ({k: v for _b, items in log.options for k, v in items}
+                                        if log else {}),
+        "engine_precision": a.engine_precision,
+        "batch": a.batch,
+        "profiled_iterations": a.profiled_iterations,
+        "layer_total_ms": round(a.layer_total_ms, 6),
+        "inference_ms": None if a.inference_ms is None else round(a.inference_ms, 6),
+        "summary": summary_json(a.summary),
+        "timing_cv_pct": None if a.timing_cv_pct is None else round(a.timing_cv_pct, 3),
+        "iterations_timed": len(run.times) if run.times is not None else None,
+        "trtexec_warnings": list(log.warnings) if log else [],
+        "layers": [r.to_json() for r in a.layers],
+        "reformats": a.reformats.to_json(),
+        "precision_mix": [s.to_json() for s in a.precision_mix],
+        "by_type": [s.to_json() for s in a.by_type],
+        "graph": None if a.graph is None else a.graph.to_json(),
+        "kernels_source": kernels_source,
+        "notes": list(a.notes),
+    }
+
+
+def build_trt_report(run: TrtRun, *, top: int = 20, nsys: str | None = None) -> TrtReport:
+    from stepscope.advice.tensorrt import advise_tensorrt
+
+    analysis = analyse_tensorrt(run)
+    if nsys is not None:
+        from stepscope.analysis.tensorrt import with_gpu_times
+        from stepscope.analysis.tensorrt_kernels import layer_gpu_times
+        from stepscope.formats.trtexec_nsys import read_layer_kernels
+
+        mapping = layer_gpu_times(read_layer_kernels(nsys))
+        analysis = with_gpu_times(analysis, mapping.per_layer_ms)
+    return TrtReport(analysis=analysis, top=top, findings=advise_tensorrt(analysis),
+                     kernels_source=nsys)
