@@ -282,7 +282,7 @@ def _nvjet(name: str, m: re.Match[str]) -> DecodedName:
                        precision != "FP32")
 
 
-def _split_top(text: str, sep: str) -> list[str]:
+def split_top(text: str, sep: str) -> list[str]:
     """Split on ``sep`` outside brackets/parentheses."""
     out, depth, cur, i = [], 0, [], 0
     while i < len(text):
@@ -302,15 +302,15 @@ def _split_top(text: str, sep: str) -> list[str]:
     return [p.strip() for p in out if p.strip()]
 
 
-def _pwn_leaves(text: str) -> list[str]:
+def pwn_leaves(text: str) -> list[str]:
     """``PWN(PWN(A + B, C), D)`` -> [A, B, C, D]."""
     t = text.strip()
     if t.startswith("PWN(") and t.endswith(")"):
         inner = t[4:-1]
         leaves: list[str] = []
-        for part in _split_top(inner, ","):
-            for p in _split_top(part, " + "):
-                leaves.extend(_pwn_leaves(p))
+        for part in split_top(inner, ","):
+            for p in split_top(part, " + "):
+                leaves.extend(pwn_leaves(p))
         return leaves
     return [t] if t else []
 
@@ -364,14 +364,14 @@ def decode_layer(name: str) -> DecodedName:
     if re.fullmatch(r"\[trainStation\d+\]", base) or "[DevicetoShapeHostCopy]" in base:
         label = "shape sync (data-dependent shapes)"
         return DecodedName(name, "shape-sync", label, ("ShapeSync",), tuple(fields))
-    if base.startswith("PWN(") or " + PWN(" in base or _split_top(base, " + ")[1:]:
-        parts = _split_top(base, " + ")
+    if base.startswith("PWN(") or " + PWN(" in base or split_top(base, " + ")[1:]:
+        parts = split_top(base, " + ")
         ops: list[str] = []
         pointwise = False
         for p in parts:
             if p.startswith("PWN("):
                 pointwise = True
-                ops.extend(_op_label(x) for x in _pwn_leaves(p))
+                ops.extend(_op_label(x) for x in pwn_leaves(p))
             else:
                 ops.append(_op_label(p))
         ops = [o for o in ops if o != "weights"] or ops

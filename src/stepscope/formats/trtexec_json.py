@@ -107,7 +107,7 @@ def read_profile(data: bytes, path: str) -> LayerProfile:
 def _salvage_profile(text: str, path: str) -> LayerProfile:
     count: int | None = None
     layers: list[LayerTime] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         m = _PROFILE_LINE.search(line)
         if m:
             try:
@@ -150,7 +150,7 @@ def read_times(data: bytes, path: str) -> IterationTimes:
     salvaged = doc is None
     if salvaged:  # numbers only, but C++ may print inf/nan
         doc = []
-        for line in _text(data, path).splitlines():
+        for line in _text(data, path).split("\n"):
             rec = {}
             for k, v in _TIME_LINE.findall(line):
                 try:
@@ -251,7 +251,7 @@ _KEY_STRING_LINE = re.compile(r'^(\s*(?:\{"Layers":\s*\[\{)?\s*"[^"]+"\s*:\s*")(
 def _repair_detailed(text: str) -> str:
     """Re-escape the string value of every ``"Key": "value"`` line (one key per line)."""
     out = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         m = _KEY_STRING_LINE.match(line)
         if m:
             value = m.group(2).replace("\\", "\\\\").replace('"', '\\"')
@@ -264,7 +264,7 @@ def _salvage_names(text: str) -> tuple[list[str], list[str]]:
     layers: list[str] = []
     bindings: list[str] = []
     target = layers
-    for line in text.splitlines():
+    for line in text.split("\n"):
         s = line.strip()
         if '"Bindings"' in s[:14]:
             target = bindings

@@ -134,7 +134,7 @@ def read_log(data: bytes, path: str) -> TrtLog:
     in_summary = False
     layers: list[EngineLayer] = []
     in_layers = False
-    for raw in text.splitlines():
+    for raw in text.split("\n"):
         line = raw.rstrip("\r")
         run = _RUN.match(line)
         if run:
