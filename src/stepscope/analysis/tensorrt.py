@@ -212,7 +212,7 @@ def _shares(rows: tuple[LayerRow, ...], key: str, total: float) -> tuple[Share, 
 def trtexec_percentile(sorted_values: npt.NDArray[np.float64], p: float) -> float:
     """trtexec's percentile: value at sorted index max(n-1-floor((1-p/100)*n), 0)."""
     n = len(sorted_values)
-    idx = max(n - 1 - int(math.floor((1.0 - p / 100.0) * n)), 0)
+    idx = max(n - 1 - int(math.floor((100.0 - p) * n / 100.0 + 1e-9)), 0)
     return float(sorted_values[idx])
 
 
