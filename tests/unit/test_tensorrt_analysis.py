@@ -12,7 +12,12 @@ from tests.trt_builders import nsys_sqlite, run
 from stepscope.advice.rules import TRT_RULES
 from stepscope.advice.tensorrt import advise_tensorrt
 from stepscope.advice.tensorrt_context import TrtContext
-from stepscope.analysis.tensorrt import analyse_tensorrt, stat_of, trtexec_percentile, with_gpu_times
+from stepscope.analysis.tensorrt import (
+    analyse_tensorrt,
+    stat_of,
+    trtexec_percentile,
+    with_gpu_times,
+)
 from stepscope.analysis.tensorrt_diff import compare_engines, layer_nodes
 from stepscope.analysis.tensorrt_kernels import layer_gpu_times
 from stepscope.errors import TraceFormatError
@@ -24,7 +29,13 @@ BASE = [  # name, avg ms, type, in dtype, out dtype
     ("QuantizeLinear_2", 0.10, "Reformat", "FP32", "INT8"),
     ("w + QuantizeLinear_8 + Conv_12 + PWN(Clip_16)", 0.50, "CaskConvolution", "INT8", "INT8"),
     ("Conv_20 + Relu_21", 0.30, "CaskConvolution", "INT8", "INT8"),
-    ("Reformatting CopyNode for Output Tensor 0 to Conv_20 + Relu_21", 0.05, "Reformat", "INT8", "INT8"),
+    (
+        "Reformatting CopyNode for Output Tensor 0 to Conv_20 + Relu_21",
+        0.05,
+        "Reformat",
+        "INT8",
+        "INT8",
+    ),
     ("Softmax_30", 0.05, "CudaSoftMax", "FP32", "FP32"),
 ]
 INT8 = (("Precision", "FP32+FP16+INT8"),)
@@ -46,7 +57,13 @@ def test_layer_table_reformats_precision_graph() -> None:
     assert ("t0", -1, 0) in edges and ("t1", 0, 1) in edges and ("t5", 4, -1) in edges
     j = tensorrt_json(a)
     assert j["layers"][0]["decoded"]["kind"] == "plain" and j["reformats"]["layers"] == 2
-    assert j["graph"]["edges"][0] == {"tensor": "t0", "from": -1, "to": 0, "dtype": "FP32", "dims": [1, 8]}
+    assert j["graph"]["edges"][0] == {
+        "tensor": "t0",
+        "from": -1,
+        "to": 0,
+        "dtype": "FP32",
+        "dims": [1, 8],
+    }
 
 
 def test_percentiles_like_trtexec() -> None:
@@ -54,10 +71,16 @@ def test_percentiles_like_trtexec() -> None:
     assert trtexec_percentile(v, 90) == 90.0 and trtexec_percentile(v, 99) == 99.0
     assert trtexec_percentile(np.array([5.0]), 99) == 5.0
     s = stat_of(np.array([1.0, 2.0, 3.0, 4.0]))
-    assert s is not None and s.median == 2.5 and s.mean == 2.5 and s.cv_pct == pytest.approx(44.72, 0.01)
+    assert (
+        s is not None
+        and s.median == 2.5
+        and s.mean == 2.5
+        and s.cv_pct == pytest.approx(44.72, 0.01)
+    )
 
 
 # ---- rules: one firing and one silent case each ----------------------------------------
+
 
 def _fires(rule: str, a_run: object) -> bool:
     ctx = TrtContext(analyse_tensorrt(a_run))  # type: ignore[arg-type]
@@ -68,8 +91,9 @@ def test_reformat_rule() -> None:
     assert _fires("trt-reformat", run(BASE, options=INT8))
     quiet = [r for r in BASE if r[2] != "Reformat"]
     assert not _fires("trt-reformat", run(quiet, options=INT8))
-    f = TRT_RULES["trt-reformat"](TrtContext(analyse_tensorrt(run(BASE, options=INT8,
-                                                                     summary={"GPU Compute Time": 0.5}))))
+    f = TRT_RULES["trt-reformat"](
+        TrtContext(analyse_tensorrt(run(BASE, options=INT8, summary={"GPU Compute Time": 0.5})))
+    )
     assert f is not None and f.saving_us == pytest.approx(75.0)  # 0.15 ms x (0.5 / 1.0)
 
 
@@ -86,31 +110,41 @@ def test_enqueue_rule() -> None:
     bound = run(BASE, summary={"GPU Compute Time": 0.5, "Enqueue Time": 0.8})
     f = TRT_RULES["trt-enqueue-bound"](TrtContext(analyse_tensorrt(bound)))
     assert f is not None and f.saving_us == pytest.approx(300.0) and "useCudaGraph" in f.fix
-    assert not _fires("trt-enqueue-bound", run(BASE, summary={"GPU Compute Time": 0.5, "Enqueue Time": 0.1}))
+    assert not _fires(
+        "trt-enqueue-bound", run(BASE, summary={"GPU Compute Time": 0.5, "Enqueue Time": 0.1})
+    )
 
 
 def test_transfer_rule() -> None:
     heavy = run(BASE, summary={"GPU Compute Time": 1.0, "H2D Latency": 0.6, "D2H Latency": 0.2})
     f = TRT_RULES["trt-transfer-bound"](TrtContext(analyse_tensorrt(heavy)))
     assert f is not None and f.saving_us == pytest.approx(800.0)
-    assert not _fires("trt-transfer-bound", run(BASE, summary={"GPU Compute Time": 1.0, "H2D Latency": 0.1}))
+    assert not _fires(
+        "trt-transfer-bound", run(BASE, summary={"GPU Compute Time": 1.0, "H2D Latency": 0.1})
+    )
 
 
 def test_unstable_rule() -> None:
     assert _fires("trt-unstable-timings", run(BASE, summary={"GPU Compute Time": 1.0, "cv": 6.0}))
-    assert not _fires("trt-unstable-timings", run(BASE, summary={"GPU Compute Time": 1.0, "cv": 1.0}))
+    assert not _fires(
+        "trt-unstable-timings", run(BASE, summary={"GPU Compute Time": 1.0, "cv": 1.0})
+    )
 
 
 def test_small_batch_rule() -> None:
     tiny = [(f"Conv_{i}", 0.004, "CaskConvolution", "FP16", "FP16") for i in range(10)]
-    f = TRT_RULES["trt-small-batch"](TrtContext(analyse_tensorrt(run(tiny, options=(("Batch", "1"),)))))
+    f = TRT_RULES["trt-small-batch"](
+        TrtContext(analyse_tensorrt(run(tiny, options=(("Batch", "1"),))))
+    )
     assert f is not None and f.saving_us == pytest.approx(20.0)
     assert not _fires("trt-small-batch", run(tiny, options=(("Batch", "32"),)))
     assert not _fires("trt-small-batch", run(BASE, options=(("Batch", "1"),)))
 
 
 def test_advisor_ranks_and_survives_a_broken_rule() -> None:
-    a = analyse_tensorrt(run(BASE, options=INT8, summary={"GPU Compute Time": 1.0, "Enqueue Time": 2.0}))
+    a = analyse_tensorrt(
+        run(BASE, options=INT8, summary={"GPU Compute Time": 1.0, "Enqueue Time": 2.0})
+    )
 
     def boom(ctx: TrtContext) -> None:
         raise RuntimeError("x")
@@ -123,18 +157,28 @@ def test_advisor_ranks_and_survives_a_broken_rule() -> None:
 
 # ---- comparison ------------------------------------------------------------------------
 
+
 def test_compare_engines() -> None:
-    a_rows = [("Conv_1", 0.4, "CaskConvolution", "FP32", "FP32"), ("Relu_2", 0.1, "PointWiseV2", "FP32", "FP32"),
-              ("Pool_3", 0.2, "CaskPooling", "FP32", "FP32")]
-    b_rows = [("Conv_1 + Relu_2", 0.2, "CaskConvolution", "FP16", "FP16"),
-              ("Pool_3", 0.1, "CaskPooling", "FP16", "FP16"), ("copy", 0.05, "Reformat", "FP16", "FP32")]
+    a_rows = [
+        ("Conv_1", 0.4, "CaskConvolution", "FP32", "FP32"),
+        ("Relu_2", 0.1, "PointWiseV2", "FP32", "FP32"),
+        ("Pool_3", 0.2, "CaskPooling", "FP32", "FP32"),
+    ]
+    b_rows = [
+        ("Conv_1 + Relu_2", 0.2, "CaskConvolution", "FP16", "FP16"),
+        ("Pool_3", 0.1, "CaskPooling", "FP16", "FP16"),
+        ("copy", 0.05, "Reformat", "FP16", "FP32"),
+    ]
     a = analyse_tensorrt(run(a_rows, name="fp32", summary={"GPU Compute Time": 0.7}))
     b = analyse_tensorrt(run(b_rows, name="fp16", summary={"GPU Compute Time": 0.35}))
     c = compare_engines(a, b)
     assert c.speedup == pytest.approx(2.0)
     assert [(d.name, d.delta_ms) for d in c.matched] == [("Pool_3", pytest.approx(-0.1))]
     assert c.matched[0].a_precision == "FP32" and c.matched[0].b_precision == "FP16"
-    assert [d.name for d in c.only_a] == ["Conv_1", "Relu_2"] and [d.name for d in c.only_b] == ["Conv_1 + Relu_2", "copy"]
+    assert [d.name for d in c.only_a] == ["Conv_1", "Relu_2"] and [d.name for d in c.only_b] == [
+        "Conv_1 + Relu_2",
+        "copy",
+    ]
     assert len(c.fusions) == 1
     f = c.fusions[0]
     assert f.side == "b" and f.layer == "Conv_1 + Relu_2" and f.others == ("Conv_1", "Relu_2")
@@ -143,7 +187,13 @@ def test_compare_engines() -> None:
     assert j["a"]["engine"] == "fp32" and j["fusions"][0]["split_layers"] == ["Conv_1", "Relu_2"]
     mix = {s["key"]: (s["a_pct"], s["b_pct"]) for s in j["precision_mix"]}
     assert mix["FP32"] == (100.0, 0.0) and mix["FP16"] == (0.0, 100.0)  # input precision
-    assert layer_nodes("w + Conv_1 + PWN(PWN(a + b), c) [profile 2]") == ("w", "Conv_1", "a", "b", "c")
+    assert layer_nodes("w + Conv_1 + PWN(PWN(a + b), c) [profile 2]") == (
+        "w",
+        "Conv_1",
+        "a",
+        "b",
+        "c",
+    )
     from rich.console import Console
 
     con = Console(record=True, width=160)
@@ -154,18 +204,37 @@ def test_compare_engines() -> None:
 
 # ---- kernels -> layers (synthetic nsys export; no real TensorRT nsys export available) ----
 
+
 def test_kernels_to_layers(tmp_path: Path) -> None:
     db = tmp_path / "trt.sqlite"
-    nsys_sqlite(db, [("Conv_1 + Relu_2", [("sm80_xmma_fprop_a", 4000), ("generatedNativePointwise", 1000)]),
-                     ("Pool_3", [("pool_kernel", 2000)])], iterations=3, outside=2)
+    nsys_sqlite(
+        db,
+        [
+            ("Conv_1 + Relu_2", [("sm80_xmma_fprop_a", 4000), ("generatedNativePointwise", 1000)]),
+            ("Pool_3", [("pool_kernel", 2000)]),
+        ],
+        iterations=3,
+        outside=2,
+    )
     tr = read_layer_kernels(str(db))
     m = layer_gpu_times(tr)
-    assert m.per_layer_ms == {"Conv_1 + Relu_2": pytest.approx(0.005), "Pool_3": pytest.approx(0.002)}
+    assert m.per_layer_ms == {
+        "Conv_1 + Relu_2": pytest.approx(0.005),
+        "Pool_3": pytest.approx(0.002),
+    }
     assert m.occurrences["Conv_1 + Relu_2"] == 3
     assert m.kernels["Conv_1 + Relu_2"][0] == ("sm80_xmma_fprop_a", pytest.approx(0.004), 3)
-    assert m.mapped_kernels == 9 and m.unmapped_kernels == 2 and m.unmapped_ms == pytest.approx(0.002)
-    a = analyse_tensorrt(run([("Conv_1 + Relu_2", 0.006, "CaskConvolution", "FP16", "FP16"),
-                              ("Pool_3", 0.003, "CaskPooling", "FP16", "FP16")]))
+    assert (
+        m.mapped_kernels == 9 and m.unmapped_kernels == 2 and m.unmapped_ms == pytest.approx(0.002)
+    )
+    a = analyse_tensorrt(
+        run(
+            [
+                ("Conv_1 + Relu_2", 0.006, "CaskConvolution", "FP16", "FP16"),
+                ("Pool_3", 0.003, "CaskPooling", "FP16", "FP16"),
+            ]
+        )
+    )
     a2 = with_gpu_times(a, m.per_layer_ms)
     assert [r.gpu_ms for r in a2.layers] == [pytest.approx(0.005), pytest.approx(0.002)]
 
@@ -178,7 +247,9 @@ def test_nsys_bad_inputs(tmp_path: Path) -> None:
     import sqlite3
 
     empty = tmp_path / "e.sqlite"
-    sqlite3.connect(empty).execute("CREATE TABLE StringIds (id INTEGER, value TEXT)").connection.commit()
+    sqlite3.connect(empty).execute(
+        "CREATE TABLE StringIds (id INTEGER, value TEXT)"
+    ).connection.commit()
     with pytest.raises(TraceFormatError, match="lacks NVTX_EVENTS"):
         read_layer_kernels(str(empty))
 

@@ -13,14 +13,26 @@ from stepscope.errors import StepscopeError, TraceFormatError
 from stepscope.formats.trtexec_json import dtype_of, read_layer_info, read_profile, read_times
 from stepscope.formats.trtexec_log import parse_stat, read_log, version_of
 
-SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
-HOSTILE = ['a "quoted" layer', "back\\slash", "<script>alert(1)</script>", "{ForeignNode[a...b]}",
-           "x, y", "💥", "[profile 1]", "PWN(PWN(a + b), c)", "\t tab"]
+SETTINGS = settings(
+    max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+HOSTILE = [
+    'a "quoted" layer',
+    "back\\slash",
+    "<script>alert(1)</script>",
+    "{ForeignNode[a...b]}",
+    "x, y",
+    "💥",
+    "[profile 1]",
+    "PWN(PWN(a + b), c)",
+    "\t tab",
+]
 
 
 def test_profile_valid_and_count() -> None:
-    p = read_profile(profile_text([("conv", 1.5), ("relu [profile 1]", 0.5)], count=4).encode(), "p")
+    p = read_profile(
+        profile_text([("conv", 1.5), ("relu [profile 1]", 0.5)], count=4).encode(), "p"
+    )
     assert p.count == 4 and not p.salvaged
     assert [lt.name for lt in p.layers] == ["conv", "relu [profile 1]"]
     assert p.layers[0].time_ms == pytest.approx(6.0) and p.layers[0].average_ms == 1.5
@@ -36,13 +48,15 @@ def test_profile_unescaped_names_are_salvaged(name: str) -> None:
 
 
 def test_profile_without_median_and_cpp_numbers() -> None:
-    text = profile_text([('q"x', 1.0)], median=False).replace('"averageMs" : 1', '"averageMs" : -nan')
+    text = profile_text([('q"x', 1.0)], median=False).replace(
+        '"averageMs" : 1', '"averageMs" : -nan'
+    )
     p = read_profile(text.encode(), "p")
     assert p.layers[0].median_ms is None and math.isnan(p.layers[0].average_ms)
 
 
 def test_profile_garbage_is_one_line_error() -> None:
-    with pytest.raises(TraceFormatError, match="^p: "):
+    with pytest.raises(TraceFormatError, match=r"^p: "):
         read_profile(b"[1, 2", "p")
     with pytest.raises(TraceFormatError):
         read_profile(b'{"a": 1}', "p")
@@ -59,12 +73,23 @@ def test_times() -> None:
 
 
 def test_layer_info_detailed_with_unescaped_quotes() -> None:
-    text = layer_info_text([
-        {"name": 'conv "1"', "inputs": [("in", "Row major linear FP32")],
-         "outputs": [("mid", "Channel major FP16 format where channel % 8 == 0")],
-         "tactic": "sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16"},
-        {"name": "back\\slash", "type": "Reformat", "inputs": [("mid", "Half")],
-         "outputs": [("out", "Int8")]}])
+    text = layer_info_text(
+        [
+            {
+                "name": 'conv "1"',
+                "inputs": [("in", "Row major linear FP32")],
+                "outputs": [("mid", "Channel major FP16 format where channel % 8 == 0")],
+                "tactic": "sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_"
+                "tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16",
+            },
+            {
+                "name": "back\\slash",
+                "type": "Reformat",
+                "inputs": [("mid", "Half")],
+                "outputs": [("out", "Int8")],
+            },
+        ]
+    )
     g = read_layer_info(text.encode(), "g")
     assert g.detailed and g.salvaged
     assert [lay.name for lay in g.layers] == ['conv "1"', "back\\slash"]
@@ -75,7 +100,10 @@ def test_layer_info_detailed_with_unescaped_quotes() -> None:
 
 def test_layer_info_names_only_valid_and_salvaged() -> None:
     g = read_layer_info(names_only_text(["a", "(Unnamed Layer* 1) [Shuffle]"]).encode(), "g")
-    assert not g.detailed and [lay.name for lay in g.layers] == ["a", "(Unnamed Layer* 1) [Shuffle]"]
+    assert not g.detailed and [lay.name for lay in g.layers] == [
+        "a",
+        "(Unnamed Layer* 1) [Shuffle]",
+    ]
     g2 = read_layer_info(names_only_text(['say "hi"', "b"]).encode(), "g")
     assert g2.salvaged and [lay.name for lay in g2.layers] == ['say "hi"', "b"]
     assert g2.bindings == ("input", "output")
@@ -84,29 +112,47 @@ def test_layer_info_names_only_valid_and_salvaged() -> None:
 def test_dtype_names() -> None:
     assert dtype_of("Thirty-two wide channel vectorized row major Int8 format") == "INT8"
     assert dtype_of("Channel major FP16 format where channel % 8 == 0") == "FP16"
-    assert dtype_of("Float") == "FP32" and dtype_of("Half") == "FP16" and dtype_of("BFloat16") == "BF16"
+    assert (
+        dtype_of("Float") == "FP32"
+        and dtype_of("Half") == "FP16"
+        and dtype_of("BFloat16") == "BF16"
+    )
     assert dtype_of("FP8") == "FP8" and dtype_of("Int32") == "INT32" and dtype_of("weird") == "?"
 
 
 def test_log_summary_warnings_options() -> None:
-    text = log_text(gpu_median=2.0, enq_median=0.5, h2d=0.25, d2h=0.125,
-                    warnings=["* GPU compute time is unstable, with coefficient of variance = 6.2%."])
+    text = log_text(
+        gpu_median=2.0,
+        enq_median=0.5,
+        h2d=0.25,
+        d2h=0.125,
+        warnings=["* GPU compute time is unstable, with coefficient of variance = 6.2%."],
+    )
     log = read_log(text.encode(), "run.log")
     assert log.version == "10.3.0" and log.passed is True
     s = log.summary
     assert s is not None and s.throughput_qps == 987.5 and s.walltime_s == pytest.approx(3.00123)
     gpu = s.get("GPU Compute Time")
     assert gpu is not None and gpu.median == 2.0 and gpu.min == pytest.approx(1.8)
-    assert dict(gpu.percentiles) == {90.0: pytest.approx(2.1), 95.0: pytest.approx(2.2),
-                                     99.0: pytest.approx(2.3)}
+    assert dict(gpu.percentiles) == {
+        90.0: pytest.approx(2.1),
+        95.0: pytest.approx(2.2),
+        99.0: pytest.approx(2.3),
+    }
     assert s.get("Latency").median == pytest.approx(2.375)  # type: ignore[union-attr]
     assert log.warnings == ("* GPU compute time is unstable, with coefficient of variance = 6.2%.",)
-    assert log.option("CUDA Graph") == "Disabled" and log.option("Selected Device").startswith("NVIDIA")
+    assert log.option("CUDA Graph") == "Disabled" and log.option("Selected Device").startswith(
+        "NVIDIA"
+    )
 
 
 @pytest.mark.parametrize("new_layout", [True, False])
 def test_log_dump_profile_both_layouts(new_layout: bool) -> None:
-    rows = [("conv 1 + relu", 1.25), ("{ForeignNode[a...b]}", 0.5), ("Reformatting CopyNode for Input Tensor 0 to x", 0.25)]
+    rows = [
+        ("conv 1 + relu", 1.25),
+        ("{ForeignNode[a...b]}", 0.5),
+        ("Reformatting CopyNode for Input Tensor 0 to x", 0.25),
+    ]
     log = read_log(log_text(profile_rows=rows, new_layout=new_layout).encode(), "run.log")
     assert log.profile is not None and log.profile.count == 10
     assert [(lt.name, lt.average_ms) for lt in log.profile.layers] == rows
@@ -116,7 +162,9 @@ def test_log_dump_profile_both_layouts(new_layout: bool) -> None:
 def test_log_helpers() -> None:
     assert version_of("8502") == "8.5.2" and version_of("100300") == "10.3.0"
     assert parse_stat("min = 1 ms, max = 2 ms") is None
-    st_ = parse_stat("min = 1e-3 ms, max = 2 ms, mean = 1.5 ms, median = 1.25 ms, percentile(99%) = 1.9 ms")
+    st_ = parse_stat(
+        "min = 1e-3 ms, max = 2 ms, mean = 1.5 ms, median = 1.25 ms, percentile(99%) = 1.9 ms"
+    )
     assert st_ is not None and st_.min == 0.001 and st_.percentiles == ((99.0, 1.9),)
     with pytest.raises(TraceFormatError):
         read_log(b"hello", "x.log")
@@ -125,8 +173,12 @@ def test_log_helpers() -> None:
 @SETTINGS
 @given(st.binary(max_size=400), st.sampled_from(["profile", "times", "layers", "log"]))
 def test_fuzz_random_bytes(data: bytes, kind: str) -> None:
-    reader = {"profile": read_profile, "times": read_times, "layers": read_layer_info,
-              "log": read_log}[kind]
+    reader = {
+        "profile": read_profile,
+        "times": read_times,
+        "layers": read_layer_info,
+        "log": read_log,
+    }[kind]
     try:
         reader(data, "f")
     except StepscopeError as exc:
@@ -134,9 +186,17 @@ def test_fuzz_random_bytes(data: bytes, kind: str) -> None:
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.text(max_size=30).filter(lambda s: "\n" not in s and "\r" not in s),
-                          st.floats(0, 1e3)), min_size=1, max_size=5),
-       st.integers(0, 400))
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=30).filter(lambda s: "\n" not in s and "\r" not in s),
+            st.floats(0, 1e3),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(0, 400),
+)
 def test_fuzz_hostile_names_and_truncation(rows: list[tuple[str, float]], cut: int) -> None:
     text = profile_text(rows)
     try:
@@ -144,8 +204,11 @@ def test_fuzz_hostile_names_and_truncation(rows: list[tuple[str, float]], cut: i
         assert len(p.layers) == len(rows)
     except StepscopeError:
         pass
-    for blob in (text[:cut], layer_info_text([{"name": n, "inputs": [("i", "Half")]} for n, _ in rows])[:cut * 4],
-                 log_text(profile_rows=rows)[: cut * 8]):
+    for blob in (
+        text[:cut],
+        layer_info_text([{"name": n, "inputs": [("i", "Half")]} for n, _ in rows])[: cut * 4],
+        log_text(profile_rows=rows)[: cut * 8],
+    ):
         for reader in (read_profile, read_layer_info, read_log, read_times):
             try:
                 reader(blob.encode("utf-8", "surrogatepass"), "f")

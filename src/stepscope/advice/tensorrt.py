@@ -23,9 +23,19 @@ def advise_tensorrt(a: TrtAnalysis, rules: dict[str, TrtRuleFn] | None = None) -
             findings.append(out)
     findings.sort(key=lambda f: (-f.saving_us, f.id))
     if failed:
-        findings.append(Finding(
-            id="advisor-error", title="Some advisor rules could not run on this engine",
-            saving_us=0.0, saving_pct=0.0, severity="low", estimate="not applicable",
-            evidence=tuple(failed),
-            fix="Please report this with the trtexec outputs; the other findings are unaffected."))
+        findings.append(
+            Finding(
+                id="advisor-error",
+                title="Some advisor rules could not run on this engine",
+                saving_us=0.0,
+                saving_pct=0.0,
+                severity="low",
+                estimate="not applicable",
+                evidence=tuple(failed),
+                fix=(
+                    "Please report this with the trtexec outputs; "
+                    "the other findings are unaffected."
+                ),
+            )
+        )
     return findings

@@ -33,13 +33,30 @@ class TrtContext:
             return None
         return v.strip().lower() in ("enabled", "true", "1", "yes", "on")
 
-    def finding(self, *, id: str, title: str, saving_ms: float, estimate: str,
-                evidence: Sequence[str], fix: str, code: str | None = None,
-                references: Sequence[str] = ()) -> Finding:
+    def finding(
+        self,
+        *,
+        id: str,
+        title: str,
+        saving_ms: float,
+        estimate: str,
+        evidence: Sequence[str],
+        fix: str,
+        code: str | None = None,
+        references: Sequence[str] = (),
+    ) -> Finding:
         saving = max(0.0, min(float(saving_ms), self.step_ms)) if self.step_ms > 0 else 0.0
-        return Finding(id=id, title=title, saving_us=saving * 1000.0, saving_pct=self.pct(saving),
-                       estimate=estimate, evidence=tuple(evidence), fix=fix, code=code,
-                       references=tuple(references))
+        return Finding(
+            id=id,
+            title=title,
+            saving_us=saving * 1000.0,
+            saving_pct=self.pct(saving),
+            estimate=estimate,
+            evidence=tuple(evidence),
+            fix=fix,
+            code=code,
+            references=tuple(references),
+        )
 
 
 def fmt_ms(ms: float) -> str:

@@ -56,16 +56,24 @@ class LayerRow:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "name": self.name, "index": self.index, "time_ms": _r(self.time_ms, 6),
-            "average_ms": _r(self.average_ms, 6), "median_ms": _r(self.median_ms, 6),
-            "share_pct": _r(self.share_pct, 2), "calls": self.calls, "type": self.layer_type,
-            "precision": self.precision, "input_formats": list(self.input_formats),
+            "name": self.name,
+            "index": self.index,
+            "time_ms": _r(self.time_ms, 6),
+            "average_ms": _r(self.average_ms, 6),
+            "median_ms": _r(self.median_ms, 6),
+            "share_pct": _r(self.share_pct, 2),
+            "calls": self.calls,
+            "type": self.layer_type,
+            "precision": self.precision,
+            "input_formats": list(self.input_formats),
             "output_formats": list(self.output_formats),
-            "input_types": list(self.input_types), "output_types": list(self.output_types),
+            "input_types": list(self.input_types),
+            "output_types": list(self.output_types),
             "tactic": self.tactic,
             "decoded": self.decoded.to_json(),
             "kernel": None if self.kernel is None else self.kernel.to_json(),
-            "reformat": self.is_reformat, "converts_precision": self.converts_precision,
+            "reformat": self.is_reformat,
+            "converts_precision": self.converts_precision,
             "gpu_ms": _r(self.gpu_ms, 6),
         }
 
@@ -78,8 +86,12 @@ class Share:
     layers: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "average_ms": round(self.average_ms, 6),
-                "share_pct": round(self.share_pct, 2), "layers": self.layers}
+        return {
+            "key": self.key,
+            "average_ms": round(self.average_ms, 6),
+            "share_pct": round(self.share_pct, 2),
+            "layers": self.layers,
+        }
 
 
 @dataclass(frozen=True)
@@ -91,9 +103,13 @@ class Reformats:
     converting_ms: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"layers": self.layers, "average_ms": round(self.average_ms, 6),
-                "share_pct": round(self.share_pct, 2), "converting_precision": self.converting,
-                "converting_average_ms": round(self.converting_ms, 6)}
+        return {
+            "layers": self.layers,
+            "average_ms": round(self.average_ms, 6),
+            "share_pct": round(self.share_pct, 2),
+            "converting_precision": self.converting,
+            "converting_average_ms": round(self.converting_ms, 6),
+        }
 
 
 @dataclass(frozen=True)
@@ -122,10 +138,26 @@ class EngineGraphData:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "nodes": [{"id": n.id, "name": n.name, "type": n.type, "precision": n.precision,
-                       "average_ms": _r(n.average_ms, 6)} for n in self.nodes],
-            "edges": [{"tensor": e.tensor, "from": e.src, "to": e.dst, "dtype": e.dtype,
-                       "dims": list(e.dims)} for e in self.edges],
+            "nodes": [
+                {
+                    "id": n.id,
+                    "name": n.name,
+                    "type": n.type,
+                    "precision": n.precision,
+                    "average_ms": _r(n.average_ms, 6),
+                }
+                for n in self.nodes
+            ],
+            "edges": [
+                {
+                    "tensor": e.tensor,
+                    "from": e.src,
+                    "to": e.dst,
+                    "dtype": e.dtype,
+                    "dims": list(e.dims),
+                }
+                for e in self.edges
+            ],
             "bindings": list(self.bindings),
         }
 
@@ -172,8 +204,14 @@ def _precision(layer: EngineLayer | None) -> str | None:
     return None
 
 
-def _row(i: int, lt: LayerTime | None, layer: EngineLayer | None, name: str, total: float,
-         count: int | None) -> LayerRow:
+def _row(
+    i: int,
+    lt: LayerTime | None,
+    layer: EngineLayer | None,
+    name: str,
+    total: float,
+    count: int | None,
+) -> LayerRow:
     ltype = layer.layer_type if layer is not None else ""
     decoded = decode_layer(name)
     ins = tuple(t.dtype for t in layer.inputs) if layer else ()
@@ -185,18 +223,25 @@ def _row(i: int, lt: LayerTime | None, layer: EngineLayer | None, name: str, tot
     tactic = (layer.tactic_name or layer.tactic_value) if layer else ""
     kernel = decode_kernel(layer.tactic_name) if layer is not None and layer.tactic_name else None
     return LayerRow(
-        name=name, index=i,
+        name=name,
+        index=i,
         time_ms=lt.time_ms if lt else None,
         average_ms=lt.average_ms if lt else None,
         median_ms=lt.median_ms if lt else None,
         share_pct=(100.0 * lt.average_ms / total) if lt and total > 0 else None,
         calls=count if lt else None,
-        layer_type=ltype, precision=_precision(layer),
+        layer_type=ltype,
+        precision=_precision(layer),
         input_formats=tuple(t.format for t in layer.inputs) if layer else (),
         output_formats=tuple(t.format for t in layer.outputs) if layer else (),
-        input_types=ins, output_types=outs,
-        tactic=tactic, decoded=decoded, kernel=kernel, is_reformat=is_ref,
-        converts_precision=converts)
+        input_types=ins,
+        output_types=outs,
+        tactic=tactic,
+        decoded=decoded,
+        kernel=kernel,
+        is_reformat=is_ref,
+        converts_precision=converts,
+    )
 
 
 def _shares(rows: tuple[LayerRow, ...], key: str, total: float) -> tuple[Share, ...]:
@@ -212,7 +257,7 @@ def _shares(rows: tuple[LayerRow, ...], key: str, total: float) -> tuple[Share, 
 def trtexec_percentile(sorted_values: npt.NDArray[np.float64], p: float) -> float:
     """trtexec's percentile: value at sorted index max(n-1-floor((1-p/100)*n), 0)."""
     n = len(sorted_values)
-    idx = max(n - 1 - int(math.floor((100.0 - p) * n / 100.0 + 1e-9)), 0)
+    idx = max(n - 1 - math.floor((100.0 - p) * n / 100.0 + 1e-9), 0)
     return float(sorted_values[idx])
 
 
@@ -222,24 +267,40 @@ def stat_of(values: npt.NDArray[np.float64]) -> Stat | None:
         return None
     mean = float(v.mean())
     cv = float(v.std() / mean * 100.0) if mean > 0 else None
-    return Stat(min=float(v[0]), max=float(v[-1]), mean=mean, median=float(np.median(v)),
-                percentiles=tuple((p, trtexec_percentile(v, p)) for p in PERCENTILES), cv_pct=cv)
+    return Stat(
+        min=float(v[0]),
+        max=float(v[-1]),
+        mean=mean,
+        median=float(np.median(v)),
+        percentiles=tuple((p, trtexec_percentile(v, p)) for p in PERCENTILES),
+        cv_pct=cv,
+    )
 
 
 def summary_from_times(t: IterationTimes) -> PerfSummary:
     """The performance summary trtexec would print, recomputed from ``--exportTimes``."""
-    metrics = (("Latency", t.latency), ("Enqueue Time", t.end_enq - t.start_enq),
-               ("H2D Latency", t.h2d), ("GPU Compute Time", t.compute), ("D2H Latency", t.d2h))
+    metrics = (
+        ("Latency", t.latency),
+        ("Enqueue Time", t.end_enq - t.start_enq),
+        ("H2D Latency", t.h2d),
+        ("GPU Compute Time", t.compute),
+        ("D2H Latency", t.d2h),
+    )
     stats = tuple((k, s) for k, v in metrics if (s := stat_of(v)) is not None)
     span_ms = float(np.nanmax(t.end_compute) - np.nanmin(t.start_enq)) if len(t) else math.nan
     qps = len(t) / (span_ms / 1000.0) if math.isfinite(span_ms) and span_ms > 0 else None
-    return PerfSummary(source="times", throughput_qps=qps, stats=stats,
-                       walltime_s=span_ms / 1000.0 if qps else None,
-                       gpu_compute_total_s=float(np.nansum(t.compute)) / 1000.0)
+    return PerfSummary(
+        source="times",
+        throughput_qps=qps,
+        stats=stats,
+        walltime_s=span_ms / 1000.0 if qps else None,
+        gpu_compute_total_s=float(np.nansum(t.compute)) / 1000.0,
+    )
 
 
-def _graph(rows: tuple[LayerRow, ...], layers: list[EngineLayer | None],
-           bindings: tuple[str, ...]) -> EngineGraphData | None:
+def _graph(
+    rows: tuple[LayerRow, ...], layers: list[EngineLayer | None], bindings: tuple[str, ...]
+) -> EngineGraphData | None:
     if not any(lay is not None and (lay.inputs or lay.outputs) for lay in layers):
         return None
     nodes = tuple(GraphNode(r.index, r.name, r.layer_type, r.precision, r.average_ms) for r in rows)
@@ -290,9 +351,9 @@ def analyse_tensorrt(run: TrtRun) -> TrtAnalysis:
         prof = run.profile
         total = float(sum(lt.average_ms for lt in prof.layers if math.isfinite(lt.average_ms)))
         for i, lt in enumerate(prof.layers):
-            lay = by_name.get(lt.name) or by_name.get(_base(lt.name))
-            matched.append(lay)
-            rows_l.append(_row(i, lt, lay, lt.name, total, prof.count))
+            found: EngineLayer | None = by_name.get(lt.name) or by_name.get(_base(lt.name))
+            matched.append(found)
+            rows_l.append(_row(i, lt, found, lt.name, total, prof.count))
         if graph_layers:
             missing = sum(1 for m in matched if m is None)
             if missing:
@@ -308,8 +369,13 @@ def analyse_tensorrt(run: TrtRun) -> TrtAnalysis:
     ref = [r for r in rows if r.is_reformat]
     ref_ms = sum(r.average_ms or 0.0 for r in ref)
     conv = [r for r in ref if r.converts_precision]
-    reformats = Reformats(len(ref), ref_ms, 100.0 * ref_ms / total if total > 0 else 0.0,
-                          len(conv), sum(r.average_ms or 0.0 for r in conv))
+    reformats = Reformats(
+        len(ref),
+        ref_ms,
+        100.0 * ref_ms / total if total > 0 else 0.0,
+        len(conv),
+        sum(r.average_ms or 0.0 for r in conv),
+    )
     summary = None
     if run.log is not None and run.log.summary is not None:
         summary = run.log.summary
@@ -322,36 +388,51 @@ def analyse_tensorrt(run: TrtRun) -> TrtAnalysis:
         st = stat_of(run.times.compute)
         cv = st.cv_pct if st else None
     return TrtAnalysis(
-        run=run, layers=rows,
+        run=run,
+        layers=rows,
         profiled_iterations=run.profile.count if run.profile else None,
-        layer_total_ms=total, reformats=reformats,
+        layer_total_ms=total,
+        reformats=reformats,
         precision_mix=_shares(rows, "precision", total),
         by_type=_shares(rows, "layer_type", total),
-        summary=summary, timing_cv_pct=cv,
+        summary=summary,
+        timing_cv_pct=cv,
         engine_precision=_engine_precision(run, rows),
         graph=_graph(rows, matched, run.graph.bindings if run.graph else ()),
-        batch=_batch(run), notes=tuple(notes))
+        batch=_batch(run),
+        notes=tuple(notes),
+    )
 
 
 def with_gpu_times(a: TrtAnalysis, gpu_ms: dict[str, float]) -> TrtAnalysis:
     """``a`` with per-layer GPU time (per inference) from an nsys export filled in."""
     import dataclasses
 
-    rows = tuple(dataclasses.replace(r, gpu_ms=gpu_ms.get(r.name, gpu_ms.get(_base(r.name))))
-                 for r in a.layers)
+    rows = tuple(
+        dataclasses.replace(r, gpu_ms=gpu_ms.get(r.name, gpu_ms.get(_base(r.name))))
+        for r in a.layers
+    )
     return dataclasses.replace(a, layers=rows)
 
 
 def stat_json(s: Stat) -> dict[str, Any]:
-    return {"min_ms": _r(s.min, 6), "max_ms": _r(s.max, 6), "mean_ms": _r(s.mean, 6),
-            "median_ms": _r(s.median, 6),
-            "percentiles_ms": {f"p{p:g}": _r(v, 6) for p, v in s.percentiles},
-            "cv_pct": _r(s.cv_pct, 3)}
+    return {
+        "min_ms": _r(s.min, 6),
+        "max_ms": _r(s.max, 6),
+        "mean_ms": _r(s.mean, 6),
+        "median_ms": _r(s.median, 6),
+        "percentiles_ms": {f"p{p:g}": _r(v, 6) for p, v in s.percentiles},
+        "cv_pct": _r(s.cv_pct, 3),
+    }
 
 
 def summary_json(s: PerfSummary | None) -> dict[str, Any] | None:
     if s is None:
         return None
-    return {"source": s.source, "throughput_qps": _r(s.throughput_qps, 3),
-            "walltime_s": _r(s.walltime_s, 6), "gpu_compute_total_s": _r(s.gpu_compute_total_s, 6),
-            "metrics": {k: stat_json(v) for k, v in s.stats}}
+    return {
+        "source": s.source,
+        "throughput_qps": _r(s.throughput_qps, 3),
+        "walltime_s": _r(s.walltime_s, 6),
+        "gpu_compute_total_s": _r(s.gpu_compute_total_s, 6),
+        "metrics": {k: stat_json(v) for k, v in s.stats},
+    }

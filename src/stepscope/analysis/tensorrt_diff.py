@@ -36,10 +36,18 @@ class LayerDelta:
         return (self.b_ms or 0.0) - (self.a_ms or 0.0)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "a_ms": _r(self.a_ms), "b_ms": _r(self.b_ms),
-                "delta_ms": _r(self.delta_ms), "a_precision": self.a_precision,
-                "b_precision": self.b_precision, "a_type": self.a_type, "b_type": self.b_type,
-                "a_tactic": self.a_tactic, "b_tactic": self.b_tactic}
+        return {
+            "name": self.name,
+            "a_ms": _r(self.a_ms),
+            "b_ms": _r(self.b_ms),
+            "delta_ms": _r(self.delta_ms),
+            "a_precision": self.a_precision,
+            "b_precision": self.b_precision,
+            "a_type": self.a_type,
+            "b_type": self.b_type,
+            "a_tactic": self.a_tactic,
+            "b_tactic": self.b_tactic,
+        }
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,13 @@ class FusionChange:
     others_ms: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"fused_in": self.side, "layer": self.layer, "layer_ms": _r(self.layer_ms),
-                "split_layers": list(self.others), "split_ms": _r(self.others_ms)}
+        return {
+            "fused_in": self.side,
+            "layer": self.layer,
+            "layer_ms": _r(self.layer_ms),
+            "split_layers": list(self.others),
+            "split_ms": _r(self.others_ms),
+        }
 
 
 @dataclass(frozen=True)
@@ -66,8 +79,13 @@ class SideBySide:
     b_pct: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "a_ms": _r(self.a_ms), "b_ms": _r(self.b_ms),
-                "a_pct": round(self.a_pct, 2), "b_pct": round(self.b_pct, 2)}
+        return {
+            "key": self.key,
+            "a_ms": _r(self.a_ms),
+            "b_ms": _r(self.b_ms),
+            "a_pct": round(self.a_pct, 2),
+            "b_pct": round(self.b_pct, 2),
+        }
 
 
 @dataclass(frozen=True)
@@ -100,14 +118,22 @@ class EngineComparison:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "a": {"engine": self.a_name, "precision": self.a_precision, "layers": self.a_layers,
-                  "layer_total_ms": _r(self.a_layer_total_ms),
-                  "inference_ms": _r(self.a_inference_ms),
-                  "throughput_qps": _r(self.a_throughput_qps)},
-            "b": {"engine": self.b_name, "precision": self.b_precision, "layers": self.b_layers,
-                  "layer_total_ms": _r(self.b_layer_total_ms),
-                  "inference_ms": _r(self.b_inference_ms),
-                  "throughput_qps": _r(self.b_throughput_qps)},
+            "a": {
+                "engine": self.a_name,
+                "precision": self.a_precision,
+                "layers": self.a_layers,
+                "layer_total_ms": _r(self.a_layer_total_ms),
+                "inference_ms": _r(self.a_inference_ms),
+                "throughput_qps": _r(self.a_throughput_qps),
+            },
+            "b": {
+                "engine": self.b_name,
+                "precision": self.b_precision,
+                "layers": self.b_layers,
+                "layer_total_ms": _r(self.b_layer_total_ms),
+                "inference_ms": _r(self.b_inference_ms),
+                "throughput_qps": _r(self.b_throughput_qps),
+            },
             "speedup": _r(self.speedup),
             "matched_layers": [d.to_json() for d in self.matched],
             "only_a": [d.to_json() for d in self.only_a],
@@ -136,13 +162,21 @@ def layer_nodes(name: str) -> tuple[str, ...]:
 
 def _delta(name: str, ra: LayerRow | None, rb: LayerRow | None) -> LayerDelta:
     return LayerDelta(
-        name=name, a_ms=ra.average_ms if ra else None, b_ms=rb.average_ms if rb else None,
-        a_precision=ra.precision if ra else None, b_precision=rb.precision if rb else None,
-        a_type=ra.layer_type if ra else "", b_type=rb.layer_type if rb else "",
-        a_tactic=ra.tactic if ra else "", b_tactic=rb.tactic if rb else "")
+        name=name,
+        a_ms=ra.average_ms if ra else None,
+        b_ms=rb.average_ms if rb else None,
+        a_precision=ra.precision if ra else None,
+        b_precision=rb.precision if rb else None,
+        a_type=ra.layer_type if ra else "",
+        b_type=rb.layer_type if rb else "",
+        a_tactic=ra.tactic if ra else "",
+        b_tactic=rb.tactic if rb else "",
+    )
 
 
-def _fusions(side: str, mine: tuple[LayerRow, ...], theirs: tuple[LayerRow, ...]) -> list[FusionChange]:
+def _fusions(
+    side: str, mine: tuple[LayerRow, ...], theirs: tuple[LayerRow, ...]
+) -> list[FusionChange]:
     owner: dict[str, LayerRow] = {}
     for r in theirs:
         for n in layer_nodes(r.name):
@@ -155,8 +189,15 @@ def _fusions(side: str, mine: tuple[LayerRow, ...], theirs: tuple[LayerRow, ...]
             if o is not None:
                 others.setdefault(o.name, o)
         if len(others) >= 2:
-            out.append(FusionChange(side, r.name, r.average_ms, tuple(others),
-                                    sum(o.average_ms or 0.0 for o in others.values())))
+            out.append(
+                FusionChange(
+                    side,
+                    r.name,
+                    r.average_ms,
+                    tuple(others),
+                    sum(o.average_ms or 0.0 for o in others.values()),
+                )
+            )
     return out
 
 
@@ -166,8 +207,15 @@ def _side_by_side(a: TrtAnalysis, b: TrtAnalysis, attr: str) -> tuple[SideBySide
     rows = []
     for k in dict.fromkeys(list(sa) + list(sb)):
         x, y = sa.get(k), sb.get(k)
-        rows.append(SideBySide(k, x.average_ms if x else 0.0, y.average_ms if y else 0.0,
-                               x.share_pct if x else 0.0, y.share_pct if y else 0.0))
+        rows.append(
+            SideBySide(
+                k,
+                x.average_ms if x else 0.0,
+                y.average_ms if y else 0.0,
+                x.share_pct if x else 0.0,
+                y.share_pct if y else 0.0,
+            )
+        )
     return tuple(sorted(rows, key=lambda s: (-max(s.a_ms, s.b_ms), s.key)))
 
 
@@ -177,21 +225,33 @@ def compare_engines(a: TrtAnalysis, b: TrtAnalysis) -> EngineComparison:
     ib = {_base(r.name): r for r in b.layers}
     matched = [_delta(n, ia[n], ib[n]) for n in ia if n in ib]
     matched.sort(key=lambda d: (-abs(d.delta_ms), d.name))
-    only_a = sorted((_delta(n, ia[n], None) for n in ia if n not in ib),
-                    key=lambda d: (-(d.a_ms or 0.0), d.name))
-    only_b = sorted((_delta(n, None, ib[n]) for n in ib if n not in ia),
-                    key=lambda d: (-(d.b_ms or 0.0), d.name))
+    only_a = sorted(
+        (_delta(n, ia[n], None) for n in ia if n not in ib),
+        key=lambda d: (-(d.a_ms or 0.0), d.name),
+    )
+    only_b = sorted(
+        (_delta(n, None, ib[n]) for n in ib if n not in ia),
+        key=lambda d: (-(d.b_ms or 0.0), d.name),
+    )
     fusions = _fusions("b", b.layers, a.layers) + _fusions("a", a.layers, b.layers)
     fusions.sort(key=lambda f: (-f.others_ms, f.layer))
     return EngineComparison(
-        a_name=a.run.name, b_name=b.run.name,
-        a_precision=a.engine_precision, b_precision=b.engine_precision,
-        a_layers=len(a.layers), b_layers=len(b.layers),
-        a_layer_total_ms=a.layer_total_ms, b_layer_total_ms=b.layer_total_ms,
-        a_inference_ms=a.inference_ms, b_inference_ms=b.inference_ms,
+        a_name=a.run.name,
+        b_name=b.run.name,
+        a_precision=a.engine_precision,
+        b_precision=b.engine_precision,
+        a_layers=len(a.layers),
+        b_layers=len(b.layers),
+        a_layer_total_ms=a.layer_total_ms,
+        b_layer_total_ms=b.layer_total_ms,
+        a_inference_ms=a.inference_ms,
+        b_inference_ms=b.inference_ms,
         a_throughput_qps=a.summary.throughput_qps if a.summary else None,
         b_throughput_qps=b.summary.throughput_qps if b.summary else None,
-        matched=tuple(matched), only_a=tuple(only_a), only_b=tuple(only_b),
+        matched=tuple(matched),
+        only_a=tuple(only_a),
+        only_b=tuple(only_b),
         fusions=tuple(fusions),
         precision_mix=_side_by_side(a, b, "precision_mix"),
-        by_type=_side_by_side(a, b, "by_type"))
+        by_type=_side_by_side(a, b, "by_type"),
+    )

@@ -8,6 +8,7 @@ which carry no per-layer NVTX) are reported as unmapped.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,20 +57,22 @@ def innermost_range(start: I64, end: I64, tid: I64, q_ts: I64, q_tid: I64) -> I6
 def layer_gpu_times(tr: LayerKernelTrace) -> KernelMapping:
     order = np.argsort(tr.launch_corr, kind="stable")
     lc = tr.launch_corr[order]
-    pos = np.searchsorted(lc, tr.kernel_corr)
-    pos_c = np.minimum(pos, max(len(lc) - 1, 0))
-    found = (len(lc) > 0) & (pos < len(lc)) & (lc[pos_c] == tr.kernel_corr) if len(lc) else \
-        np.zeros(len(tr.kernel_corr), dtype=bool)
-    src = order[pos_c] if len(lc) else np.zeros(0, dtype=np.int64)
-    q_ts = np.where(found, tr.launch_start[src], -1) if len(lc) else np.full(len(found), -1)
-    q_tid = np.where(found, tr.launch_tid[src], -1) if len(lc) else np.full(len(found), -1)
-    rng = innermost_range(tr.range_start, tr.range_end, tr.range_tid,
-                          q_ts.astype(np.int64), q_tid.astype(np.int64))
+    n_k = len(tr.kernel_corr)
+    if len(lc):
+        pos = np.minimum(np.searchsorted(lc, tr.kernel_corr), len(lc) - 1)
+        found = lc[pos] == tr.kernel_corr
+        src = order[pos]
+        q_ts = np.where(found, tr.launch_start[src], -1).astype(np.int64)
+        q_tid = np.where(found, tr.launch_tid[src], -1).astype(np.int64)
+    else:  # no runtime calls: nothing can be attributed
+        found = np.zeros(n_k, dtype=bool)
+        q_ts = np.full(n_k, -1, dtype=np.int64)
+        q_tid = np.full(n_k, -1, dtype=np.int64)
+    rng = innermost_range(tr.range_start, tr.range_end, tr.range_tid, q_ts, q_tid)
     rng[~found] = -1
     dur = (tr.kernel_end - tr.kernel_start).astype(np.float64)
     names = np.array(tr.range_names, dtype=object)
-    occ_names, occ_counts = np.unique(names, return_counts=True) if len(names) else ([], [])
-    occurrences = {str(n): int(c) for n, c in zip(occ_names, occ_counts, strict=True)}
+    occurrences = dict(Counter(tr.range_names))
     mapped = rng >= 0
     per_layer: dict[str, float] = {}
     kernels: dict[str, dict[str, tuple[float, int]]] = {}
@@ -88,7 +91,12 @@ def layer_gpu_times(tr: LayerKernelTrace) -> KernelMapping:
             kernels.setdefault(layer, {})[kernel] = (t / n / 1e6, int(c))
     return KernelMapping(
         per_layer_ms=per_layer,
-        kernels={k: tuple(sorted(((kn, ms, c) for kn, (ms, c) in v.items()), key=lambda x: -x[1]))
-                 for k, v in kernels.items()},
-        occurrences=occurrences, mapped_kernels=int(mapped.sum()),
-        unmapped_kernels=int((~mapped).sum()), unmapped_ms=float(dur[~mapped].sum()) / 1e6)
+        kernels={
+            k: tuple(sorted(((kn, ms, c) for kn, (ms, c) in v.items()), key=lambda x: -x[1]))
+            for k, v in kernels.items()
+        },
+        occurrences=occurrences,
+        mapped_kernels=int(mapped.sum()),
+        unmapped_kernels=int((~mapped).sum()),
+        unmapped_ms=float(dur[~mapped].sum()) / 1e6,
+    )

@@ -24,24 +24,52 @@ from stepscope.analysis.names import is_tensor_core_kernel
 
 # Myelin op tokens -> operation. 3- and 4-letter spellings both occur (TRT 8.5-10.8 vs newer).
 MYELIN_OPS: dict[str, str] = {
-    "Res": "Reshape", "Resh": "Reshape",
-    "Tra": "Transpose", "Tran": "Transpose",
-    "Cas": "Cast", "Cast": "Cast",
-    "Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div",
-    "Mea": "ReduceMean", "Mean": "ReduceMean",
-    "Sqr": "Sqrt", "Sqrt": "Sqrt",
-    "Neg": "Neg", "Exp": "Exp", "Sum": "ReduceSum",
-    "Max": "Max", "Min": "Min", "Maxr": "ReduceMax",
-    "Sli": "Slice", "Slic": "Slice",
-    "Con": "Concat", "Conc": "Concat",
-    "Mov": "Move", "Move": "Move",
-    "Gat": "Gather", "Gath": "Gather",
-    "Top": "TopK", "Flo": "Floor",
-    "Rep": "Expand", "Repl": "Expand",  # replicate/broadcast; inferred
-    "Erf": "Erf", "Roun": "Round", "Rou": "Round",
+    "Res": "Reshape",
+    "Resh": "Reshape",
+    "Tra": "Transpose",
+    "Tran": "Transpose",
+    "Cas": "Cast",
+    "Cast": "Cast",
+    "Add": "Add",
+    "Sub": "Sub",
+    "Mul": "Mul",
+    "Div": "Div",
+    "Mea": "ReduceMean",
+    "Mean": "ReduceMean",
+    "Sqr": "Sqrt",
+    "Sqrt": "Sqrt",
+    "Neg": "Neg",
+    "Exp": "Exp",
+    "Sum": "ReduceSum",
+    "Max": "Max",
+    "Min": "Min",
+    "Maxr": "ReduceMax",
+    "Sli": "Slice",
+    "Slic": "Slice",
+    "Con": "Concat",
+    "Conc": "Concat",
+    "Mov": "Move",
+    "Move": "Move",
+    "Gat": "Gather",
+    "Gath": "Gather",
+    "Top": "TopK",
+    "Flo": "Floor",
+    "Rep": "Expand",
+    "Repl": "Expand",  # replicate/broadcast; inferred
+    "Erf": "Erf",
+    "Roun": "Round",
+    "Rou": "Round",
     "Dyna": "DynamicQuantize",  # inferred
-    "Sigm": "Sigmoid", "Sig": "Sigmoid", "Silu": "SiLU", "Relu": "Relu", "Rel": "Relu",
-    "Tanh": "Tanh", "Tan": "Tanh", "Pow": "Pow", "Abs": "Abs", "Log": "Log",
+    "Sigm": "Sigmoid",
+    "Sig": "Sigmoid",
+    "Silu": "SiLU",
+    "Relu": "Relu",
+    "Rel": "Relu",
+    "Tanh": "Tanh",
+    "Tan": "Tanh",
+    "Pow": "Pow",
+    "Abs": "Abs",
+    "Log": "Log",
     "Grid": "GridSample",  # inferred
     "Inor": "InstanceNormalization",  # inferred
     "Fc": "Gemm (fused epilogue)",
@@ -59,13 +87,17 @@ IDIOMS: tuple[tuple[str, str], ...] = (
 )
 
 _CAMEL = re.compile(r"[A-Z][a-z0-9]*")
-_MYL_PREFIX = re.compile(r"^(?:void )?__myl_(?:bb\d+_\d+_)?(?P<ops>[A-Za-z0-9]*?)"
-                         r"(?P<suffix>_com_vec|_0x[0-9a-fA-F]+|_myl\d+_\d+|_\d+)*(?:\(.*)?$")
+_MYL_PREFIX = re.compile(
+    r"^(?:void )?__myl_(?:bb\d+_\d+_)?(?P<ops>[A-Za-z0-9]*?)"
+    r"(?P<suffix>_com_vec|_0x[0-9a-fA-F]+|_myl\d+_\d+|_\d+)*(?:\(.*)?$"
+)
 _MYL_LAYER = re.compile(r"^(?P<base>.+?)_myl(?P<r>\d+)_(?P<i>\d+)$")
 _FOREIGN = re.compile(r"^\{ForeignNode\[(?P<body>.*)\]\}$", re.S)
 _PROFILE = re.compile(r" \[profile (\d+)\]$")
 _UNNAMED = re.compile(r"^\(Unnamed Layer\* (?P<n>\d+)\) \[(?P<type>[^\]]+)\]")
-_REFORMAT = re.compile(r"^Reformatting CopyNode for (?P<dir>Input|Output) Tensor (?P<n>\d+) to (?P<to>.*)$", re.S)
+_REFORMAT = re.compile(
+    r"^Reformatting CopyNode for (?P<dir>Input|Output) Tensor (?P<n>\d+) to (?P<to>.*)$", re.S
+)
 
 # xmma / cuDNN-style / CUTLASS fields.
 _SM = re.compile(r"(?:^|_)sm(?P<sm>\d{2,3})[a-z]?_")
@@ -79,21 +111,50 @@ _FILTER = re.compile(r"_t(?P<t>\d+)r(?P<r>\d+)s(?P<s>\d+)")
 _ARCH_NAMES = ("maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
 _CUDNN = re.compile(
     rf"^(?:trt_)?(?P<arch>{'|'.join(_ARCH_NAMES)})_(?:(?P<out>fp16|fp32|int8|bf16)_)?"
-    r"(?P<core>[a-z0-9_]*?)(?P<lib>cudnn|gemm)(?:_(?P<rest>.*))?$")
+    r"(?P<core>[a-z0-9_]*?)(?P<lib>cudnn|gemm)(?:_(?P<rest>.*))?$"
+)
 _CUDNN_CORE = re.compile(r"^(?P<t>h|s|i|bf16_s|bf16|hh|)(?P<mma>\d{3,5})?$")
 _CTA = re.compile(r"(?:^|_)(?P<cta>\d+x\d+)(?=_|$)")
 _CUDNN_STAGES = re.compile(r"stages_(?P<k>\d+)x(?P<s>\d+)")
-_NVJET = re.compile(r"^nvjet_(?P<types>[a-z]{2,4})_(?P<cta>\d+x\d+)_(?P<ks>\d+x\d+)_(?P<cluster>\d+x\d+)")
+_NVJET = re.compile(
+    r"^nvjet_(?P<types>[a-z]{2,4})_(?P<cta>\d+x\d+)_(?P<ks>\d+x\d+)_(?P<cluster>\d+x\d+)"
+)
 
-_TYPE_TOKEN = {"f16": "FP16", "h": "FP16", "bf16": "BF16", "f32": "FP32", "tf32": "TF32",
-               "i8": "INT8", "s8": "INT8", "int8": "INT8", "e4m3": "FP8", "e5m2": "FP8",
-               "fp16": "FP16", "fp32": "FP32", "f8": "FP8", "i4": "INT4", "s4": "INT4"}
-_NVJET_LETTER = {"h": "FP16", "b": "BF16", "t": "TF32", "s": "FP32", "e": "FP8", "i": "INT8",
-                 "q": "FP8"}
+_TYPE_TOKEN = {
+    "f16": "FP16",
+    "h": "FP16",
+    "bf16": "BF16",
+    "f32": "FP32",
+    "tf32": "TF32",
+    "i8": "INT8",
+    "s8": "INT8",
+    "int8": "INT8",
+    "e4m3": "FP8",
+    "e5m2": "FP8",
+    "fp16": "FP16",
+    "fp32": "FP32",
+    "f8": "FP8",
+    "i4": "INT4",
+    "s4": "INT4",
+}
+_NVJET_LETTER = {
+    "h": "FP16",
+    "b": "BF16",
+    "t": "TF32",
+    "s": "FP32",
+    "e": "FP8",
+    "i": "INT8",
+    "q": "FP8",
+}
 # cuDNN-style core token -> (precision, tensor cores, MMA instruction).
-_CUDNN_MMA = {"h16816": "FP16 HMMA m16n8k16", "h1688": "FP16 HMMA m16n8k8",
-              "h884": "FP16 HMMA m8n8k4", "i8816": "INT8 IMMA m8n8k16",
-              "s1688": "TF32 MMA m16n8k8", "s16816": "BF16/FP16 MMA m16n8k16"}
+_CUDNN_MMA = {
+    "h16816": "FP16 HMMA m16n8k16",
+    "h1688": "FP16 HMMA m16n8k8",
+    "h884": "FP16 HMMA m8n8k4",
+    "i8816": "INT8 IMMA m8n8k16",
+    "s1688": "TF32 MMA m16n8k8",
+    "s16816": "BF16/FP16 MMA m16n8k16",
+}
 
 
 @dataclass(frozen=True)
@@ -122,15 +183,34 @@ class DecodedName:
         return " · ".join(parts)
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "family": self.family, "ops": list(self.ops),
-                "fields": dict(self.fields), "precision": self.precision,
-                "tensor_cores": self.tensor_cores, "idioms": list(self.idioms),
-                "summary": self.summary}
+        return {
+            "kind": self.kind,
+            "family": self.family,
+            "ops": list(self.ops),
+            "fields": dict(self.fields),
+            "precision": self.precision,
+            "tensor_cores": self.tensor_cores,
+            "idioms": list(self.idioms),
+            "summary": self.summary,
+        }
 
 
-KINDS = ("myelin", "myelin-region", "myelin-tag", "attention", "xmma", "cudnn", "cutlass",
-         "cublas-jit", "pointwise", "reformat", "fused-layer", "unnamed-layer", "shape-sync",
-         "plain")
+KINDS = (
+    "myelin",
+    "myelin-region",
+    "myelin-tag",
+    "attention",
+    "xmma",
+    "cudnn",
+    "cutlass",
+    "cublas-jit",
+    "pointwise",
+    "reformat",
+    "fused-layer",
+    "unnamed-layer",
+    "shape-sync",
+    "plain",
+)
 
 
 def myelin_ops(tokens: str) -> tuple[str, ...]:
@@ -152,15 +232,16 @@ def _myelin(name: str) -> DecodedName | None:
         return None
     ops = myelin_ops(m.group("ops"))
     fields: list[tuple[str, str]] = []
-    tail = name[len("__myl_"):] if name.startswith("__myl_") else name
-    if (bb := re.match(r"bb(\d+)_(\d+)_", tail)):
+    tail = name[len("__myl_") :] if name.startswith("__myl_") else name
+    if bb := re.match(r"bb(\d+)_(\d+)_", tail):
         fields.append(("basic block", f"{bb.group(1)}.{bb.group(2)}"))
-    if (ml := re.search(r"_myl(\d+)_(\d+)$", name)):
+    if ml := re.search(r"_myl(\d+)_(\d+)$", name):
         fields += [("region", ml.group(1)), ("layer", ml.group(2))]
-    if (h := re.search(r"_0x([0-9a-fA-F]+)$", name)):
+    if h := re.search(r"_0x([0-9a-fA-F]+)$", name):
         fields.append(("hash", h.group(1)[:8]))
-    return DecodedName(name, "myelin", "Myelin generated kernel", ops, tuple(fields),
-                       idioms=idioms_of(ops))
+    return DecodedName(
+        name, "myelin", "Myelin generated kernel", ops, tuple(fields), idioms=idioms_of(ops)
+    )
 
 
 def _precision(token: str) -> str | None:
@@ -169,36 +250,42 @@ def _precision(token: str) -> str | None:
 
 def _xmma(name: str) -> DecodedName:
     fields: list[tuple[str, str]] = []
-    if (sm := _SM.search(name)):
+    if sm := _SM.search(name):
         fields.append(("arch", f"sm{sm.group('sm')}"))
     op = "gemm"
-    for cand, label in (("fprop", "conv forward"), ("dgrad", "conv data-grad"),
-                        ("wgrad", "conv weight-grad"), ("pooling", "pooling"), ("gemm", "GEMM")):
+    for cand, label in (
+        ("fprop", "conv forward"),
+        ("dgrad", "conv data-grad"),
+        ("wgrad", "conv weight-grad"),
+        ("pooling", "pooling"),
+        ("gemm", "GEMM"),
+    ):
         if f"_{cand}" in name:
             op = label
             break
-    variant = [v for v in ("implicit_gemm", "interleaved", "indexed", "conv1x1", "depthwise")
-               if v in name]
+    variant = [
+        v for v in ("implicit_gemm", "interleaved", "indexed", "conv1x1", "depthwise") if v in name
+    ]
     if variant:
         fields.append(("variant", ", ".join(variant)))
     precision = None
-    if (ty := _XMMA_TYPES.search(name.split("_xmma_", 1)[-1])):
+    if ty := _XMMA_TYPES.search(name.split("_xmma_", 1)[-1]):
         a = re.findall(_T, ty.group("a"))
         acc = ty.group("acc")
         fields.append(("types", f"{ty.group('a')} → {acc} → {ty.group('out')}"))
         precision = "TF32" if "tf32" in acc else _precision(a[0]) if a else None
-    elif (pt := re.search(r"_(FP16|FP32|INT8|BF16)(?:FP16|FP32|INT8|BF16)?(NHWC|NCHW)", name)):
+    elif pt := re.search(r"_(FP16|FP32|INT8|BF16)(?:FP16|FP32|INT8|BF16)?(NHWC|NCHW)", name):
         precision = pt.group(1)
         fields.append(("layout", pt.group(2)))
     for rx, label in ((_TILE, "CTA tile"), (_WARPS, "warps")):
-        if (mm := rx.search(name)):
+        if mm := rx.search(name):
             fields.append((label, mm.group(1)))
-    if (st := _STAGE.search(name)):
+    if st := _STAGE.search(name):
         fields.append(("stages", st.group("s")))
     mma = _MMA.search(name)
     if mma:
         fields.append(("MMA shape", mma.group("m")))
-    if (flt := _FILTER.search(name)):
+    if flt := _FILTER.search(name):
         fields.append(("filter", f"{flt.group('r')}x{flt.group('s')}"))
     for layout in ("nhwckrsc_nhwc", "nchw_vect_c_32", "nchw_vect_c_4", "nhwc", "nchw"):
         if layout in name and not any(k == "layout" for k, _ in fields):
@@ -236,9 +323,9 @@ def _cudnn(name: str, m: re.Match[str]) -> DecodedName:
         precision, tc = "INT8", False
     if m.group("out"):
         fields.append(("output", m.group("out").upper()))
-    if (cta := _CTA.search(rest)):
+    if cta := _CTA.search(rest):
         fields.append(("CTA tile", cta.group("cta")))
-    if (st := _CUDNN_STAGES.search(rest)):
+    if st := _CUDNN_STAGES.search(rest):
         fields += [("K tile", st.group("k")), ("stages", st.group("s"))]
     for tok, label in (("winograd", "Winograd"), ("relu", "fused ReLU"), ("sliced1x2", "sliced")):
         if tok in rest or tok in core:
@@ -246,7 +333,7 @@ def _cudnn(name: str, m: re.Match[str]) -> DecodedName:
     for size in ("interior", "small", "medium", "large"):
         if f"_{size}_" in f"_{rest}_":
             fields.append(("size class", size))
-    if (tr := re.search(r"_(nn|nt|tn|tt)_v\d+$", name)):
+    if tr := re.search(r"_(nn|nt|tn|tt)_v\d+$", name):
         fields.append(("transposes", tr.group(1)))
     op = "GEMM" if m.group("lib") == "gemm" else "convolution"
     return DecodedName(name, "cudnn", f"cuDNN-style {op}", (op,), tuple(fields), precision, tc)
@@ -254,9 +341,9 @@ def _cudnn(name: str, m: re.Match[str]) -> DecodedName:
 
 def _cutlass(name: str) -> DecodedName:
     fields: list[tuple[str, str]] = []
-    if (sm := _SM.search(name)):
+    if sm := _SM.search(name):
         fields.append(("arch", f"sm{sm.group('sm')}"))
-    elif (arch := re.search(rf"(?:^|_)({'|'.join(_ARCH_NAMES)})_", name)):
+    elif arch := re.search(rf"(?:^|_)({'|'.join(_ARCH_NAMES)})_", name):
         fields.append(("arch", arch.group(1)))
     precision = None
     for tok in re.findall(r"(?:^|_)((?:bf16|f16|f32|tf32|e4m3|e5m2|s8|i8)+)(?=_|$)", name):
@@ -265,8 +352,11 @@ def _cutlass(name: str) -> DecodedName:
             precision = _precision(first.group(0))
             fields.append(("types", tok))
             break
-    tc = True if ("tensorop" in name or "hmma" in name or "imma" in name or "wgmma" in name) \
+    tc = (
+        True
+        if ("tensorop" in name or "hmma" in name or "imma" in name or "wgmma" in name)
         else None
+    )
     op = "conv forward" if "fprop" in name else "GEMM" if "gemm" in name else "kernel"
     if "first_layer" in name:
         fields.append(("specialisation", "first network layer"))
@@ -276,15 +366,28 @@ def _cutlass(name: str) -> DecodedName:
 def _nvjet(name: str, m: re.Match[str]) -> DecodedName:
     letters = m.group("types")
     precision = _NVJET_LETTER.get(letters[0])
-    fields = (("types", letters), ("CTA tile", m.group("cta")), ("K tile x stages", m.group("ks")),
-              ("cluster", m.group("cluster")))
-    return DecodedName(name, "cublas-jit", "cuBLAS JIT GEMM (nvjet)", ("GEMM",), fields, precision,
-                       precision != "FP32")
+    fields = (
+        ("types", letters),
+        ("CTA tile", m.group("cta")),
+        ("K tile x stages", m.group("ks")),
+        ("cluster", m.group("cluster")),
+    )
+    return DecodedName(
+        name,
+        "cublas-jit",
+        "cuBLAS JIT GEMM (nvjet)",
+        ("GEMM",),
+        fields,
+        precision,
+        precision != "FP32",
+    )
 
 
 def split_top(text: str, sep: str) -> list[str]:
     """Split on ``sep`` outside brackets/parentheses."""
-    out, depth, cur, i = [], 0, [], 0
+    out: list[str] = []
+    cur: list[str] = []
+    depth, i = 0, 0
     while i < len(text):
         ch = text[i]
         if ch in "([{":
@@ -318,7 +421,7 @@ def pwn_leaves(text: str) -> list[str]:
 def _op_label(part: str) -> str:
     """A readable op for one fused part: ONNX node 'Conv_12' / '/a/b/Conv' -> 'Conv'."""
     p = part.strip()
-    if (u := _UNNAMED.match(p)):
+    if u := _UNNAMED.match(p):
         return u.group("type")
     if p.endswith((".weight", ".bias", ".running_mean", ".running_var")):
         return "weights"
@@ -334,31 +437,60 @@ def decode_layer(name: str) -> DecodedName:
     fields: list[tuple[str, str]] = []
     if base != name:
         fields.append(("optimisation profile", _PROFILE.search(name).group(1)))  # type: ignore[union-attr]
-    if (f := _FOREIGN.match(base)):
+    if f := _FOREIGN.match(base):
         body = f.group("body")
         first, _, last = body.partition("...")
         fields += [("first node", first), ("last node", last or first)]
-        return DecodedName(name, "myelin-region", "Myelin region (opaque ForeignNode)",
-                           tuple(x for x in (_op_label(first), "…", _op_label(last)) if x) if last
-                           else (_op_label(first),), tuple(fields))
+        return DecodedName(
+            name,
+            "myelin-region",
+            "Myelin region (opaque ForeignNode)",
+            tuple(x for x in (_op_label(first), "…", _op_label(last)) if x)
+            if last
+            else (_op_label(first),),
+            tuple(fields),
+        )
     if base.startswith("$$myelin$$"):
-        scope = base[len("$$myelin$$"):].strip("/")
-        return DecodedName(name, "myelin-tag", "Myelin node tag",
-                           (_op_label(scope),) if scope else (), (("scope", scope),) + tuple(fields))
+        scope = base[len("$$myelin$$") :].strip("/")
+        return DecodedName(
+            name,
+            "myelin-tag",
+            "Myelin node tag",
+            (_op_label(scope),) if scope else (),
+            (("scope", scope), *fields),
+        )
     if "_mha" in base or base.startswith(("fmha", "mha_v2")):
-        return DecodedName(name, "attention", "fused attention (MHA)", ("Attention",), tuple(fields))
+        return DecodedName(
+            name, "attention", "fused attention (MHA)", ("Attention",), tuple(fields)
+        )
     if (my := _myelin(base)) is not None:
-        return DecodedName(name, my.kind, "Myelin generated layer", my.ops, my.fields + tuple(fields),
-                           idioms=my.idioms)
-    if (ml := _MYL_LAYER.match(base)):
+        return DecodedName(
+            name,
+            my.kind,
+            "Myelin generated layer",
+            my.ops,
+            my.fields + tuple(fields),
+            idioms=my.idioms,
+        )
+    if ml := _MYL_LAYER.match(base):
         fields += [("region", ml.group("r")), ("layer", ml.group("i"))]
         inner = decode_layer(ml.group("base"))
-        return DecodedName(name, "myelin", "Myelin-compiled layer", inner.ops or (_op_label(ml.group("base")),),
-                           tuple(fields), idioms=inner.idioms)
-    if (rf := _REFORMAT.match(base)):
-        fields += [("tensor", f"{rf.group('dir').lower()} {rf.group('n')}"), ("of layer", rf.group("to"))]
-        return DecodedName(name, "reformat", "reformat (format/precision conversion)", ("Reformat",),
-                           tuple(fields))
+        return DecodedName(
+            name,
+            "myelin",
+            "Myelin-compiled layer",
+            inner.ops or (_op_label(ml.group("base")),),
+            tuple(fields),
+            idioms=inner.idioms,
+        )
+    if rf := _REFORMAT.match(base):
+        fields += [
+            ("tensor", f"{rf.group('dir').lower()} {rf.group('n')}"),
+            ("of layer", rf.group("to")),
+        ]
+        return DecodedName(
+            name, "reformat", "reformat (format/precision conversion)", ("Reformat",), tuple(fields)
+        )
     if base.endswith(" copy") or "copied_" in base:
         return DecodedName(name, "reformat", "tensor copy", ("Copy",), tuple(fields))
     if re.fullmatch(r"\[trainStation\d+\]", base) or "[DevicetoShapeHostCopy]" in base:
@@ -376,12 +508,21 @@ def decode_layer(name: str) -> DecodedName:
                 ops.append(_op_label(p))
         ops = [o for o in ops if o != "weights"] or ops
         if len(parts) == 1 and pointwise:
-            return DecodedName(name, "pointwise", "fused pointwise (PointWiseV2)", tuple(ops), tuple(fields))
-        return DecodedName(name, "fused-layer", f"{len(parts)} fused nodes", tuple(ops), tuple(fields))
-    if (u := _UNNAMED.match(base)):
+            return DecodedName(
+                name, "pointwise", "fused pointwise (PointWiseV2)", tuple(ops), tuple(fields)
+            )
+        return DecodedName(
+            name, "fused-layer", f"{len(parts)} fused nodes", tuple(ops), tuple(fields)
+        )
+    if u := _UNNAMED.match(base):
         fields.append(("layer", u.group("n")))
-        return DecodedName(name, "unnamed-layer", f"unnamed {u.group('type')} layer", (u.group("type"),),
-                           tuple(fields))
+        return DecodedName(
+            name,
+            "unnamed-layer",
+            f"unnamed {u.group('type')} layer",
+            (u.group("type"),),
+            tuple(fields),
+        )
     return DecodedName(name, "plain", "layer", (_op_label(base),), tuple(fields))
 
 
@@ -391,16 +532,24 @@ def decode_kernel(name: str) -> DecodedName:
     if (my := _myelin(short)) is not None:
         return my
     if "_mha" in short or short.startswith(("fmha", "mha_v2", "kernel_mha")) or "fmha" in short:
-        prec = next((_TYPE_TOKEN[t] for t in re.findall(r"(?:^|_)(fp16|bf16|e4m3|fp32|int8)(?=_|$)", short)
-                     if t in _TYPE_TOKEN), None)
-        return DecodedName(name, "attention", "fused attention (MHA)", ("Attention",), (), prec, True)
+        prec = next(
+            (
+                _TYPE_TOKEN[t]
+                for t in re.findall(r"(?:^|_)(fp16|bf16|e4m3|fp32|int8)(?=_|$)", short)
+                if t in _TYPE_TOKEN
+            ),
+            None,
+        )
+        return DecodedName(
+            name, "attention", "fused attention (MHA)", ("Attention",), (), prec, True
+        )
     if "_xmma_" in short or short.startswith("xmma_"):
         return _xmma(short)
     if "cutlass" in short:
         return _cutlass(short)
-    if (nv := _NVJET.match(short)):
+    if nv := _NVJET.match(short):
         return _nvjet(name, nv)
-    if (cd := _CUDNN.match(short)):
+    if cd := _CUDNN.match(short):
         return _cudnn(name, cd)
     if "generatedNativePointwise" in short or short.startswith("pointWise"):
         return DecodedName(name, "pointwise", "generated pointwise kernel", ("Pointwise",))

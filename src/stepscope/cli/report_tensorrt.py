@@ -12,13 +12,15 @@ from stepscope.report.tensorrt import build_trt_report
 
 
 def run_tensorrt(args: argparse.Namespace) -> int:
-    report = build_trt_report(load_trt_run(args.path), top=max(args.top, 0),
-                              nsys=getattr(args, "nsys", None))
+    report = build_trt_report(
+        load_trt_run(args.path), top=max(args.top, 0), nsys=getattr(args, "nsys", None)
+    )
     if args.format == "json":
         import msgspec
 
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(report.to_json()), indent=2)
-                         .decode() + "\n")
+        sys.stdout.write(
+            msgspec.json.format(msgspec.json.encode(report.to_json()), indent=2).decode() + "\n"
+        )
     else:
         from stepscope.report.text_tensorrt import render_trt_text
 

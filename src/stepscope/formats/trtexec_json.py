@@ -1,4 +1,4 @@
-"""Readers for trtexec's JSON exports: ``--exportProfile``, ``--exportTimes``, ``--exportLayerInfo``.
+"""Readers for trtexec's JSON exports: --exportProfile, --exportTimes, --exportLayerInfo.
 
 trtexec writes these files by string concatenation: layer and tensor names are not
 JSON-escaped, so a name holding ``"`` or ``\\`` makes the file invalid JSON. Each reader
@@ -58,8 +58,14 @@ def _cnum(text: str) -> float:
 
 def _layer_time(name: str, t: float, avg: float, med: float | None, pct: float) -> LayerTime:
     m = _PROFILE_SUFFIX.search(name)
-    return LayerTime(name=name, time_ms=t, average_ms=avg, median_ms=med, percentage=pct,
-                     profile=int(m.group(1)) if m else 0)
+    return LayerTime(
+        name=name,
+        time_ms=t,
+        average_ms=avg,
+        median_ms=med,
+        percentage=pct,
+        profile=int(m.group(1)) if m else 0,
+    )
 
 
 # ---- --exportProfile ----------------------------------------------------------------------
@@ -79,12 +85,17 @@ def looks_like_profile(head: str) -> bool:
 
 
 def read_profile(data: bytes, path: str) -> LayerProfile:
-    """``--exportProfile``: ``[{"count": N}, {name, timeMs, averageMs[, medianMs], percentage}...]``."""
+    """``--exportProfile``: ``[{"count": N}, {name, timeMs, averageMs[, medianMs], percentage}]``.
+
+    The leading ``{"count": N}`` element is optional metadata (profiled iterations).
+    """
     doc = _decode(data)
     if doc is None:
         return _salvage_profile(_text(data, path), path)
     if not isinstance(doc, list):
-        raise TraceFormatError(f"{path}: not a trtexec --exportProfile file (expected a JSON array)")
+        raise TraceFormatError(
+            f"{path}: not a trtexec --exportProfile file (expected a JSON array)"
+        )
     count: int | None = None
     layers: list[LayerTime] = []
     for i, el in enumerate(doc):
@@ -96,11 +107,15 @@ def read_profile(data: bytes, path: str) -> LayerProfile:
         if "name" not in el or "timeMs" not in el:
             raise TraceFormatError(f"{path}: element {i} of the profile has no name/timeMs")
         med = el.get("medianMs")
-        layers.append(_layer_time(
-            str(el["name"]), _num(el["timeMs"], path, "timeMs"),
-            _num(el.get("averageMs", 0.0), path, "averageMs"),
-            None if med is None else _num(med, path, "medianMs"),
-            _num(el.get("percentage", 0.0), path, "percentage")))
+        layers.append(
+            _layer_time(
+                str(el["name"]),
+                _num(el["timeMs"], path, "timeMs"),
+                _num(el.get("averageMs", 0.0), path, "averageMs"),
+                None if med is None else _num(med, path, "medianMs"),
+                _num(el.get("percentage", 0.0), path, "percentage"),
+            )
+        )
     return LayerProfile(path=path, count=count, layers=tuple(layers))
 
 
@@ -111,9 +126,15 @@ def _salvage_profile(text: str, path: str) -> LayerProfile:
         m = _PROFILE_LINE.search(line)
         if m:
             try:
-                layers.append(_layer_time(
-                    m.group("name"), _cnum(m.group("t")), _cnum(m.group("a")),
-                    None if m.group("m") is None else _cnum(m.group("m")), _cnum(m.group("p"))))
+                layers.append(
+                    _layer_time(
+                        m.group("name"),
+                        _cnum(m.group("t")),
+                        _cnum(m.group("a")),
+                        None if m.group("m") is None else _cnum(m.group("m")),
+                        _cnum(m.group("p")),
+                    )
+                )
             except ValueError:
                 continue
             continue
@@ -160,7 +181,9 @@ def read_times(data: bytes, path: str) -> IterationTimes:
             if rec:
                 doc.append(rec)
     if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
-        raise TraceFormatError(f"{path}: not a trtexec --exportTimes file (expected an array of objects)")
+        raise TraceFormatError(
+            f"{path}: not a trtexec --exportTimes file (expected an array of objects)"
+        )
     if not doc:
         raise TraceFormatError(f"{path}: the --exportTimes file holds no iterations")
     cols: dict[str, np.ndarray[Any, Any]] = {}
@@ -184,10 +207,21 @@ def read_times(data: bytes, path: str) -> IterationTimes:
 
 # Long 8.x prose and short 10.x names -> one precision label. Checked in this order.
 _DTYPES = (
-    ("bfloat16", "BF16"), ("bf16", "BF16"), ("fp16", "FP16"), ("half", "FP16"),
-    ("fp32", "FP32"), ("float", "FP32"), ("fp8", "FP8"), ("e4m3", "FP8"), ("fp4", "FP4"),
-    ("int8", "INT8"), ("int32", "INT32"), ("int64", "INT64"), ("int4", "INT4"),
-    ("uint8", "UINT8"), ("bool", "BOOL"),
+    ("bfloat16", "BF16"),
+    ("bf16", "BF16"),
+    ("fp16", "FP16"),
+    ("half", "FP16"),
+    ("fp32", "FP32"),
+    ("float", "FP32"),
+    ("fp8", "FP8"),
+    ("e4m3", "FP8"),
+    ("fp4", "FP4"),
+    ("int8", "INT8"),
+    ("int32", "INT32"),
+    ("int64", "INT64"),
+    ("int4", "INT4"),
+    ("uint8", "UINT8"),
+    ("bool", "BOOL"),
 )
 
 
@@ -211,10 +245,18 @@ def _tensor(obj: Any) -> TensorInfo:
         return TensorInfo(name=str(obj), dtype="?", format="", dims=())
     fmt = str(obj.get("Format/Datatype", ""))
     dims_raw = obj.get("Dimensions", [])
-    dims = tuple(int(d) for d in dims_raw if isinstance(d, (int, float)) and not isinstance(d, bool)) \
-        if isinstance(dims_raw, list) else ()
-    return TensorInfo(name=str(obj.get("Name", "")), dtype=dtype_of(fmt), format=fmt, dims=dims,
-                      location=str(obj.get("Location", "Device")))
+    dims = (
+        tuple(int(d) for d in dims_raw if isinstance(d, (int, float)) and not isinstance(d, bool))
+        if isinstance(dims_raw, list)
+        else ()
+    )
+    return TensorInfo(
+        name=str(obj.get("Name", "")),
+        dtype=dtype_of(fmt),
+        format=fmt,
+        dims=dims,
+        location=str(obj.get("Location", "Device")),
+    )
 
 
 _KNOWN = {"Name", "LayerType", "Inputs", "Outputs", "TacticName", "TacticValue", "Metadata"}
@@ -272,9 +314,7 @@ def _salvage_names(text: str) -> tuple[list[str], list[str]]:
         elif s.startswith('{"Layers"'):
             s = s.split(":", 1)[1].strip().lstrip("[")
         s = s.lstrip(",").strip()
-        if s.endswith("]}"):
-            s = s[:-2].rstrip()
-        elif s.endswith("],"):
+        if s.endswith("]}") or s.endswith("],"):
             s = s[:-2].rstrip()
         if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
             target.append(s[1:-1])
@@ -293,15 +333,25 @@ def read_layer_info(data: bytes, path: str) -> EngineGraph:
             names, bindings = _salvage_names(text)
             if not names:
                 raise TraceFormatError(
-                    f"{path}: not a trtexec --exportLayerInfo file (invalid JSON, no layer names)")
-            return EngineGraph(path=path, layers=tuple(EngineLayer(n, "") for n in names),
-                               bindings=tuple(bindings), detailed=False, salvaged=True)
+                    f"{path}: not a trtexec --exportLayerInfo file (invalid JSON, no layer names)"
+                )
+            return EngineGraph(
+                path=path,
+                layers=tuple(EngineLayer(n, "") for n in names),
+                bindings=tuple(bindings),
+                detailed=False,
+                salvaged=True,
+            )
     if not isinstance(doc, dict) or not isinstance(doc.get("Layers"), list):
-        raise TraceFormatError(f"{path}: not a trtexec --exportLayerInfo file (no \"Layers\" list)")
+        raise TraceFormatError(f'{path}: not a trtexec --exportLayerInfo file (no "Layers" list)')
     raw = doc["Layers"]
     bindings = doc.get("Bindings", [])
     layers = tuple(_layer(x) for x in raw)
     detailed = any(isinstance(x, dict) for x in raw)
-    return EngineGraph(path=path, layers=layers,
-                       bindings=tuple(str(b) for b in bindings) if isinstance(bindings, list) else (),
-                       detailed=detailed, salvaged=salvaged)
+    return EngineGraph(
+        path=path,
+        layers=layers,
+        bindings=tuple(str(b) for b in bindings) if isinstance(bindings, list) else (),
+        detailed=detailed,
+        salvaged=salvaged,
+    )

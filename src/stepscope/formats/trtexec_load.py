@@ -27,11 +27,20 @@ from stepscope.formats.trtexec_log import looks_like_log, read_log
 from stepscope.io.source import is_url, local_path, read_source
 from stepscope.model.tensorrt import SUMMARY_METRICS, PerfSummary, Stat, TrtRun
 
-KINDS = ("profile", "times", "layer_info", "log", "profile_meta", "build_meta", "device_meta",
-         "output")
+KINDS = (
+    "profile",
+    "times",
+    "layer_info",
+    "log",
+    "profile_meta",
+    "build_meta",
+    "device_meta",
+    "output",
+)
 _TREX_NAME = re.compile(
     r"^(?P<engine>.+?)\.(?:profile\.metadata\.json|build\.metadata\.json|metadata\.json|"
-    r"profile\.json|graph\.json|timing\.json|profile\.log|build\.log|log)$")
+    r"profile\.json|graph\.json|timing\.json|profile\.log|build\.log|log)$"
+)
 _CANDIDATE_EXT = (".json", ".log", ".out", ".txt", ".json.gz", ".log.gz")
 HEAD = 4096
 
@@ -80,8 +89,11 @@ def _candidates(folder: str) -> list[str]:
         names = sorted(os.listdir(folder))
     except OSError as exc:
         raise TraceSourceError(f"{folder}: cannot list ({exc.strerror})") from None
-    return [os.path.join(folder, n) for n in names
-            if n.endswith(_CANDIDATE_EXT) and os.path.isfile(os.path.join(folder, n))]
+    return [
+        os.path.join(folder, n)
+        for n in names
+        if n.endswith(_CANDIDATE_EXT) and os.path.isfile(os.path.join(folder, n))
+    ]
 
 
 def is_trtexec_output(path: str) -> bool:
@@ -108,13 +120,16 @@ def find_files(path: str) -> tuple[str, dict[str, str]]:
         files = [(p, sniff(_head(p))) for p in _candidates(local)]
         found = [(p, k) for p, k in files if k not in (None, "output")]
         if not found:
-            raise TraceFormatError(f"{path}: folder holds no trtexec outputs "
-                                   "(--exportProfile/--exportTimes/--exportLayerInfo JSON or a log)")
+            raise TraceFormatError(
+                f"{path}: folder holds no trtexec outputs "
+                "(--exportProfile/--exportTimes/--exportLayerInfo JSON or a log)"
+            )
         engines = sorted({e for p, _ in found if (e := _engine_of(p)) is not None})
         if len(engines) > 1:
             raise TraceFormatError(
                 f"{path}: folder holds outputs of {len(engines)} engines "
-                f"({', '.join(engines[:4])}{', …' if len(engines) > 4 else ''}); give one file")
+                f"({', '.join(engines[:4])}{', …' if len(engines) > 4 else ''}); give one file"
+            )
         name = engines[0] if engines else os.path.basename(os.path.normpath(local)) or local
     else:
         kind = sniff(_head(local))
@@ -136,7 +151,8 @@ def find_files(path: str) -> tuple[str, dict[str, str]]:
         if k in by_kind:
             raise TraceFormatError(
                 f"{path}: two {k.replace('_', ' ')} files ({os.path.basename(by_kind[k])}, "
-                f"{os.path.basename(p)}); give one file")
+                f"{os.path.basename(p)}); give one file"
+            )
         by_kind[k] = p
     return name, by_kind
 
@@ -156,19 +172,36 @@ def _trex_summary(doc: Any, path: str) -> PerfSummary | None:
     stats: list[tuple[str, Stat]] = []
     for metric in SUMMARY_METRICS:
         v = ps.get(metric)
-        if isinstance(v, list) and len(v) >= 4 and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        if (
+            isinstance(v, list)
+            and len(v) >= 4
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+        ):
             pcts = tuple(zip((90.0, 95.0, 99.0), (float(x) for x in v[4:7]), strict=False))
-            stats.append((metric, Stat(min=float(v[0]), max=float(v[1]), mean=float(v[2]),
-                                       median=float(v[3]), percentiles=pcts)))
+            stats.append(
+                (
+                    metric,
+                    Stat(
+                        min=float(v[0]),
+                        max=float(v[1]),
+                        mean=float(v[2]),
+                        median=float(v[3]),
+                        percentiles=pcts,
+                    ),
+                )
+            )
 
     def num(key: str) -> float | None:
         x = ps.get(key)
         return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
-    return PerfSummary(source="trex-metadata", throughput_qps=num("Throughput"),
-                       stats=tuple(stats), walltime_s=num("Total Host Walltime"),
-                       gpu_compute_total_s=num("Total GPU Compute Time"))
+    return PerfSummary(
+        source="trex-metadata",
+        throughput_qps=num("Throughput"),
+        stats=tuple(stats),
+        walltime_s=num("Total Host Walltime"),
+        gpu_compute_total_s=num("Total GPU Compute Time"),
+    )
 
 
 def _pairs(obj: Any) -> list[tuple[str, str]]:
@@ -177,9 +210,14 @@ def _pairs(obj: Any) -> list[tuple[str, str]]:
     return [(str(k), str(v)) for k, v in obj.items() if not isinstance(v, (dict, list))]
 
 
-_DEVICE_KEYS = {"Name": "Selected Device", "ComputeCapability": "Compute Capability",
-                "TotalMemory": "Device Global Memory", "MULTIPROCESSOR_COUNT": "SMs",
-                "CLOCK_RATE": "Compute Clock Rate (kHz)", "CUDA_VERSION": "CUDA version"}
+_DEVICE_KEYS = {
+    "Name": "Selected Device",
+    "ComputeCapability": "Compute Capability",
+    "TotalMemory": "Device Global Memory",
+    "MULTIPROCESSOR_COUNT": "SMs",
+    "CLOCK_RATE": "Compute Clock Rate (kHz)",
+    "CUDA_VERSION": "CUDA version",
+}
 
 
 def load_trt_run(path: str) -> TrtRun:
@@ -199,15 +237,19 @@ def load_trt_run(path: str) -> TrtRun:
     if "profile" in files:
         kw["profile"] = read_profile(data("profile"), files["profile"])
         if kw["profile"].salvaged:
-            warnings.append(f"{os.path.basename(files['profile'])}: invalid JSON (unescaped "
-                            "quotes in layer names?); read record by record")
+            warnings.append(
+                f"{os.path.basename(files['profile'])}: invalid JSON (unescaped "
+                "quotes in layer names?); read record by record"
+            )
     if "times" in files:
         kw["times"] = read_times(data("times"), files["times"])
     if "layer_info" in files:
         kw["graph"] = read_layer_info(data("layer_info"), files["layer_info"])
         if kw["graph"].salvaged:
-            warnings.append(f"{os.path.basename(files['layer_info'])}: invalid JSON (unescaped "
-                            "quotes in names?); repaired line by line")
+            warnings.append(
+                f"{os.path.basename(files['layer_info'])}: invalid JSON (unescaped "
+                "quotes in names?); repaired line by line"
+            )
     if "log" in files:
         log = read_log(data("log"), files["log"])
         kw["log"] = log
@@ -237,5 +279,12 @@ def load_trt_run(path: str) -> TrtRun:
             if key in first:
                 v = first[key]
                 device.append((label, ".".join(map(str, v)) if isinstance(v, list) else str(v)))
-    return TrtRun(path=path, name=name, options=tuple(options), device=tuple(device),
-                  files=tuple(sorted(files.values())), warnings=tuple(warnings), **kw)
+    return TrtRun(
+        path=path,
+        name=name,
+        options=tuple(options),
+        device=tuple(device),
+        files=tuple(sorted(files.values())),
+        warnings=tuple(warnings),
+        **kw,
+    )

@@ -26,17 +26,29 @@ from stepscope.model.tensorrt import (
 )
 
 _PREFIX = re.compile(r"^\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] \[(?P<level>[IWEVF])\] (?:\[TRT\] )?")
-_RUN = re.compile(r"^&&&& (?P<state>RUNNING|PASSED|FAILED) TensorRT\.trtexec(?: \[TensorRT v(?P<v>\d+)\])?"
-                  r"(?: # (?P<cmd>.*))?")
+_RUN = re.compile(
+    r"^&&&& (?P<state>RUNNING|PASSED|FAILED) TensorRT\.trtexec(?: \[TensorRT v(?P<v>\d+)\])?"
+    r"(?: # (?P<cmd>.*))?"
+)
 _HEADER = re.compile(r"^=== (?P<block>[A-Za-z ]+?) ===$")
 _KV = re.compile(r"^(?P<k>[^:=]{1,60}?):\s*(?P<v>.*)$")
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)"
-_STAT_ITEM = re.compile(rf"(?P<k>min|max|mean|median|percentile\((?P<p>{_NUM})%\))\s*=\s*(?P<v>{_NUM})")
+_STAT_ITEM = re.compile(
+    rf"(?P<k>min|max|mean|median|percentile\((?P<p>{_NUM})%\))\s*=\s*(?P<v>{_NUM})"
+)
 _PROFILE_HEAD = re.compile(r"^=== Profile \((?P<n>\d+) iterations? \) ===")
-_NUMS_FIRST = re.compile(rf"^\s*(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s+(?P<p>{_NUM})\s+(?P<name>\S.*?)\s*$")
-_NAME_FIRST4 = re.compile(rf"^\s*(?P<name>\S.*?)\s+(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s+(?P<p>{_NUM})\s*$")
-_NAME_FIRST3 = re.compile(rf"^\s*(?P<name>\S.*?)\s+(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s*$")
-_LAYER_LINE = re.compile(r"^Layer\((?P<type>[^)]*)\): (?P<name>.*?), Tactic: (?P<tactic>\S+?), (?P<io>.*)$")
+_NUMS_FIRST = re.compile(
+    rf"^\s*(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s+(?P<p>{_NUM})\s+(?P<name>\S.*?)\s*$"
+)
+_NAME_FIRST4 = re.compile(
+    rf"^\s*(?P<name>\S.*?)\s+(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s+(?P<p>{_NUM})\s*$"
+)
+_NAME_FIRST3 = re.compile(
+    rf"^\s*(?P<name>\S.*?)\s+(?P<t>{_NUM})\s+(?P<a>{_NUM})\s+(?P<m>{_NUM})\s*$"
+)
+_LAYER_LINE = re.compile(
+    r"^Layer\((?P<type>[^)]*)\): (?P<name>.*?), Tactic: (?P<tactic>\S+?), (?P<io>.*)$"
+)
 _TENSOR = re.compile(r"(?P<name>.+?) \((?P<dt>[A-Za-z0-9]+)\[(?P<dims>[^\]]*)\]\)(?:, |$)")
 _WALL = re.compile(rf"^Total Host Walltime:\s*(?P<v>{_NUM})\s*s")
 _GPU_TOTAL = re.compile(rf"^Total GPU Compute Time:\s*(?P<v>{_NUM})\s*s")
@@ -47,7 +59,8 @@ MAX_WARNINGS = 50
 
 def looks_like_log(head: str) -> bool:
     return "&&&& RUNNING TensorRT.trtexec" in head or (
-        bool(_PREFIX.match(head.lstrip())) and "=== Model Options ===" in head)
+        bool(_PREFIX.match(head.lstrip())) and "=== Model Options ===" in head
+    )
 
 
 def version_of(code: str) -> str:
@@ -74,8 +87,13 @@ def parse_stat(text: str) -> Stat | None:
             vals[m.group("k")] = _f(m.group("v"))
     if not all(k in vals for k in ("min", "max", "mean", "median")):
         return None
-    return Stat(min=vals["min"], max=vals["max"], mean=vals["mean"], median=vals["median"],
-                percentiles=tuple(pcts))
+    return Stat(
+        min=vals["min"],
+        max=vals["max"],
+        mean=vals["mean"],
+        median=vals["median"],
+        percentiles=tuple(pcts),
+    )
 
 
 def _tensors(text: str) -> tuple[TensorInfo, ...]:
@@ -86,8 +104,14 @@ def _tensors(text: str) -> tuple[TensorInfo, ...]:
             d = d.split(":")[0].strip()
             if d.lstrip("-").isdigit():
                 dims.append(int(d))
-        out.append(TensorInfo(name=m.group("name"), dtype=dtype_of(m.group("dt")),
-                              format=f"{m.group('dt')}[{m.group('dims')}]", dims=tuple(dims)))
+        out.append(
+            TensorInfo(
+                name=m.group("name"),
+                dtype=dtype_of(m.group("dt")),
+                format=f"{m.group('dt')}[{m.group('dims')}]",
+                dims=tuple(dims),
+            )
+        )
     return tuple(out)
 
 
@@ -96,8 +120,13 @@ def _layer_line(line: str) -> EngineLayer | None:
     if not m:
         return None
     ins, _, outs = m.group("io").partition(" -> ")
-    return EngineLayer(name=m.group("name"), layer_type=m.group("type"), inputs=_tensors(ins),
-                       outputs=_tensors(outs), tactic_value=m.group("tactic"))
+    return EngineLayer(
+        name=m.group("name"),
+        layer_type=m.group("type"),
+        inputs=_tensors(ins),
+        outputs=_tensors(outs),
+        tactic_value=m.group("tactic"),
+    )
 
 
 def _profile_row(msg: str) -> LayerTime | None:
@@ -109,14 +138,21 @@ def _profile_row(msg: str) -> LayerTime | None:
         if not m:
             return None
         p = math.nan
-    return LayerTime(name=m.group("name"), time_ms=_f(m.group("t")), average_ms=_f(m.group("a")),
-                     median_ms=_f(m.group("m")), percentage=p)
+    return LayerTime(
+        name=m.group("name"),
+        time_ms=_f(m.group("t")),
+        average_ms=_f(m.group("a")),
+        median_ms=_f(m.group("m")),
+        percentage=p,
+    )
 
 
 def read_log(data: bytes, path: str) -> TrtLog:
     text = data.decode("utf-8", errors="replace")
     if not looks_like_log(text[:65536]):
-        raise TraceFormatError(f"{path}: not a trtexec log (no '&&&& RUNNING TensorRT.trtexec' line)")
+        raise TraceFormatError(
+            f"{path}: not a trtexec log (no '&&&& RUNNING TensorRT.trtexec' line)"
+        )
     version: str | None = None
     command: str | None = None
     passed: bool | None = None
@@ -153,7 +189,7 @@ def read_log(data: bytes, path: str) -> TrtLog:
             continue
         in_layers = False
         level = pm.group("level")
-        msg = line[pm.end():]
+        msg = line[pm.end() :]
         if level in ("W", "E"):
             body = msg.strip()
             if body and body not in seen_w and len(warnings) < MAX_WARNINGS:
@@ -203,11 +239,11 @@ def read_log(data: bytes, path: str) -> TrtLog:
                 block.append((kv.group("k").strip(), kv.group("v").strip()))
             continue
         if in_summary:
-            if (t := _THROUGHPUT.match(stripped)):
+            if t := _THROUGHPUT.match(stripped):
                 throughput = _f(t.group("v"))
-            elif (w := _WALL.match(stripped)):
+            elif w := _WALL.match(stripped):
                 wall = _f(w.group("v"))
-            elif (g := _GPU_TOTAL.match(stripped)):
+            elif g := _GPU_TOTAL.match(stripped):
                 gpu_total = _f(g.group("v"))
             else:
                 key, sep, rest = stripped.partition(":")
@@ -217,15 +253,27 @@ def read_log(data: bytes, path: str) -> TrtLog:
                         stats[key] = st
     summary = None
     if stats or throughput is not None:
-        summary = PerfSummary(source="log", throughput_qps=throughput,
-                              stats=tuple((k, stats[k]) for k in SUMMARY_METRICS if k in stats),
-                              walltime_s=wall, gpu_compute_total_s=gpu_total)
+        summary = PerfSummary(
+            source="log",
+            throughput_qps=throughput,
+            stats=tuple((k, stats[k]) for k in SUMMARY_METRICS if k in stats),
+            walltime_s=wall,
+            gpu_compute_total_s=gpu_total,
+        )
     profile = None
     if prof_rows:
         profile = LayerProfile(path=path, count=prof_count, layers=tuple(prof_rows))
     graph = None
     if layers:
         graph = EngineGraph(path=path, layers=tuple(layers), bindings=(), detailed=True)
-    return TrtLog(path=path, version=version, command=command, passed=passed,
-                  options=tuple((b, tuple(items)) for b, items in options),
-                  summary=summary, warnings=tuple(warnings), profile=profile, graph=graph)
+    return TrtLog(
+        path=path,
+        version=version,
+        command=command,
+        passed=passed,
+        options=tuple((b, tuple(items)) for b, items in options),
+        summary=summary,
+        warnings=tuple(warnings),
+        profile=profile,
+        graph=graph,
+    )

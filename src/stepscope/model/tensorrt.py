@@ -86,8 +86,14 @@ class EngineGraph:
 
 
 # Summary keys as trtexec prints them, in its order.
-SUMMARY_METRICS = ("Latency", "Enqueue Time", "H2D Latency", "GPU Compute Time", "D2H Latency",
-                   "End-to-End Host Latency")
+SUMMARY_METRICS = (
+    "Latency",
+    "Enqueue Time",
+    "H2D Latency",
+    "GPU Compute Time",
+    "D2H Latency",
+    "End-to-End Host Latency",
+)
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,13 @@ class TrtReport:
         return {
             "schema": SCHEMA,
             "source": {
-                "path": run.path, "format": "trtexec", "events": len(a.layers),
-                "vendor": "nvidia", "rank": None, "world_size": None, "skipped": {},
+                "path": run.path,
+                "format": "trtexec",
+                "events": len(a.layers),
+                "vendor": "nvidia",
+                "rank": None,
+                "world_size": None,
+                "skipped": {},
                 "warnings": list(run.warnings) + list(a.notes),
                 "partial": salvaged or bool(run.warnings),
             },
@@ -49,8 +54,8 @@ def tensorrt_json(a: TrtAnalysis, kernels_source: str | None = None) -> dict[str
         "trt_version": log.version if log else None,
         "command": log.command if log else None,
         "passed": log.passed if log else None,
-        "options": dict(run.options) | ({k: v for _b, items in log.options for k, v in items}
-                                        if log else {}),
+        "options": dict(run.options)
+        | ({k: v for _b, items in log.options for k, v in items} if log else {}),
         "engine_precision": a.engine_precision,
         "batch": a.batch,
         "profiled_iterations": a.profiled_iterations,
@@ -81,5 +86,6 @@ def build_trt_report(run: TrtRun, *, top: int = 20, nsys: str | None = None) -> 
 
         mapping = layer_gpu_times(read_layer_kernels(nsys))
         analysis = with_gpu_times(analysis, mapping.per_layer_ms)
-    return TrtReport(analysis=analysis, top=top, findings=advise_tensorrt(analysis),
-                     kernels_source=nsys)
+    return TrtReport(
+        analysis=analysis, top=top, findings=advise_tensorrt(analysis), kernels_source=nsys
+    )

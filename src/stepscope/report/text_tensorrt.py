@@ -45,8 +45,10 @@ def render_trt_text(report: TrtReport, console: Console | None = None) -> None:
     if not report.findings:
         console.print("[bold]Findings[/]: none — no rule found a problem worth fixing.")
     else:
-        console.print("[bold]Findings[/] (ranked by estimated saving per inference; "
-                      "a 'step' below is one inference query)")
+        console.print(
+            "[bold]Findings[/] (ranked by estimated saving per inference; "
+            "a 'step' below is one inference query)"
+        )
         for i, f in enumerate(report.findings, 1):
             f.render_text(console, i)
     _layers(console, t, report.top)
@@ -62,9 +64,15 @@ def _summary(console: Console, t: dict[str, Any]) -> None:
     s = t["summary"]
     console.print()
     if s is None:
-        console.print("[bold]Performance summary[/]: not available (no log, metadata or --exportTimes)")
+        console.print(
+            "[bold]Performance summary[/]: not available (no log, metadata or --exportTimes)"
+        )
         return
-    src = {"log": "trtexec log", "trex-metadata": "trex metadata", "times": "recomputed from --exportTimes"}
+    src = {
+        "log": "trtexec log",
+        "trex-metadata": "trex metadata",
+        "times": "recomputed from --exportTimes",
+    }
     head = f"[bold]Performance summary[/] ({src.get(s['source'], s['source'])})"
     if s["throughput_qps"] is not None:
         head += f": throughput {s['throughput_qps']:,.1f} qps"
@@ -73,12 +81,20 @@ def _summary(console: Console, t: dict[str, Any]) -> None:
     for col in ("metric", "min", "median", "mean", "p99", "max"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for name, m in s["metrics"].items():
-        table.add_row(escape(name), _ms(m["min_ms"]), _ms(m["median_ms"]), _ms(m["mean_ms"]),
-                      _ms(m["percentiles_ms"].get("p99")), _ms(m["max_ms"]))
+        table.add_row(
+            escape(name),
+            _ms(m["min_ms"]),
+            _ms(m["median_ms"]),
+            _ms(m["mean_ms"]),
+            _ms(m["percentiles_ms"].get("p99")),
+            _ms(m["max_ms"]),
+        )
     console.print(table)
     if t["timing_cv_pct"] is not None:
-        console.print(f"  GPU compute coefficient of variance: {t['timing_cv_pct']:.2f} % "
-                      f"over {t['iterations_timed']:,} timed iterations")
+        console.print(
+            f"  GPU compute coefficient of variance: {t['timing_cv_pct']:.2f} % "
+            f"over {t['iterations_timed']:,} timed iterations"
+        )
 
 
 def _layers(console: Console, t: dict[str, Any], top: int) -> None:
@@ -88,10 +104,15 @@ def _layers(console: Console, t: dict[str, Any], top: int) -> None:
     timed = any(r["average_ms"] is not None for r in rows)
     order = sorted(rows, key=lambda r: -(r["average_ms"] or 0.0)) if timed else rows
     console.print()
-    what = f"per inference, {t['profiled_iterations']} profiled iterations" \
-        if t["profiled_iterations"] else "per inference"
-    console.print(f"[bold]Layers[/] ({len(rows)}; top {min(top, len(rows))} by time, {what}; "
-                  f"sum {_ms(t['layer_total_ms'])})")
+    what = (
+        f"per inference, {t['profiled_iterations']} profiled iterations"
+        if t["profiled_iterations"]
+        else "per inference"
+    )
+    console.print(
+        f"[bold]Layers[/] ({len(rows)}; top {min(top, len(rows))} by time, {what}; "
+        f"sum {_ms(t['layer_total_ms'])})"
+    )
     table = Table(show_edge=False, box=None, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("layer", overflow="ellipsis", no_wrap=True, max_width=NAME_WIDTH)
@@ -102,11 +123,20 @@ def _layers(console: Console, t: dict[str, Any], top: int) -> None:
         table.add_column("GPU (nsys)", justify="right", no_wrap=True)
     shown = order[:top]
     for r in shown:
-        io = (f"{_dtypes(r['input_types'])} → {_dtypes(r['output_types'])}"
-              if r["input_types"] or r["output_types"] else "")
-        cells = [str(r["index"]), escape(_short(r["name"], 40)), _ms(r["average_ms"]),
-                 "" if r["share_pct"] is None else f"{r['share_pct']:.1f} %",
-                 escape(r["type"]), r["precision"] or "", escape(io)]
+        io = (
+            f"{_dtypes(r['input_types'])} → {_dtypes(r['output_types'])}"
+            if r["input_types"] or r["output_types"]
+            else ""
+        )
+        cells = [
+            str(r["index"]),
+            escape(_short(r["name"], 40)),
+            _ms(r["average_ms"]),
+            "" if r["share_pct"] is None else f"{r['share_pct']:.1f} %",
+            escape(r["type"]),
+            r["precision"] or "",
+            escape(io),
+        ]
         if gpu:
             cells.append(_ms(r["gpu_ms"]))
         table.add_row(*cells)
@@ -127,14 +157,22 @@ def _dtypes(types: list[str]) -> str:
 def _mix(console: Console, t: dict[str, Any]) -> None:
     rf = t["reformats"]
     console.print()
-    console.print(f"[bold]Reformat layers[/]: {rf['layers']} · {_ms(rf['average_ms'])} per inference "
-                  f"({rf['share_pct']:.1f} % of layer time) · {rf['converting_precision']} convert "
-                  "the data type")
+    console.print(
+        f"[bold]Reformat layers[/]: {rf['layers']} · {_ms(rf['average_ms'])} per inference "
+        f"({rf['share_pct']:.1f} % of layer time) · {rf['converting_precision']} convert "
+        "the data type"
+    )
     mix = t["precision_mix"]
     if mix:
-        console.print("[bold]Precision mix[/] (by layer time): " + ", ".join(
-            f"{escape(s['key'])} {s['share_pct']:.1f} % ({s['layers']} layers)" for s in mix))
+        console.print(
+            "[bold]Precision mix[/] (by layer time): "
+            + ", ".join(
+                f"{escape(s['key'])} {s['share_pct']:.1f} % ({s['layers']} layers)" for s in mix
+            )
+        )
     types = t["by_type"][:8]
     if types and any(s["key"] != "unknown" for s in types):
-        console.print("[bold]By layer type[/]: " + ", ".join(
-            f"{escape(s['key'])} {s['share_pct']:.1f} %" for s in types))
+        console.print(
+            "[bold]By layer type[/]: "
+            + ", ".join(f"{escape(s['key'])} {s['share_pct']:.1f} %" for s in types)
+        )

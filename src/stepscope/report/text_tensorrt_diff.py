@@ -31,8 +31,9 @@ def render_engine_diff(c: EngineComparison, console: Console | None = None, top:
     table.add_row("per inference (GPU compute)", _ms(c.a_inference_ms), _ms(c.b_inference_ms))
     table.add_row("sum of per-layer times", _ms(c.a_layer_total_ms), _ms(c.b_layer_total_ms))
     if c.a_throughput_qps or c.b_throughput_qps:
-        table.add_row("throughput (qps)", f"{c.a_throughput_qps or 0:,.1f}",
-                      f"{c.b_throughput_qps or 0:,.1f}")
+        table.add_row(
+            "throughput (qps)", f"{c.a_throughput_qps or 0:,.1f}", f"{c.b_throughput_qps or 0:,.1f}"
+        )
     console.print(table)
     if c.speedup:
         console.print(f"B is [bold]{c.speedup:.2f}x[/] the speed of A per inference")
@@ -44,23 +45,38 @@ def render_engine_diff(c: EngineComparison, console: Console | None = None, top:
         for col in ("A", "B", "Δ", "prec. A→B"):
             t.add_column(col, justify="right" if col != "prec. A→B" else "left", no_wrap=True)
         for d in c.matched[:top]:
-            t.add_row(escape(_short(d.name)), _ms(d.a_ms), _ms(d.b_ms),
-                      ("+" if d.delta_ms > 0 else "") + _ms(d.delta_ms),
-                      f"{d.a_precision or '?'}→{d.b_precision or '?'}")
+            t.add_row(
+                escape(_short(d.name)),
+                _ms(d.a_ms),
+                _ms(d.b_ms),
+                ("+" if d.delta_ms > 0 else "") + _ms(d.delta_ms),
+                f"{d.a_precision or '?'}→{d.b_precision or '?'}",
+            )
         console.print(t)
     for label, rows, side in (("Only in A", c.only_a, "a"), ("Only in B", c.only_b, "b")):
         if rows:
-            console.print(f"[bold]{label}[/] ({len(rows)}): " + "; ".join(
-                f"{escape(_short(d.name, 40))} {_ms(d.a_ms if side == 'a' else d.b_ms)}"
-                for d in rows[:6]) + ("; …" if len(rows) > 6 else ""))
+            console.print(
+                f"[bold]{label}[/] ({len(rows)}): "
+                + "; ".join(
+                    f"{escape(_short(d.name, 40))} {_ms(d.a_ms if side == 'a' else d.b_ms)}"
+                    for d in rows[:6]
+                )
+                + ("; …" if len(rows) > 6 else "")
+            )
     if c.fusions:
         console.print()
         console.print("[bold]Fusion differences[/]")
         for f in c.fusions[:top]:
             other = "A" if f.side == "b" else "B"
-            console.print(f"  {f.side.upper()} fuses {len(f.others)} layers of {other} "
-                          f"({_ms(f.others_ms)}) into {escape(_short(f.layer, 60))} ({_ms(f.layer_ms)})")
+            console.print(
+                f"  {f.side.upper()} fuses {len(f.others)} layers of {other} "
+                f"({_ms(f.others_ms)}) into {escape(_short(f.layer, 60))} ({_ms(f.layer_ms)})"
+            )
     if c.precision_mix:
         console.print()
-        console.print("[bold]Precision mix[/] (share of layer time, A → B): " + ", ".join(
-            f"{escape(s.key)} {s.a_pct:.1f} % → {s.b_pct:.1f} %" for s in c.precision_mix))
+        console.print(
+            "[bold]Precision mix[/] (share of layer time, A → B): "
+            + ", ".join(
+                f"{escape(s.key)} {s.a_pct:.1f} % → {s.b_pct:.1f} %" for s in c.precision_mix
+            )
+        )

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..finding import Finding
+from ..tensorrt_context import TrtContext
 from . import (
     batch_size,
     copies,
@@ -27,7 +28,6 @@ from . import (
     trt_transfers,
     trt_unstable,
 )
-from ..tensorrt_context import TrtContext
 
 RuleFn = Callable[[Context], "Finding | list[Finding] | None"]
 

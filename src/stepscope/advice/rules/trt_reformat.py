@@ -20,17 +20,27 @@ def check(ctx: TrtContext) -> Finding | None:
         "the rest only change the memory layout",
     ] + [layer_line(r) for r in top[:5]]
     return ctx.finding(
-        id="trt-reformat", title="Reformat layers convert tensors between formats or precisions",
+        id="trt-reformat",
+        title="Reformat layers convert tensors between formats or precisions",
         saving_ms=rf.average_ms * ctx.layer_scale,
-        estimate=("Per-inference time of all reformat layers (per-layer profile), scaled to the "
-                  "end-to-end GPU compute time; removing them is the upper bound."),
+        estimate=(
+            "Per-inference time of all reformat layers (per-layer profile), scaled to the "
+            "end-to-end GPU compute time; removing them is the upper bound."
+        ),
         evidence=evidence,
-        fix=("Keep neighbouring layers in one precision and layout: in QAT models put Q/DQ pairs "
-             "so that every convolution/GEMM fuses with them; let the network I/O use the "
-             "engine's native format (--inputIOFormats=int8:chw32 / fp16:chw, "
-             "--outputIOFormats=...); avoid forcing per-layer precisions (--layerPrecisions) that "
-             "split precision islands."),
-        code=("trtexec --onnx=model.onnx --int8 --fp16 --inputIOFormats=fp16:chw "
-              "--outputIOFormats=fp16:chw --exportProfile=profile.json --exportLayerInfo=graph.json "
-              "--profilingVerbosity=detailed"),
-        references=("https://docs.nvidia.com/deeplearning/tensorrt/latest/performance/best-practices.html",))
+        fix=(
+            "Keep neighbouring layers in one precision and layout: in QAT models put Q/DQ pairs "
+            "so that every convolution/GEMM fuses with them; let the network I/O use the "
+            "engine's native format (--inputIOFormats=int8:chw32 / fp16:chw, "
+            "--outputIOFormats=...); avoid forcing per-layer precisions (--layerPrecisions) that "
+            "split precision islands."
+        ),
+        code=(
+            "trtexec --onnx=model.onnx --int8 --fp16 --inputIOFormats=fp16:chw "
+            "--outputIOFormats=fp16:chw --exportProfile=profile.json --exportLayerInfo=graph.json "
+            "--profilingVerbosity=detailed"
+        ),
+        references=(
+            "https://docs.nvidia.com/deeplearning/tensorrt/latest/performance/best-practices.html",
+        ),
+    )
