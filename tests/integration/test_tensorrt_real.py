@@ -38,13 +38,16 @@ def test_layer_totals_equal_profile_sums(path: Path) -> None:
     a = analyse_tensorrt(load_trt_run(str(path)))
     assert a.layer_total_ms == pytest.approx(sum(x["averageMs"] for x in doc[1:]), rel=1e-12)
     assert sum(r.time_ms or 0.0 for r in a.layers) == pytest.approx(
-        sum(x["timeMs"] for x in doc[1:]), rel=1e-12)
+        sum(x["timeMs"] for x in doc[1:]), rel=1e-12
+    )
     assert len(a.layers) == len(doc) - 1 and a.profiled_iterations == doc[0]["count"]
     assert sum(r.share_pct or 0.0 for r in a.layers) == pytest.approx(100.0)
 
 
 def test_pinned_mobilenet_qat() -> None:
-    run = load_trt_run(str(shared_trace("tensorrt/trex/tests/inputs/mobilenet.qat.onnx.engine.graph.json")))
+    run = load_trt_run(
+        str(shared_trace("tensorrt/trex/tests/inputs/mobilenet.qat.onnx.engine.graph.json"))
+    )
     assert len(run.files) == 5 and run.times is not None and len(run.times) == 8945
     a = analyse_tensorrt(run)
     assert a.layer_total_ms == pytest.approx(0.470389, abs=1e-6)
@@ -93,8 +96,9 @@ def test_compare_real_engines() -> None:
     assert len(c.matched) > 10
 
 
-def test_folder_with_two_engines_is_one_line_error(capsys: pytest.CaptureFixture[str],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_folder_with_two_engines_is_one_line_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("STEPSCOPE_DEBUG")
     assert main(["report", str(shared_trace("tensorrt/trex/tests/inputs"))]) == 2
     err = capsys.readouterr().err

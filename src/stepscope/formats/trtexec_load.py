@@ -39,7 +39,7 @@ KINDS = (
 )
 _TREX_NAME = re.compile(
     r"^(?P<engine>.+?)\.(?:profile\.metadata\.json|build\.metadata\.json|metadata\.json|"
-    r"profile\.json|graph\.json|timing\.json|profile\.log|build\.log|log)$"
+    r"profile\.json|graph\.json|timing\.json|profile\.log|build\.log)$"
 )
 _CANDIDATE_EXT = (".json", ".log", ".out", ".txt", ".json.gz", ".log.gz")
 HEAD = 4096

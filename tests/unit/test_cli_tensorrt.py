@@ -1,0 +1,126 @@
+"""``stepscope report`` on trtexec outputs: text and JSON, hostile names, bad input, --nsys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from tests.trt_builders import layer_info_text, log_text, nsys_sqlite, profile_text, times_text
+
+from stepscope.cli.main import main
+from stepscope.formats.trtexec_load import find_files, is_trtexec_output, load_trt_run
+from stepscope.report.tensorrt import build_trt_report
+from stepscope.report.text_tensorrt import render_trt_text
+
+TACTIC = "ampere_h16816cudnn_128x128_ldg8_relu_exp_stages_64x3_large_nhwc_tn_v1"
+HOSTILE = '[bold red]x[/] <script>alert(1)</script> & "q"'
+
+
+def _engine(tmp: Path, name: str = "m.engine") -> Path:
+    (tmp / f"{name}.profile.json").write_text(
+        profile_text([(HOSTILE, 0.5), ("Conv_1 + Relu_2", 1.5)])
+    )
+    (tmp / f"{name}.graph.json").write_text(
+        layer_info_text(
+            [
+                {
+                    "name": HOSTILE,
+                    "type": "Reformat",
+                    "inputs": [("in", "Row major linear FP32")],
+                    "outputs": [("a", "Half")],
+                },
+                {
+                    "name": "Conv_1 + Relu_2",
+                    "inputs": [("a", "Half")],
+                    "outputs": [("out", "Half")],
+                    "tactic": TACTIC,
+                },
+            ]
+        )
+    )
+    (tmp / f"{name}.timing.json").write_text(times_text([2.0] * 50 + [2.2] * 50, enq=0.1))
+    (tmp / "run.log").write_text(log_text(gpu_median=2.0, enq_median=0.1))
+    return tmp / f"{name}.profile.json"
+
+
+def test_sniff_and_group(tmp_path: Path) -> None:
+    prof = _engine(tmp_path)
+    assert is_trtexec_output(str(prof)) and is_trtexec_output(str(tmp_path))
+    name, files = find_files(str(prof))
+    assert name == "m.engine" and set(files) == {"profile", "layer_info", "times"}
+    name, files = find_files(str(tmp_path))
+    assert set(files) == {"profile", "layer_info", "times", "log"}
+    (tmp_path / "x.json").write_text('{"traceEvents": []}')
+    assert not is_trtexec_output(str(tmp_path / "x.json"))
+
+
+def test_text_escapes_hostile_names(tmp_path: Path) -> None:
+    _engine(tmp_path)
+    rep = build_trt_report(load_trt_run(str(tmp_path)), top=5)
+    con = Console(record=True, width=200)
+    render_trt_text(rep, con)
+    out = con.export_text()
+    assert "[bold red]x[/] <script>" in out  # printed literally, never interpreted as markup
+    assert "cuDNN-style convolution · convolution · FP16" in out
+    assert "Performance summary (trtexec log): throughput 987.5 qps" in out
+    assert "salvaged" not in out and "invalid JSON" in out  # the unescaped quotes were repaired
+
+
+def test_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _engine(tmp_path)
+    assert main(["report", str(tmp_path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"schema", "source", "devices", "findings", "tensorrt"}
+    t = data["tensorrt"]
+    assert t["layers"][0]["name"] == HOSTILE and t["layers"][0]["reformat"] is True
+    assert t["layers"][1]["kernel"]["precision"] == "FP16" and t["trt_version"] == "10.3.0"
+    assert (
+        t["summary"]["source"] == "log"
+        and t["summary"]["metrics"]["GPU Compute Time"]["median_ms"] == 2.0
+    )
+    assert t["timing_cv_pct"] == pytest.approx(4.762, abs=0.001)  # std 0.1 / mean 2.1
+    assert data["source"]["partial"] is True  # salvaged files are labelled
+    assert {f["id"] for f in data["findings"]} == {"trt-reformat", "trt-unstable-timings"}
+
+
+@pytest.mark.parametrize(
+    "content", ['[\n  { "count" : 3 }\n, { "name" : "a', "[{", '{"Layers": 5}']
+)
+def test_bad_files_one_line(
+    tmp_path: Path,
+    content: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("STEPSCOPE_DEBUG")
+    f = tmp_path / "bad.profile.json"
+    f.write_text(content)
+    code = main(["report", str(f)])
+    err = capsys.readouterr().err
+    if code != 0:
+        assert code == 2 and err.count("\n") == 1 and "bad.profile.json" in err
+
+
+def test_nsys_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _engine(tmp_path)
+    db = tmp_path / "run.sqlite"
+    nsys_sqlite(db, [("Conv_1 + Relu_2", [("ampere_h16816cudnn_x", 1_200_000)])], iterations=4)
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "m.engine.profile.json"),
+                "--nsys",
+                str(db),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    t = json.loads(capsys.readouterr().out)["tensorrt"]
+    by = {r["name"]: r["gpu_ms"] for r in t["layers"]}
+    assert by["Conv_1 + Relu_2"] == pytest.approx(1.2) and by[HOSTILE] is None
+    assert t["kernels_source"] == str(db)
