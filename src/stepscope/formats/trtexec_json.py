@@ -9,6 +9,7 @@ writes one record or one key per line); a salvaged result is flagged ``salvaged=
 from __future__ import annotations
 
 import math
+import operator
 import re
 from typing import Any
 
@@ -148,16 +149,24 @@ def _salvage_profile(text: str, path: str) -> LayerProfile:
 
 # ---- --exportTimes --------------------------------------------------------------------------
 
-_TIME_KEYS = {  # ours -> trtexec keys (8.x+ first, then the 7.x spelling)
-    "start_enq": ("startEnqMs",),
-    "end_enq": ("endEnqMs",),
-    "h2d": ("h2dMs", "inMs"),
-    "compute": ("computeMs",),
-    "d2h": ("d2hMs", "outMs"),
-    "latency": ("latencyMs",),
-    "start_compute": ("startComputeMs",),
-    "end_compute": ("endComputeMs",),
-}
+_NAN = math.nan
+
+
+class _Iteration(msgspec.Struct, gc=False):  # no GC tracking: 1M records decode 2x faster
+    """One --exportTimes record: only the fields we use (8.x+ names and the 7.x spellings)."""
+
+    startEnqMs: float = _NAN
+    endEnqMs: float = _NAN
+    startComputeMs: float = _NAN
+    endComputeMs: float = _NAN
+    h2dMs: float = _NAN
+    computeMs: float = _NAN
+    d2hMs: float = _NAN
+    latencyMs: float = _NAN
+    inMs: float = _NAN  # 7.x
+    outMs: float = _NAN  # 7.x
+
+
 _TIME_LINE = re.compile(r'"(\w+)"\s*:\s*([-+0-9.eEinfatyINFATY]+)')
 
 
@@ -165,42 +174,55 @@ def looks_like_times(head: str) -> bool:
     return head.lstrip().startswith("[") and '"startEnqMs"' in head[:400]
 
 
+def _column(recs: list[_Iteration], field: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+    return np.fromiter(map(operator.attrgetter(field), recs), dtype=np.float64, count=len(recs))
+
+
 def read_times(data: bytes, path: str) -> IterationTimes:
     """``--exportTimes``: one object per timed iteration (absolute and derived ms)."""
-    doc = _decode(data)
-    salvaged = doc is None
-    if salvaged:  # numbers only, but C++ may print inf/nan
-        doc = []
-        for line in _text(data, path).split("\n"):
-            rec = {}
-            for k, v in _TIME_LINE.findall(line):
+    try:
+        recs = msgspec.json.decode(data, type=list[_Iteration])
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, ValueError):
+        recs = _salvage_times(data, path)  # C++ may print inf/nan, or the file is cut
+    if not recs:
+        raise TraceFormatError(f"{path}: the --exportTimes file holds no iterations")
+    cols = {f: _column(recs, f) for f in _Iteration.__struct_fields__}
+    if np.isnan(cols["computeMs"]).all():
+        raise TraceFormatError(f"{path}: not a trtexec --exportTimes file (no computeMs)")
+    h2d = np.where(np.isnan(cols["h2dMs"]), cols["inMs"], cols["h2dMs"])
+    d2h = np.where(np.isnan(cols["d2hMs"]), cols["outMs"], cols["d2hMs"])
+    latency = cols["latencyMs"]
+    if np.isnan(latency).all():
+        latency = np.nan_to_num(h2d) + cols["computeMs"] + np.nan_to_num(d2h)
+    return IterationTimes(
+        path=path,
+        start_enq=cols["startEnqMs"],
+        end_enq=cols["endEnqMs"],
+        h2d=h2d,
+        compute=cols["computeMs"],
+        d2h=d2h,
+        latency=latency,
+        start_compute=cols["startComputeMs"],
+        end_compute=cols["endComputeMs"],
+    )
+
+
+def _salvage_times(data: bytes, path: str) -> list[_Iteration]:
+    if not data.lstrip()[:1] == b"[":
+        raise TraceFormatError(f"{path}: not a trtexec --exportTimes file (expected a JSON array)")
+    fields = set(_Iteration.__struct_fields__)
+    recs = []
+    for line in _text(data, path).split("\n"):
+        rec: dict[str, float] = {}
+        for k, v in _TIME_LINE.findall(line):
+            if k in fields:
                 try:
                     rec[k] = _cnum(v)
                 except ValueError:
                     continue
-            if rec:
-                doc.append(rec)
-    if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
-        raise TraceFormatError(
-            f"{path}: not a trtexec --exportTimes file (expected an array of objects)"
-        )
-    if not doc:
-        raise TraceFormatError(f"{path}: the --exportTimes file holds no iterations")
-    cols: dict[str, np.ndarray[Any, Any]] = {}
-    for ours, keys in _TIME_KEYS.items():
-        key = next((k for k in keys if k in doc[0]), None)
-        if key is None:
-            cols[ours] = np.full(len(doc), np.nan)
-            continue
-        try:
-            cols[ours] = np.array([r.get(key, math.nan) for r in doc], dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TraceFormatError(f"{path}: {key} holds a value that is not a number") from exc
-    if np.isnan(cols["compute"]).all():
-        raise TraceFormatError(f"{path}: not a trtexec --exportTimes file (no computeMs)")
-    if np.isnan(cols["latency"]).all():
-        cols["latency"] = np.nan_to_num(cols["h2d"]) + cols["compute"] + np.nan_to_num(cols["d2h"])
-    return IterationTimes(path=path, **cols)
+        if rec:
+            recs.append(_Iteration(**rec))
+    return recs
 
 
 # ---- --exportLayerInfo ---------------------------------------------------------------------
