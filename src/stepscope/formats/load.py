@@ -30,6 +30,13 @@ def load_trace(
     if not looks_like_kineto(source.data):
         if not bytes(source.data[:4096]).strip():
             raise TraceFormatError(f"{path}: file is empty (only whitespace)")
+        from stepscope.formats.trtexec_load import sniff
+
+        if sniff(bytes(source.data[:4096]).decode("utf-8", "replace")) is not None:
+            raise TraceFormatError(
+                f"{path}: a TensorRT trtexec output, not a profiler trace; use `stepscope report` "
+                "or stepscope.formats.trtexec_load.load_trt_run"
+            )
         raise TraceFormatError(
             f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON)"
         )

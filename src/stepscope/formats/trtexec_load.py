@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from typing import Any
 
 import msgspec
@@ -79,7 +80,7 @@ def _head(path: str) -> str:
         try:
             with gzip.open(path, "rb") as gz:
                 raw = gz.read(HEAD)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):  # corrupt gzip: not ours; the trace reader says why
             return ""
     return raw.decode("utf-8", errors="replace")
 
