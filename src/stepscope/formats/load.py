@@ -27,16 +27,10 @@ def load_trace(
         cached = cache.load(key, path)
         if cached is not None:
             return cached
+    _reject_trtexec(path, bytes(source.data[:4096]))
     if not looks_like_kineto(source.data):
         if not bytes(source.data[:4096]).strip():
             raise TraceFormatError(f"{path}: file is empty (only whitespace)")
-        from stepscope.formats.trtexec_load import sniff
-
-        if sniff(bytes(source.data[:4096]).decode("utf-8", "replace")) is not None:
-            raise TraceFormatError(
-                f"{path}: a TensorRT trtexec output, not a profiler trace; use `stepscope report` "
-                "or stepscope.formats.trtexec_load.load_trt_run"
-            )
         raise TraceFormatError(
             f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON)"
         )
@@ -44,3 +38,14 @@ def load_trace(
     if key is not None:
         cache.store(key, trace)
     return trace
+
+
+def _reject_trtexec(path: str, head: bytes) -> None:
+    """trtexec exports are JSON too: name them instead of failing as a broken trace."""
+    from stepscope.formats.trtexec_load import sniff
+
+    if sniff(head.decode("utf-8", "replace")) not in (None, "output"):
+        raise TraceFormatError(
+            f"{path}: a TensorRT trtexec output, not a profiler trace; use `stepscope report` "
+            "(or stepscope.formats.trtexec_load.load_trt_run)"
+        )
