@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.trt_builders import layer_info_text, profile_text, times_text  # noqa: E402
+from tests.trt_builders import layer_info_text, profile_text, times_text
 
 
 def main() -> None:
@@ -30,12 +30,21 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        names = [f'layer "{i}"' if i % 10 == 0 else f"Conv_{i} + Relu_{i}" for i in range(args.layers)]
-        (d / "m.engine.timing.json").write_text(times_text([0.5 + (i % 7) * 0.01 for i in range(args.iterations)]))
+        names = [
+            f'layer "{i}"' if i % 10 == 0 else f"Conv_{i} + Relu_{i}" for i in range(args.layers)
+        ]
+        (d / "m.engine.timing.json").write_text(
+            times_text([0.5 + (i % 7) * 0.01 for i in range(args.iterations)])
+        )
         (d / "m.engine.profile.json").write_text(profile_text([(n, 0.01) for n in names]))
-        (d / "m.engine.graph.json").write_text(layer_info_text(
-            [{"name": n, "inputs": [(f"t{i}", "Half")], "outputs": [(f"t{i + 1}", "Half")]}
-             for i, n in enumerate(names)]))
+        (d / "m.engine.graph.json").write_text(
+            layer_info_text(
+                [
+                    {"name": n, "inputs": [(f"t{i}", "Half")], "outputs": [(f"t{i + 1}", "Half")]}
+                    for i, n in enumerate(names)
+                ]
+            )
+        )
         size = sum(p.stat().st_size for p in d.iterdir()) / 1e6
         t0 = time.perf_counter()
         run = load_trt_run(str(d))
@@ -44,8 +53,10 @@ def main() -> None:
         t2 = time.perf_counter()
         report.to_json()
         t3 = time.perf_counter()
-        print(f"{args.iterations:,} iterations, {args.layers:,} layers, {size:.1f} MB: "
-              f"load {t1 - t0:.2f} s, analyse+advise {t2 - t1:.2f} s, JSON {t3 - t2:.2f} s")
+        print(
+            f"{args.iterations:,} iterations, {args.layers:,} layers, {size:.1f} MB: "
+            f"load {t1 - t0:.2f} s, analyse+advise {t2 - t1:.2f} s, JSON {t3 - t2:.2f} s"
+        )
 
 
 if __name__ == "__main__":
