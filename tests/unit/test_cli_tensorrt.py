@@ -65,7 +65,7 @@ def test_text_escapes_hostile_names(tmp_path: Path) -> None:
     render_trt_text(rep, con)
     out = con.export_text()
     assert "[bold red]x[/] <script>" in out  # printed literally, never interpreted as markup
-    assert "cuDNN-style convolution · convolution · FP16" in out
+    assert "cuDNN-style convolution · FP16 · arch ampere · CTA tile 128x128" in out
     assert "Performance summary (trtexec log): throughput 987.5 qps" in out
     assert "salvaged" not in out and "invalid JSON" in out  # the unescaped quotes were repaired
 

@@ -86,6 +86,9 @@ IDIOMS: tuple[tuple[str, str], ...] = (
     ("QuantizeLinear", r"Mul,Min,Max,Round,Cast"),
 )
 
+# Kernel fields worth a place in the one-line summary.
+SUMMARY_FIELDS = ("arch", "CTA tile", "stages", "MMA shape", "MMA")
+
 _CAMEL = re.compile(r"[A-Z][a-z0-9]*")
 _MYL_PREFIX = re.compile(
     r"^(?:void )?__myl_(?:bb\d+_\d+_)?(?P<ops>[A-Za-z0-9]*?)"
@@ -175,11 +178,15 @@ class DecodedName:
         parts = [self.family]
         if self.idioms:
             parts.append("≈ " + " + ".join(self.idioms))
-        if self.ops:
+        if self.ops and not (len(self.ops) == 1 and self.ops[0].lower() in self.family.lower()):
             ops = " → ".join(self.ops[:12]) + (" → …" if len(self.ops) > 12 else "")
             parts.append(ops)
         if self.precision:
             parts.append(self.precision)
+        fields = dict(self.fields)
+        parts += [f"{k} {fields[k]}" for k in SUMMARY_FIELDS if k in fields]
+        if self.tensor_cores is not None:
+            parts.append("tensor cores" if self.tensor_cores else "no tensor cores")
         return " · ".join(parts)
 
     def to_json(self) -> dict[str, object]:
