@@ -261,3 +261,14 @@ def test_report_json_no_profile() -> None:
     assert a.layer_total_ms == 0 and all(x.average_ms is None for x in a.layers)
     assert "no per-layer profile" in a.notes[0]
     assert advise_tensorrt(a) == []
+
+
+def test_diff_renderer_escapes_names() -> None:
+    from rich.console import Console
+
+    hostile = "[bold red]boom[/] <b>"
+    a = analyse_tensorrt(run([(hostile, 0.2, "Reformat", "FP32", "FP16")], name="a"))
+    b = analyse_tensorrt(run([(hostile, 0.1, "Reformat", "FP32", "FP16")], name="b"))
+    con = Console(record=True, width=200)
+    render_engine_diff(compare_engines(a, b), con)
+    assert "[bold red]boom[/] <b>" in con.export_text()
