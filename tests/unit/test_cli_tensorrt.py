@@ -126,6 +126,15 @@ def test_nsys_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     by = {r["name"]: r["gpu_ms"] for r in t["layers"]}
     assert by["Conv_1 + Relu_2"] == pytest.approx(1.2) and by[HOSTILE] is None
     assert t["kernels_source"] == str(db)
+    assert t["kernel_mapping"] == {
+        "mapped_kernels": 4,
+        "unmapped_kernels": 0,
+        "unmapped_ms": 0.0,
+        "layers_with_kernels": 1,
+    }
+    conv = next(r for r in t["layers"] if r["name"] == "Conv_1 + Relu_2")
+    assert conv["gpu_kernels"][0]["name"] == "ampere_h16816cudnn_x"
+    assert conv["gpu_kernels"][0]["launches"] == 4 and conv["gpu_kernels"][0]["ms"] == 1.2
 
 
 def test_load_trace_points_to_report(tmp_path: Path) -> None:
@@ -162,3 +171,18 @@ def test_fuzz_report_on_damaged_engine(
     except SystemExit as exc:  # argparse never fires here; keep the contract explicit
         code = int(exc.code or 0)
     assert code in (0, 2)
+
+
+def test_nsys_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # no wrapping: the assertions read whole lines
+    _engine(tmp_path)
+    db = tmp_path / "run.sqlite"
+    nsys_sqlite(
+        db, [("Conv_1 + Relu_2", [("ampere_h16816cudnn_x", 1_200_000)])], iterations=4, outside=1
+    )
+    assert main(["report", str(tmp_path), "--nsys", str(db), "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU (nsys)" in out and "1 outside any layer range" in out
+    assert "nsys: ampere_h16816cudnn_x 1.200 ms ×4" in out

@@ -53,6 +53,7 @@ class LayerRow:
     is_reformat: bool
     converts_precision: bool  # a reformat whose input and output types differ
     gpu_ms: float | None = None  # per inference, from an nsys export (kernels mapped to layers)
+    gpu_kernels: tuple[tuple[str, float, int], ...] = ()  # (kernel, ms per inference, launches)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,10 @@ class LayerRow:
             "reformat": self.is_reformat,
             "converts_precision": self.converts_precision,
             "gpu_ms": _r(self.gpu_ms, 6),
+            "gpu_kernels": [
+                {"name": k, "ms": _r(ms, 6), "launches": n, "decoded": decode_kernel(k).summary}
+                for k, ms, n in self.gpu_kernels
+            ],
         }
 
 
@@ -404,12 +409,21 @@ def analyse_tensorrt(run: TrtRun) -> TrtAnalysis:
     )
 
 
-def with_gpu_times(a: TrtAnalysis, gpu_ms: dict[str, float]) -> TrtAnalysis:
-    """``a`` with per-layer GPU time (per inference) from an nsys export filled in."""
+def with_gpu_times(
+    a: TrtAnalysis,
+    gpu_ms: dict[str, float],
+    kernels: dict[str, tuple[tuple[str, float, int], ...]] | None = None,
+) -> TrtAnalysis:
+    """``a`` with per-layer GPU time (per inference) and kernels from an nsys export."""
     import dataclasses
 
+    kernels = kernels or {}
+
+    def pick(d: dict[str, Any], name: str) -> Any:
+        return d.get(name, d.get(_base(name)))
+
     rows = tuple(
-        dataclasses.replace(r, gpu_ms=gpu_ms.get(r.name, gpu_ms.get(_base(r.name))))
+        dataclasses.replace(r, gpu_ms=pick(gpu_ms, r.name), gpu_kernels=pick(kernels, r.name) or ())
         for r in a.layers
     )
     return dataclasses.replace(a, layers=rows)

@@ -21,6 +21,7 @@ class TrtReport:
     top: int
     findings: list[Finding] = field(default_factory=list)
     kernels_source: str | None = None  # nsys export used for per-layer GPU time
+    kernel_mapping: dict[str, Any] | None = None  # mapped/unmapped kernel counts
 
     def to_json(self) -> dict[str, Any]:
         a = self.analysis
@@ -41,7 +42,8 @@ class TrtReport:
             },
             "devices": [{"id": 0, **{k: v for k, v in run.device}}] if run.device else [],
             "findings": [f.to_json() for f in self.findings],
-            "tensorrt": tensorrt_json(a, self.kernels_source),
+            "tensorrt": tensorrt_json(a, self.kernels_source)
+            | {"kernel_mapping": self.kernel_mapping},
         }
 
 
@@ -79,13 +81,24 @@ def build_trt_report(run: TrtRun, *, top: int = 20, nsys: str | None = None) -> 
     from stepscope.advice.tensorrt import advise_tensorrt
 
     analysis = analyse_tensorrt(run)
+    stats: dict[str, Any] | None = None
     if nsys is not None:
         from stepscope.analysis.tensorrt import with_gpu_times
         from stepscope.analysis.tensorrt_kernels import layer_gpu_times
         from stepscope.formats.trtexec_nsys import read_layer_kernels
 
         mapping = layer_gpu_times(read_layer_kernels(nsys))
-        analysis = with_gpu_times(analysis, mapping.per_layer_ms)
+        analysis = with_gpu_times(analysis, mapping.per_layer_ms, mapping.kernels)
+        stats = {
+            "mapped_kernels": mapping.mapped_kernels,
+            "unmapped_kernels": mapping.unmapped_kernels,
+            "unmapped_ms": round(mapping.unmapped_ms, 6),
+            "layers_with_kernels": len(mapping.per_layer_ms),
+        }
     return TrtReport(
-        analysis=analysis, top=top, findings=advise_tensorrt(analysis), kernels_source=nsys
+        analysis=analysis,
+        top=top,
+        findings=advise_tensorrt(analysis),
+        kernels_source=nsys,
+        kernel_mapping=stats,
     )

@@ -52,6 +52,13 @@ def render_trt_text(report: TrtReport, console: Console | None = None) -> None:
         for i, f in enumerate(report.findings, 1):
             f.render_text(console, i)
     _layers(console, t, report.top)
+    km = t.get("kernel_mapping")
+    if km:
+        console.print(
+            f"[bold]Kernels → layers[/] (nsys {escape(str(t['kernels_source']))}): "
+            f"{km['mapped_kernels']:,} kernels in {km['layers_with_kernels']} layers, "
+            f"{km['unmapped_kernels']:,} outside any layer range ({_ms(km['unmapped_ms'])})"
+        )
     _mix(console, t)
     if t["trtexec_warnings"]:
         console.print()
@@ -147,6 +154,11 @@ def _layers(console: Console, t: dict[str, Any], top: int) -> None:
         what = r["decoded"]["summary"]
         if r["kernel"]:
             what += " | kernel: " + r["kernel"]["summary"]
+        if r["gpu_kernels"]:
+            what += " | nsys: " + ", ".join(
+                f"{_short(k['name'], 40)} {_ms(k['ms'])} ×{k['launches']}"
+                for k in r["gpu_kernels"][:3]
+            )
         console.print(f"  {r['index']:>3}  {escape(what)}")
 
 
