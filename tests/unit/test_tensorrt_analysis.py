@@ -272,3 +272,44 @@ def test_diff_renderer_escapes_names() -> None:
     con = Console(record=True, width=200)
     render_engine_diff(compare_engines(a, b), con)
     assert "[bold red]boom[/] <b>" in con.export_text()
+
+
+def test_onnx_nodes_pair_renamed_myelin_layers() -> None:
+    from stepscope.analysis.tensorrt_names import onnx_nodes
+    from stepscope.model.tensorrt import EngineLayer
+
+    assert onnx_nodes("[ONNX Layer: /a/MatMul]\x1f[ONNX Layer: /a/Softmax]") == (
+        "/a/MatMul",
+        "/a/Softmax",
+    )
+
+    def with_meta(r: object, metas: list[str]) -> object:
+        g = r.graph  # type: ignore[attr-defined]
+        layers = tuple(
+            dataclasses.replace(lay, metadata=m) for lay, m in zip(g.layers, metas, strict=True)
+        )
+        return dataclasses.replace(r, graph=dataclasses.replace(g, layers=layers))
+
+    ra = run(
+        [
+            ("__myl_A_myl0_1", 0.4, "kgen", "FP16", "FP16"),
+            ("gemm_myl0_2", 0.2, "gemm", "FP16", "FP16"),
+        ]
+    )
+    rb = run(
+        [
+            ("__myl_A_myl4_9", 0.1, "kgen", "FP16", "FP16"),
+            ("fused_myl4_3", 0.3, "gemm", "FP16", "FP16"),
+        ]
+    )
+    a = analyse_tensorrt(with_meta(ra, ["[ONNX Layer: n1]", "[ONNX Layer: n2]"]))  # type: ignore[arg-type]
+    b = analyse_tensorrt(
+        with_meta(rb, ["[ONNX Layer: n1]", "[ONNX Layer: n2]\x1f[ONNX Layer: n3]"])  # type: ignore[arg-type]
+    )
+    assert a.layers[0].onnx_nodes == ("n1",) and isinstance(EngineLayer, type)
+    c = compare_engines(a, b)
+    assert [d.name for d in c.matched] == ["__myl_A_myl0_1 ⇄ __myl_A_myl4_9"]
+    assert c.matched[0].delta_ms == pytest.approx(-0.3)
+    assert [d.name for d in c.only_a] == ["gemm_myl0_2"] and [d.name for d in c.only_b] == [
+        "fused_myl4_3"
+    ]

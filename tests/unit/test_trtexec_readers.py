@@ -214,3 +214,20 @@ def test_fuzz_hostile_names_and_truncation(rows: list[tuple[str, float]], cut: i
                 reader(blob.encode("utf-8", "surrogatepass"), "f")
             except StepscopeError as exc:
                 assert "\n" not in str(exc)
+
+
+def test_layer_info_trt10_metadata_control_chars() -> None:
+    """TRT 10 joins Metadata entries with a raw \\x1f: invalid JSON, repaired line by line."""
+    meta = "[ONNX Layer: /attn/MatMul]\x1f[ONNX Layer: /attn/Softmax]"
+    text = (
+        '{"Layers": [{\n  "Name": "__myl_TraMaxSubExpSum_myl3_7",\n  "LayerType": "kgen",\n'
+        '  "Inputs": [\n  {\n    "Name": "q",\n    "Location": "Device",\n'
+        '    "Dimensions": [1,8],\n    "Format/Datatype": "Half"\n  }],\n'
+        '  "Outputs": [],\n  "TacticName": "__myl_TraMaxSubExpSum_0x1234",\n'
+        f'  "StreamId": 0,\n  "Metadata": "{meta}"\n}}],\n"Bindings": ["q"\n]}}\n'
+    )
+    g = read_layer_info(text.encode(), "g")
+    assert g.salvaged and g.detailed
+    lay = g.layers[0]
+    assert lay.layer_type == "kgen" and lay.metadata == meta and lay.inputs[0].dtype == "FP16"
+    assert ("StreamId", "0") in lay.extra

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis.tensorrt_names import DecodedName, decode_kernel, decode_layer
+from stepscope.analysis.tensorrt_names import DecodedName, decode_kernel, decode_layer, onnx_nodes
 from stepscope.model.tensorrt import (
     EngineLayer,
     IterationTimes,
@@ -54,6 +54,7 @@ class LayerRow:
     converts_precision: bool  # a reformat whose input and output types differ
     gpu_ms: float | None = None  # per inference, from an nsys export (kernels mapped to layers)
     gpu_kernels: tuple[tuple[str, float, int], ...] = ()  # (kernel, ms per inference, launches)
+    onnx_nodes: tuple[str, ...] = ()  # from the layer info's Metadata (TRT 8.6+)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +77,7 @@ class LayerRow:
             "reformat": self.is_reformat,
             "converts_precision": self.converts_precision,
             "gpu_ms": _r(self.gpu_ms, 6),
+            "onnx_nodes": list(self.onnx_nodes),
             "gpu_kernels": [
                 {"name": k, "ms": _r(ms, 6), "launches": n, "decoded": decode_kernel(k).summary}
                 for k, ms, n in self.gpu_kernels
@@ -246,6 +248,7 @@ def _row(
         kernel=kernel,
         is_reformat=is_ref,
         converts_precision=converts,
+        onnx_nodes=onnx_nodes(layer.metadata) if layer is not None else (),
     )
 
 

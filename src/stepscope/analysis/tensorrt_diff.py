@@ -160,6 +160,11 @@ def layer_nodes(name: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _nodes(r: LayerRow) -> tuple[str, ...]:
+    """ONNX nodes from the layer info's Metadata when present, else those the name lists."""
+    return r.onnx_nodes or layer_nodes(r.name)
+
+
 def _delta(name: str, ra: LayerRow | None, rb: LayerRow | None) -> LayerDelta:
     return LayerDelta(
         name=name,
@@ -179,12 +184,12 @@ def _fusions(
 ) -> list[FusionChange]:
     owner: dict[str, LayerRow] = {}
     for r in theirs:
-        for n in layer_nodes(r.name):
+        for n in _nodes(r):
             owner.setdefault(n, r)
     out: list[FusionChange] = []
     for r in mine:
         others: dict[str, LayerRow] = {}
-        for n in layer_nodes(r.name):
+        for n in _nodes(r):
             o = owner.get(n)
             if o is not None:
                 others.setdefault(o.name, o)
@@ -219,18 +224,35 @@ def _side_by_side(a: TrtAnalysis, b: TrtAnalysis, attr: str) -> tuple[SideBySide
     return tuple(sorted(rows, key=lambda s: (-max(s.a_ms, s.b_ms), s.key)))
 
 
+def _by_nodes(rows: dict[str, LayerRow]) -> dict[frozenset[str], str]:
+    """ONNX-node set -> layer name, for sets that belong to exactly one layer."""
+    seen: dict[frozenset[str], list[str]] = {}
+    for n, r in rows.items():
+        if r.onnx_nodes:
+            seen.setdefault(frozenset(r.onnx_nodes), []).append(n)
+    return {k: v[0] for k, v in seen.items() if len(v) == 1}
+
+
 def compare_engines(a: TrtAnalysis, b: TrtAnalysis) -> EngineComparison:
     """Side-by-side comparison of engine ``a`` (baseline) and engine ``b``."""
     ia = {_base(r.name): r for r in a.layers}
     ib = {_base(r.name): r for r in b.layers}
     matched = [_delta(n, ia[n], ib[n]) for n in ia if n in ib]
+    # TRT 10 renames Myelin layers between builds (``..._myl3_7``): pair the rest by the
+    # ONNX nodes their Metadata lists when those are identical and unique.
+    rest_a = _by_nodes({n: r for n, r in ia.items() if n not in ib})
+    rest_b = _by_nodes({n: r for n, r in ib.items() if n not in ia})
+    paired: dict[str, str] = {rest_a[k]: rest_b[k] for k in rest_a.keys() & rest_b.keys()}
+    for na, nb in paired.items():
+        matched.append(_delta(na if na == nb else f"{na} ⇄ {nb}", ia[na], ib[nb]))
+    paired_b = set(paired.values())
     matched.sort(key=lambda d: (-abs(d.delta_ms), d.name))
     only_a = sorted(
-        (_delta(n, ia[n], None) for n in ia if n not in ib),
+        (_delta(n, ia[n], None) for n in ia if n not in ib and n not in paired),
         key=lambda d: (-(d.a_ms or 0.0), d.name),
     )
     only_b = sorted(
-        (_delta(n, None, ib[n]) for n in ib if n not in ia),
+        (_delta(n, None, ib[n]) for n in ib if n not in ia and n not in paired_b),
         key=lambda d: (-(d.b_ms or 0.0), d.name),
     )
     fusions = _fusions("b", b.layers, a.layers) + _fusions("a", a.layers, b.layers)

@@ -438,6 +438,15 @@ def _op_label(part: str) -> str:
     return last or p
 
 
+_ONNX_NODE = re.compile(r"\[ONNX Layer: ([^\]]*)\]")
+
+
+def onnx_nodes(metadata: str) -> tuple[str, ...]:
+    """ONNX nodes a layer came from: ``Metadata`` holds ``[ONNX Layer: /a/MatMul]`` entries
+    (TRT 8.6+; TRT 10 separates them with ``\\x1f``)."""
+    return tuple(m.strip() for m in _ONNX_NODE.findall(metadata) if m.strip())
+
+
 def decode_layer(name: str) -> DecodedName:
     """Decode an engine layer name (profile, layer info, NVTX range)."""
     base = _PROFILE.sub("", name)

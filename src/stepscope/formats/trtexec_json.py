@@ -265,7 +265,7 @@ def looks_like_layer_info(head: str) -> bool:
 def _tensor(obj: Any) -> TensorInfo:
     if not isinstance(obj, dict):
         return TensorInfo(name=str(obj), dtype="?", format="", dims=())
-    fmt = str(obj.get("Format/Datatype", ""))
+    fmt = str(obj.get("Format/Datatype", obj.get("Datatype", "")))
     dims_raw = obj.get("Dimensions", [])
     dims = (
         tuple(int(d) for d in dims_raw if isinstance(d, (int, float)) and not isinstance(d, bool))
@@ -312,6 +312,9 @@ def _layer(obj: Any) -> EngineLayer:
 _KEY_STRING_LINE = re.compile(r'^(\s*(?:\{"Layers":\s*\[\{)?\s*"[^"]+"\s*:\s*")(.*)("\s*,?\s*)$')
 
 
+_CONTROL = re.compile(r"[\x00-\x1f]")  # raw control characters (TRT 10 joins Metadata with \x1f)
+
+
 def _repair_detailed(text: str) -> str:
     """Re-escape the string value of every ``"Key": "value"`` line (one key per line)."""
     out = []
@@ -319,6 +322,7 @@ def _repair_detailed(text: str) -> str:
         m = _KEY_STRING_LINE.match(line)
         if m:
             value = m.group(2).replace("\\", "\\\\").replace('"', '\\"')
+            value = _CONTROL.sub(lambda c: f"\\u{ord(c.group()):04x}", value)
             line = m.group(1) + value + m.group(3)
         out.append(line)
     return "\n".join(out)
