@@ -231,3 +231,42 @@ def test_layer_info_trt10_metadata_control_chars() -> None:
     lay = g.layers[0]
     assert lay.layer_type == "kgen" and lay.metadata == meta and lay.inputs[0].dtype == "FP16"
     assert ("StreamId", "0") in lay.extra
+
+
+def test_log_trt10_one_line_layer_information() -> None:
+    """The 8.6+/10.x ``Name: …, LayerType: …`` dump (--dumpLayerInfo), raw and prefixed."""
+    raw = (
+        "Name: __myl_MulSum_myl0_0, LayerType: kgen, Inputs: [ { Name: __mye116_dconst, "
+        "Dimensions: [10,10], Format/Datatype: Float }, { Name: x, Dimensions: [10,1], "
+        "Format/Datatype: Float }], Outputs: [ { Name: __myln_k_arg__bb1_2, Dimensions: [1,10], "
+        "Format/Datatype: Float }], TacticName: __myl_MulSum_0xfa6c1858aea1b13b03f90165d7149ec6, "
+        "StreamId: 0, Metadata: [ONNX Layer: /fc/MatMul]"
+    )
+    conv = (
+        "Name: w + w_QuantizeLinear + conv0_fwd, LayerType: CaskConvolution, Inputs: [ { Name: a, "
+        "Location: Device, Dimensions: [4,64,56,56], Format/Datatype: Thirty-two wide channel "
+        "vectorized row major Int8 format }], Outputs: [ { Name: b, Location: Device, "
+        "Dimensions: [4,64,56,56], Format/Datatype: Half }]"
+    )
+    p = "[11/23/2026-08:00:00] [I] "
+    text = "\n".join(
+        [
+            "&&&& RUNNING TensorRT.trtexec [TensorRT v100800] # trtexec --dumpLayerInfo",
+            p + "Layer Information:",
+            p + "Layers:",
+            raw,
+            p + conv,
+            p + "Bindings:",
+            p + "x",
+        ]
+    )
+    log = read_log(text.encode(), "l.log")
+    assert log.version == "10.8.0" and log.graph is not None
+    a, b = log.graph.layers
+    assert a.name == "__myl_MulSum_myl0_0" and a.layer_type == "kgen"
+    assert [t.name for t in a.inputs] == ["__mye116_dconst", "x"] and a.inputs[0].dims == (10, 10)
+    assert a.outputs[0].dtype == "FP32" and a.metadata == "[ONNX Layer: /fc/MatMul]"
+    assert a.tactic_name == "__myl_MulSum_0xfa6c1858aea1b13b03f90165d7149ec6"
+    assert ("StreamId", "0") in a.extra
+    assert b.layer_type == "CaskConvolution" and b.inputs[0].dtype == "INT8"
+    assert b.outputs[0].dtype == "FP16" and b.inputs[0].dims == (4, 64, 56, 56)

@@ -115,7 +115,61 @@ def _tensors(text: str) -> tuple[TensorInfo, ...]:
     return tuple(out)
 
 
+_NAMED_LAYER = re.compile(
+    r"^Name: (?P<name>.*?), LayerType: (?P<type>[^,]*), Inputs: \[(?P<ins>.*?\}|\s*)\], "
+    r"Outputs: \[(?P<outs>.*?\}|\s*)\](?:, (?P<rest>.*))?$"
+)
+_NAMED_TENSOR = re.compile(
+    r"\{ Name: (?P<name>.*?), (?:Location: (?P<loc>\w+), )?Dimensions: \[(?P<dims>[^\]]*)\], "
+    r"Format/Datatype: (?P<fmt>.*?) \}"
+)
+_NAMED_KEYS = re.compile(r"(?:^|, )(TacticName|TacticValue|StreamId|Metadata): ")
+
+
+def _named_tensors(text: str) -> tuple[TensorInfo, ...]:
+    out = []
+    for m in _NAMED_TENSOR.finditer(text):
+        dims = tuple(int(d) for d in m.group("dims").split(",") if d.strip().lstrip("-").isdigit())
+        fmt = m.group("fmt")
+        out.append(
+            TensorInfo(
+                name=m.group("name"),
+                dtype=dtype_of(fmt),
+                format=fmt,
+                dims=dims,
+                location=m.group("loc") or "Device",
+            )
+        )
+    return tuple(out)
+
+
+def _named_layer_line(line: str) -> EngineLayer | None:
+    """TRT 8.6+/10 one-line form: ``Name: n, LayerType: t, Inputs: [ {…} ], Outputs: [ … ],
+    TacticName: k, StreamId: 0, Metadata: …``."""
+    m = _NAMED_LAYER.match(line)
+    if not m:
+        return None
+    rest = m.group("rest") or ""
+    keys: dict[str, str] = {}
+    marks = list(_NAMED_KEYS.finditer(rest))
+    for i, k in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(rest)
+        keys[k.group(1)] = rest[k.end() : end].strip()
+    return EngineLayer(
+        name=m.group("name"),
+        layer_type=m.group("type").strip(),
+        inputs=_named_tensors(m.group("ins")),
+        outputs=_named_tensors(m.group("outs")),
+        tactic_name=keys.get("TacticName", ""),
+        tactic_value=keys.get("TacticValue", ""),
+        metadata=keys.get("Metadata", ""),
+        extra=(("StreamId", keys["StreamId"]),) if "StreamId" in keys else (),
+    )
+
+
 def _layer_line(line: str) -> EngineLayer | None:
+    if line.startswith("Name: "):
+        return _named_layer_line(line)
     m = _LAYER_LINE.match(line)
     if not m:
         return None
@@ -196,10 +250,16 @@ def read_log(data: bytes, path: str) -> TrtLog:
                 seen_w.add(body)
                 warnings.append(("error: " if level == "E" else "") + body)
             continue
-        if msg.endswith("Engine Layer Information:"):
+        stripped = msg.strip()
+        if stripped.endswith(("Layer Information:", "Layers:")):
             in_layers = True
             continue
-        stripped = msg.strip()
+        if stripped.startswith("Name: ") and ", LayerType: " in stripped:  # logger-prefixed
+            lay = _named_layer_line(stripped)
+            if lay is not None:
+                layers.append(lay)
+                in_layers = True
+                continue
         if in_profile:
             if stripped.startswith(("Layer ", "Time(ms)", "Time (ms)")) or not stripped:
                 if not stripped and prof_rows:
