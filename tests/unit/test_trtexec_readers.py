@@ -270,3 +270,20 @@ def test_log_trt10_one_line_layer_information() -> None:
     assert ("StreamId", "0") in a.extra
     assert b.layer_type == "CaskConvolution" and b.inputs[0].dtype == "INT8"
     assert b.outputs[0].dtype == "FP16" and b.inputs[0].dims == (4, 64, 56, 56)
+
+
+@pytest.mark.parametrize(
+    ("reader", "data"),
+    [
+        (read_profile, "[\n" + '{ "name" : "' * 20000 + "\n]"),  # quadratic for a naive regex
+        (read_profile, "[\n" + '{ "name" : "a", "timeMs" : ' * 20000 + "\n]"),  # deep nesting
+        (read_times, "[" * 50000),
+        (read_layer_info, '{"Layers": ' + "[" * 50000),
+        (read_log, "&&&& RUNNING TensorRT.trtexec\nLayer(x): n, Tactic: 0x1, " + "a, " * 30000),
+    ],
+)
+def test_hostile_shapes_fail_fast_and_cleanly(reader: object, data: str) -> None:
+    try:
+        reader(data.encode(), "f")  # type: ignore[operator]
+    except StepscopeError as exc:
+        assert str(exc).startswith("f: ")

@@ -8,6 +8,7 @@ writes one record or one key per line); a salvaged result is flagged ``salvaged=
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import re
@@ -39,7 +40,7 @@ def _text(data: bytes, path: str) -> str:
 def _decode(data: bytes) -> Any:
     try:
         return msgspec.json.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError, RecursionError):
         return None
 
 
@@ -71,8 +72,10 @@ def _layer_time(name: str, t: float, avg: float, med: float | None, pct: float) 
 
 # ---- --exportProfile ----------------------------------------------------------------------
 
-_PROFILE_LINE = re.compile(
-    r'\{\s*"name"\s*:\s*"(?P<name>.*)"\s*,\s*"timeMs"\s*:\s*(?P<t>[^,}\s]+)\s*,'
+_NAME_OPEN = re.compile(r'\{\s*"name"\s*:\s*"')
+_NAME_CLOSE = re.compile(r'"\s*,\s*$')
+_PROFILE_REST = re.compile(
+    r'"timeMs"\s*:\s*(?P<t>[^,}\s]+)\s*,'
     r'\s*"averageMs"\s*:\s*(?P<a>[^,}\s]+)\s*'
     r'(?:,\s*"medianMs"\s*:\s*(?P<m>[^,}\s]+)\s*)?'
     r',\s*"percentage"\s*:\s*(?P<p>[^,}\s]+)\s*\}'
@@ -124,21 +127,25 @@ def _salvage_profile(text: str, path: str) -> LayerProfile:
     count: int | None = None
     layers: list[LayerTime] = []
     for line in text.split("\n"):
-        m = _PROFILE_LINE.search(line)
-        if m:
-            try:
-                layers.append(
-                    _layer_time(
-                        m.group("name"),
-                        _cnum(m.group("t")),
-                        _cnum(m.group("a")),
-                        None if m.group("m") is None else _cnum(m.group("m")),
-                        _cnum(m.group("p")),
+        # linear in the line: the name runs from the first '"name" : "' to the '"' before
+        # the last '"timeMs"' (names may hold quotes; one record per line)
+        o = _NAME_OPEN.search(line)
+        k = line.rfind('"timeMs"')
+        if o is not None and k > o.end():
+            close = _NAME_CLOSE.search(line, o.end(), k)
+            m = _PROFILE_REST.match(line, k)
+            if close is not None and m is not None:
+                with contextlib.suppress(ValueError):  # a number C++ never prints
+                    layers.append(
+                        _layer_time(
+                            line[o.end() : close.start()],
+                            _cnum(m.group("t")),
+                            _cnum(m.group("a")),
+                            None if m.group("m") is None else _cnum(m.group("m")),
+                            _cnum(m.group("p")),
+                        )
                     )
-                )
-            except ValueError:
                 continue
-            continue
         c = _COUNT.search(line)
         if c and count is None:
             count = int(c.group(1))
@@ -182,7 +189,7 @@ def read_times(data: bytes, path: str) -> IterationTimes:
     """``--exportTimes``: one object per timed iteration (absolute and derived ms)."""
     try:
         recs = msgspec.json.decode(data, type=list[_Iteration])
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, ValueError):
+    except (msgspec.DecodeError, UnicodeDecodeError, ValueError, RecursionError):
         recs = _salvage_times(data, path)  # C++ may print inf/nan, or the file is cut
     if not recs:
         raise TraceFormatError(f"{path}: the --exportTimes file holds no iterations")

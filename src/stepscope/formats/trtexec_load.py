@@ -161,7 +161,7 @@ def find_files(path: str) -> tuple[str, dict[str, str]]:
 def _json(data: bytes, path: str) -> Any:
     try:
         return msgspec.json.decode(data)
-    except (msgspec.DecodeError, ValueError):
+    except (msgspec.DecodeError, ValueError, RecursionError):
         raise TraceFormatError(f"{path}: invalid JSON") from None
 
 

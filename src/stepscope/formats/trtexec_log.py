@@ -49,7 +49,8 @@ _NAME_FIRST3 = re.compile(
 _LAYER_LINE = re.compile(
     r"^Layer\((?P<type>[^)]*)\): (?P<name>.*?), Tactic: (?P<tactic>\S+?), (?P<io>.*)$"
 )
-_TENSOR = re.compile(r"(?P<name>.+?) \((?P<dt>[A-Za-z0-9]+)\[(?P<dims>[^\]]*)\]\)(?:, |$)")
+# The end of one tensor: " (Dtype[dims])" then ", " or the end; its name is what precedes it.
+_TENSOR_TAIL = re.compile(r" \((?P<dt>[A-Za-z0-9]+)\[(?P<dims>[^\]]*)\]\)(?:, |$)")
 _WALL = re.compile(rf"^Total Host Walltime:\s*(?P<v>{_NUM})\s*s")
 _GPU_TOTAL = re.compile(rf"^Total GPU Compute Time:\s*(?P<v>{_NUM})\s*s")
 _THROUGHPUT = re.compile(rf"^Throughput:\s*(?P<v>{_NUM})\s*qps")
@@ -97,8 +98,16 @@ def parse_stat(text: str) -> Stat | None:
 
 
 def _tensors(text: str) -> tuple[TensorInfo, ...]:
+    """``a (Float[1,3]), b (Int8[1,64:4,8,8])`` -> tensors (linear time: names are the text
+    between consecutive type tails, so a hostile line cannot make the regex backtrack)."""
     out = []
-    for m in _TENSOR.finditer(text.strip()):
+    text = text.strip()
+    start = 0
+    for m in _TENSOR_TAIL.finditer(text):
+        name = text[start : m.start()]
+        start = m.end()
+        if not name:
+            continue
         dims = []
         for d in m.group("dims").split(","):
             d = d.split(":")[0].strip()
@@ -106,7 +115,7 @@ def _tensors(text: str) -> tuple[TensorInfo, ...]:
                 dims.append(int(d))
         out.append(
             TensorInfo(
-                name=m.group("name"),
+                name=name,
                 dtype=dtype_of(m.group("dt")),
                 format=f"{m.group('dt')}[{m.group('dims')}]",
                 dims=tuple(dims),
