@@ -287,3 +287,14 @@ def test_hostile_shapes_fail_fast_and_cleanly(reader: object, data: str) -> None
         reader(data.encode(), "f")  # type: ignore[operator]
     except StepscopeError as exc:
         assert str(exc).startswith("f: ")
+
+
+def test_profile_first_element_is_metadata() -> None:
+    text = (
+        '[{ "count" : 7, "profile" : 0 }\n'
+        ', { "name" : "a", "timeMs" : 7, "averageMs" : 1, "percentage" : 100 }]'
+    )
+    p = read_profile(text.encode(), "p")
+    assert p.count == 7 and [lt.name for lt in p.layers] == ["a"]
+    p2 = read_profile(b'[{"other": 1}, {"name": "a", "timeMs": 1}]', "p")
+    assert p2.count is None and p2.layers[0].average_ms == 0.0

@@ -105,8 +105,9 @@ def read_profile(data: bytes, path: str) -> LayerProfile:
     for i, el in enumerate(doc):
         if not isinstance(el, dict):
             raise TraceFormatError(f"{path}: element {i} of the profile is not an object")
-        if "count" in el and "name" not in el:
-            count = int(_num(el["count"], path, "count"))
+        if "name" not in el and (i == 0 or "count" in el):  # leading metadata element
+            if "count" in el:
+                count = int(_num(el["count"], path, "count"))
             continue
         if "name" not in el or "timeMs" not in el:
             raise TraceFormatError(f"{path}: element {i} of the profile has no name/timeMs")
