@@ -186,3 +186,23 @@ def test_nsys_text(
     out = capsys.readouterr().out
     assert "GPU (nsys)" in out and "1 outside any layer range" in out
     assert "nsys: ampere_h16816cudnn_x 1.200 ms ×4" in out
+
+
+def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stepscope.cli.diff_tensorrt import run_tensorrt_diff
+
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    _engine(a)
+    _engine(b)
+    (b / "m.engine.profile.json").write_text(
+        profile_text([(HOSTILE, 0.25), ("Conv_1 + Relu_2", 1.5)])
+    )
+    assert run_tensorrt_diff(str(a), str(b), fmt="json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    d = doc["tensorrt_diff"]
+    assert d["matched_layers"][0]["name"] == HOSTILE and d["matched_layers"][0]["delta_ms"] == -0.25
+    assert run_tensorrt_diff(str(a), str(b)) == 0
+    assert "Matched layers" in capsys.readouterr().out
