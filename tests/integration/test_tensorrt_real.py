@@ -64,6 +64,11 @@ def test_pinned_mobilenet_qat() -> None:
     assert a.graph is not None and len(a.graph.nodes) == 73
     ids = [f.id for f in advise_tensorrt(a)]
     assert ids == ["trt-small-batch", "trt-reformat", "trt-unstable-timings"]
+    from stepscope.report.tensorrt import device_json
+
+    dev = device_json(run.device)
+    assert dev["name"] == "NVIDIA TITAN RTX" and dev["num_sms"] == 72
+    assert dev["compute_capability"] == "7.5" and dev["total_memory_bytes"] == 24217 * 2**20
 
 
 def test_pinned_trtexec_85_log_folder() -> None:

@@ -6,6 +6,7 @@ engine results under the ``tensorrt`` key; the trace-only keys are absent (docs/
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,11 +41,37 @@ class TrtReport:
                 "warnings": list(run.warnings) + list(a.notes),
                 "partial": salvaged or bool(run.warnings),
             },
-            "devices": [{"id": 0, **{k: v for k, v in run.device}}] if run.device else [],
+            "devices": [device_json(run.device)] if run.device else [],
             "findings": [f.to_json() for f in self.findings],
             "tensorrt": tensorrt_json(a, self.kernels_source)
             | {"kernel_mapping": self.kernel_mapping},
         }
+
+
+def _memory_bytes(text: str | None) -> int | None:
+    """``"24217 MiB"`` / ``"84929216512"`` -> bytes."""
+    if not text:
+        return None
+    m = re.match(r"^\s*([\d.]+)\s*(B|KiB|MiB|GiB|TiB)?\b", text)
+    if not m:
+        return None
+    scale = {None: 1, "B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+    return int(float(m.group(1)) * scale[m.group(2)])
+
+
+def device_json(device: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The trace report's device keys, plus every key trtexec printed under ``details``."""
+    d = dict(device)
+    sms = d.get("SMs", "")
+    cc = d.get("Compute Capability")
+    return {
+        "id": 0,
+        "name": d.get("Selected Device"),
+        "total_memory_bytes": _memory_bytes(d.get("Device Global Memory")),
+        "compute_capability": cc.replace(", ", ".") if cc else None,
+        "num_sms": int(float(sms)) if re.fullmatch(r"\d+(\.0+)?", sms.strip()) else None,
+        "details": d,
+    }
 
 
 def tensorrt_json(a: TrtAnalysis, kernels_source: str | None = None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def render_trt_text(report: TrtReport, console: Console | None = None) -> None:
     console.rule(Text(f"stepscope report — TensorRT engine {t['engine']}", style="bold"))
     bits = [f"TensorRT {escape(t['trt_version'])}" if t["trt_version"] else "trtexec outputs"]
     if data["devices"]:
-        bits.append(escape(str(data["devices"][0].get("Selected Device", ""))))
+        bits.append(escape(str(data["devices"][0]["name"] or "")))
     if t["engine_precision"]:
         bits.append(f"engine precision {t['engine_precision']}")
     if t["batch"] is not None:
