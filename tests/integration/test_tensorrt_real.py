@@ -85,8 +85,10 @@ def test_pinned_trtexec_85_log_folder() -> None:
     myelin = [r for r in a.layers if r.decoded.kind == "myelin-region"]
     assert [r.average_ms for r in myelin] == [pytest.approx(113.189), pytest.approx(0.245553)]
     assert myelin[0].precision == "FP32" and myelin[0].layer_type == "Myelin"
-    ids = [f.id for f in advise_tensorrt(a)]
-    assert ids[:2] == ["trt-precision", "trt-reformat"]
+    findings = advise_tensorrt(a)
+    assert [f.id for f in findings][:2] == ["trt-precision", "trt-reformat"]
+    assert findings[0].fix.startswith("The engine was built without FP16: add --fp16")
+    assert findings[0].saving_us == pytest.approx(72_187, rel=1e-3)  # half of 144.374 ms
 
 
 def test_compare_real_engines() -> None:

@@ -50,12 +50,21 @@ def check(ctx: TrtContext) -> Finding | None:
         f"they take {share:.1f} % of the summed per-layer time",
     ] + [layer_line(r) for r in rows[:6]]
     if target == "INT8":
+        built = (ctx.a.run.option("Precision") or "").upper()
+        no_fp16 = bool(built) and "FP16" not in built
         fix = (
-            "Give these layers INT8 inputs: with QAT add QuantizeLinear/DequantizeLinear around "
-            "them (and around residual adds); with PTQ make sure the calibrator covers them. "
-            "Layers without an INT8 kernel (e.g. some pooling, softmax, normalisation) stay in "
-            "FP16 when --fp16 is also given."
+            (
+                "The engine was built without FP16: add --fp16 so that layers without an INT8 "
+                "kernel fall back to FP16 instead of FP32. "
+                if no_fp16
+                else ""
+            )
+            + "Give these layers INT8 inputs: with QAT add QuantizeLinear/DequantizeLinear "
+            "around them (and around residual adds); with PTQ make sure the calibrator covers "
+            "them. Post-processing regions (NMS, TopK) often have to stay FP16/FP32."
         )
+        if no_fp16:
+            evidence.insert(1, f"build precision {built}: FP16 was not enabled")
     else:
         fix = (
             f"Check why these layers stay above {target}: a --layerPrecisions / "
