@@ -206,3 +206,15 @@ def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture
     assert d["matched_layers"][0]["name"] == HOSTILE and d["matched_layers"][0]["delta_ms"] == -0.25
     assert run_tensorrt_diff(str(a), str(b)) == 0
     assert "Matched layers" in capsys.readouterr().out
+
+
+def test_unsupported_format_is_a_usage_error(tmp_path: Path) -> None:
+    import argparse
+
+    from stepscope.cli.report_tensorrt import run_tensorrt
+    from stepscope.errors import UsageError
+
+    _engine(tmp_path)
+    args = argparse.Namespace(path=str(tmp_path), format="html", top=5, nsys=None)
+    with pytest.raises(UsageError, match="not available for TensorRT"):
+        run_tensorrt(args)
