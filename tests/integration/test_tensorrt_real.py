@@ -78,6 +78,9 @@ def test_pinned_trtexec_85_log_folder() -> None:
     assert len(run.log.profile.layers) == 77  # zero-time layers are not printed
     assert sum(x.average_ms for x in run.log.profile.layers) == pytest.approx(403.8158, abs=0.01)
     assert run.graph is not None and len(run.graph.layers) == 86  # log's layer dump
+    # kernel names recovered from the builder's "Set Tactic Name" lines
+    assert sum(1 for lay in run.graph.layers if lay.tactic_name) == 44
+    assert run.graph.layers[11].tactic_name == "ampere_fp32_icudnn_int8x4_128x64_relu_medium_nn_v1"
     a = analyse_tensorrt(run)
     assert a.layer_total_ms == pytest.approx(403.815802, abs=1e-6)
     assert a.engine_precision == "INT8"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -212,6 +213,12 @@ def test_every_real_name_decodes() -> None:
     kinds = {decode_kernel(t).kind for t in tactics}
     assert kinds == {"xmma", "cudnn", "cutlass"}
     assert all(decode_kernel(t).precision in {"FP32", "TF32", "FP16", "INT8"} for t in tactics)
+    # every tactic the 8.5 builder timed in the verbose log (251 names)
+    log = (root / "trex-notebooks-src-2023" / "trt.out").read_text()
+    timed = set(re.findall(r"Set Tactic Name: (\S+)", log))
+    assert len(timed) == 251
+    assert all(decode_kernel(t).kind in {"xmma", "cudnn"} for t in timed)
+    assert all(decode_kernel(t).precision in {"FP32", "INT8"} for t in timed)
     for name in layers:
         d = decode_layer(name)
         assert d.ops and d.summary, name

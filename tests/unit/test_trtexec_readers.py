@@ -298,3 +298,26 @@ def test_profile_first_element_is_metadata() -> None:
     assert p.count == 7 and [lt.name for lt in p.layers] == ["a"]
     p2 = read_profile(b'[{"other": 1}, {"name": "a", "timeMs": 1}]', "p")
     assert p2.count is None and p2.layers[0].average_ms == 0.0
+
+
+def test_log_names_tactics_from_builder_lines() -> None:
+    p = "[11/23/2026-08:00:00] "
+    text = "\n".join(
+        [
+            "&&&& RUNNING TensorRT.trtexec [TensorRT v8502] # trtexec --verbose",
+            p + "[V] [TRT] conv_1 Set Tactic Name: "
+            "sm80_xmma_fprop_implicit_gemm_interleaved_i8i8_i8i32_"
+            "f32_nchw_vect_c_32kcrs_vect_c_32_nchw_vect_c_32_tilesize96x64x64_stage3_warpsize2x2x1_g1_"
+            "tensor16x8x32 Tactic: 0xABCDEF0123456789",
+            p + "[V] [TRT] Engine Layer Information:",
+            "Layer(CaskConvolution): conv_1, Tactic: 0xabcdef0123456789, in (Int8[1,64:32,8,8]) -> "
+            "out (Int8[1,64:32,8,8])",
+            "Layer(Reformat): r, Tactic: 0x0000000000000000, out (Int8[1,64:32,8,8]) -> "
+            "o (Float[1,64,8,8])",
+        ]
+    )
+    log = read_log(text.encode(), "l.log")
+    assert log.graph is not None
+    conv, ref = log.graph.layers
+    assert conv.tactic_name.startswith("sm80_xmma_fprop") and ref.tactic_name == ""
+    assert ref.inputs[0].dtype == "INT8" and ref.outputs[0].dtype == "FP32"

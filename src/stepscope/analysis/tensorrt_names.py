@@ -281,9 +281,14 @@ def _xmma(name: str) -> DecodedName:
         acc = ty.group("acc")
         fields.append(("types", f"{ty.group('a')} → {acc} → {ty.group('out')}"))
         precision = "TF32" if "tf32" in acc else _precision(a[0]) if a else None
-    elif pt := re.search(r"_(FP16|FP32|INT8|BF16)(?:FP16|FP32|INT8|BF16)?(NHWC|NCHW)", name):
-        precision = pt.group(1)
-        fields.append(("layout", pt.group(2)))
+    elif pt := re.search(r"_(FP16|FP32|INT8|BF16)(?:FP16|FP32|INT8|BF16)?(NHWC|NCHW)?", name):
+        precision = pt.group(1)  # pooling: FP16FP32NHWC, nhwc_FP32FP32
+        if pt.group(2):
+            fields.append(("layout", pt.group(2)))
+    elif pk := re.search(r"_k(FLOAT|HALF|INT8|BF16)(?:_|$)", name):
+        precision = {"FLOAT": "FP32", "HALF": "FP16"}.get(pk.group(1), pk.group(1))
+    if "pooling" in name and (pool := re.search(r"(?i)_(max|average|avg)(?:_|$)", name)):
+        fields.append(("pooling", pool.group(1).lower()))
     for rx, label in ((_TILE, "CTA tile"), (_WARPS, "warps")):
         if mm := rx.search(name):
             fields.append((label, mm.group(1)))

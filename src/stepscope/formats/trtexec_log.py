@@ -8,6 +8,7 @@ are skipped, so a truncated log still yields what it holds.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -51,6 +52,7 @@ _LAYER_LINE = re.compile(
 )
 # The end of one tensor: " (Dtype[dims])" then ", " or the end; its name is what precedes it.
 _TENSOR_TAIL = re.compile(r" \((?P<dt>[A-Za-z0-9]+)\[(?P<dims>[^\]]*)\]\)(?:, |$)")
+_SET_TACTIC = re.compile(r"Set Tactic Name: (?P<name>\S+) Tactic: (?P<hex>0x[0-9a-fA-F]+)")
 _WALL = re.compile(rf"^Total Host Walltime:\s*(?P<v>{_NUM})\s*s")
 _GPU_TOTAL = re.compile(rf"^Total GPU Compute Time:\s*(?P<v>{_NUM})\s*s")
 _THROUGHPUT = re.compile(rf"^Throughput:\s*(?P<v>{_NUM})\s*qps")
@@ -233,6 +235,7 @@ def read_log(data: bytes, path: str) -> TrtLog:
     in_summary = False
     layers: list[EngineLayer] = []
     in_layers = False
+    tactic_names: dict[str, str] = {}  # tactic id -> kernel name ("Set Tactic Name" lines)
     for raw in text.split("\n"):
         line = raw.rstrip("\r")
         run = _RUN.match(line)
@@ -253,6 +256,10 @@ def read_log(data: bytes, path: str) -> TrtLog:
         in_layers = False
         level = pm.group("level")
         msg = line[pm.end() :]
+        if level == "V" and "Set Tactic Name: " in msg:
+            if tn := _SET_TACTIC.search(msg):
+                tactic_names[tn.group("hex").lower()] = tn.group("name")
+            continue
         if level in ("W", "E"):
             body = msg.strip()
             if body and body not in seen_w and len(warnings) < MAX_WARNINGS:
@@ -334,6 +341,13 @@ def read_log(data: bytes, path: str) -> TrtLog:
         profile = LayerProfile(path=path, count=prof_count, layers=tuple(prof_rows))
     graph = None
     if layers:
+        if tactic_names:  # 8.x dumps only the tactic id; the builder log names it
+            layers = [
+                dataclasses.replace(lay, tactic_name=tactic_names.get(lay.tactic_value.lower(), ""))
+                if not lay.tactic_name and lay.tactic_value
+                else lay
+                for lay in layers
+            ]
         graph = EngineGraph(path=path, layers=tuple(layers), bindings=(), detailed=True)
     return TrtLog(
         path=path,
