@@ -113,3 +113,20 @@ def test_folder_with_two_engines_is_one_line_error(
     assert main(["report", str(shared_trace("tensorrt/trex/tests/inputs"))]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "2 engines" in err
+
+
+def test_kernel_mapping_on_a_real_nsys_export() -> None:
+    """No TensorRT nsys export exists in ../shared/traces; the same NVTX projection on a real
+    nsys 2024/2025 export (nvFuser on an H200) checks the reader against the real schema."""
+    from stepscope.analysis.tensorrt_kernels import layer_gpu_times
+    from stepscope.formats.trtexec_nsys import read_layer_kernels
+
+    path = shared_trace("nsys/nvidia-fuser/a049892_report1.sqlite")
+    tr = read_layer_kernels(str(path))
+    assert len(tr.range_start) == 13513 and len(tr.kernel_start) == 18
+    m = layer_gpu_times(tr)
+    assert (m.mapped_kernels, m.unmapped_kernels) == (8, 10)
+    launch = "ExecutorRunFusion::cuLaunchKernel"
+    assert m.occurrences[launch] == 6
+    assert m.kernels[launch][0][0] == "nvfuser_inner_persistent_f1_c1_r0_g2"
+    assert m.per_layer_ms[launch] == pytest.approx(0.521925, abs=1e-6)

@@ -8,7 +8,6 @@ which carry no per-layer NVTX) are reported as unmapped.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,24 +70,24 @@ def layer_gpu_times(tr: LayerKernelTrace) -> KernelMapping:
     rng = innermost_range(tr.range_start, tr.range_end, tr.range_tid, q_ts, q_tid)
     rng[~found] = -1
     dur = (tr.kernel_end - tr.kernel_start).astype(np.float64)
-    names = np.array(tr.range_names, dtype=object)
-    occurrences = dict(Counter(tr.range_names))
+    n_names = len(tr.range_names)
+    occ = np.bincount(tr.range_name, minlength=n_names)
+    occurrences = {tr.range_names[i]: int(c) for i, c in enumerate(occ.tolist()) if c}
     mapped = rng >= 0
     per_layer: dict[str, float] = {}
     kernels: dict[str, dict[str, tuple[float, int]]] = {}
     if mapped.any():
-        lay = names[rng[mapped]]
-        kn = np.array(tr.kernel_names, dtype=object)[mapped]
-        d = dur[mapped]
-        keys = np.array([f"{a}\x00{b}" for a, b in zip(lay, kn, strict=True)], dtype=object)
-        uk, inv = np.unique(keys, return_inverse=True)
-        tot = np.bincount(inv, weights=d)
+        n_k = max(len(tr.kernel_names), 1)
+        lay = tr.range_name[rng[mapped]]
+        key = lay * n_k + tr.kernel_name[mapped]  # (layer, kernel) pairs as one int
+        uk, inv = np.unique(key, return_inverse=True)
+        tot = np.bincount(inv, weights=dur[mapped])
         cnt = np.bincount(inv)
-        for key, t, c in zip(uk.tolist(), tot.tolist(), cnt.tolist(), strict=True):
-            layer, kernel = str(key).split("\x00", 1)
-            n = max(occurrences.get(layer, 1), 1)
-            per_layer[layer] = per_layer.get(layer, 0.0) + t / n / 1e6
-            kernels.setdefault(layer, {})[kernel] = (t / n / 1e6, int(c))
+        per_inf = tot / np.maximum(occ[uk // n_k], 1) / 1e6  # ms per inference
+        for k_, ms, c in zip(uk.tolist(), per_inf.tolist(), cnt.tolist(), strict=True):
+            layer, kernel = tr.range_names[k_ // n_k], tr.kernel_names[k_ % n_k]
+            per_layer[layer] = per_layer.get(layer, 0.0) + ms
+            kernels.setdefault(layer, {})[kernel] = (ms, int(c))
     return KernelMapping(
         per_layer_ms=per_layer,
         kernels={

@@ -2,8 +2,9 @@
 
 Self-contained over sqlite3 (tables as nsys names them: NVTX_EVENTS, CUPTI_ACTIVITY_KIND_KERNEL,
 CUPTI_ACTIVITY_KIND_RUNTIME, StringIds) so it does not depend on the general nsys reader.
-TensorRT emits one NVTX range per layer around the layer's launches (engine built with
---profilingVerbosity=detailed or layer_names_only, nsys run with -t cuda,nvtx).
+TensorRT emits one NVTX range per layer around the layer's launches (nsys run with
+``-t cuda,nvtx``). Names are interned in SQL, so rows come back as plain integers and turn
+into numpy columns without a Python loop per event.
 """
 
 from __future__ import annotations
@@ -18,10 +19,17 @@ from stepscope.errors import TraceFormatError, TraceSourceError
 from stepscope.model.tensorrt import LayerKernelTrace
 
 REQUIRED = ("NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")
+I64 = npt.NDArray[np.int64]
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {str(r[1]) for r in con.execute(f"PRAGMA table_info({table})")}
+
+
+def _ints(rows: list[tuple[int, ...]], width: int) -> I64:
+    if not rows:
+        return np.zeros((0, width), dtype=np.int64)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), width)
 
 
 def read_layer_kernels(path: str) -> LayerKernelTrace:
@@ -40,54 +48,67 @@ def read_layer_kernels(path: str) -> LayerKernelTrace:
             raise TraceFormatError(
                 f"{path}: nsys export lacks {', '.join(missing)} (profile with nsys -t cuda,nvtx)"
             )
-        strings: dict[int, str] = {}
-        if "StringIds" in tables:
-            strings = {int(i): str(v) for i, v in con.execute("SELECT id, value FROM StringIds")}
+        has_strings = "StringIds" in tables
         ncols = _columns(con, "NVTX_EVENTS")
-        text = "text" if "text" in ncols else "NULL"
-        text_id = "textId" if "textId" in ncols else "NULL"
-        rows = con.execute(
-            f"SELECT start, end, globalTid, {text}, {text_id} FROM NVTX_EVENTS "
-            "WHERE end IS NOT NULL AND end > start ORDER BY start"
+        parts = []
+        if "text" in ncols:
+            parts.append("n.text")
+        if "textId" in ncols and has_strings:
+            parts.append("(SELECT value FROM StringIds s WHERE s.id = n.textId)")
+        name = f"COALESCE({', '.join(parts)}, '')" if parts else "''"
+        ranges = (
+            f"SELECT n.start AS s, n.end AS e, COALESCE(n.globalTid, -1) AS t, {name} AS nm "
+            "FROM NVTX_EVENTS n WHERE n.end IS NOT NULL AND n.end > n.start"
+        )
+        range_names = tuple(
+            str(r[0]) for r in con.execute(f"SELECT DISTINCT nm FROM ({ranges}) ORDER BY nm")
+        )
+        rrows = con.execute(
+            f"SELECT s, e, t, DENSE_RANK() OVER (ORDER BY nm) - 1 FROM ({ranges}) ORDER BY s"
         ).fetchall()
         kcols = _columns(con, "CUPTI_ACTIVITY_KIND_KERNEL")
         kname = next((c for c in ("shortName", "demangledName", "mangledName") if c in kcols), None)
         if kname is None:
             raise TraceFormatError(f"{path}: kernel table has no name column")
         krows = con.execute(
-            f"SELECT start, end, correlationId, {kname} FROM CUPTI_ACTIVITY_KIND_KERNEL "
-            "ORDER BY start"
+            f"SELECT start, end, COALESCE(correlationId, -1), COALESCE({kname}, -1) "
+            "FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start"
         ).fetchall()
         lrows = con.execute(
-            "SELECT correlationId, start, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-            "ORDER BY correlationId"
+            "SELECT COALESCE(correlationId, -1), start, COALESCE(globalTid, -1) "
+            "FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY correlationId"
         ).fetchall()
-    except sqlite3.DatabaseError as exc:
+        k = _ints(krows, 4)
+        kid, kinv = np.unique(k[:, 3], return_inverse=True)
+        strings: dict[int, str] = {}
+        if has_strings and len(kid):
+            con.execute("CREATE TEMP TABLE _ids (id INTEGER PRIMARY KEY)")
+            con.executemany("INSERT INTO _ids VALUES (?)", ((int(i),) for i in kid))
+            strings = {
+                int(i): str(v)
+                for i, v in con.execute(
+                    "SELECT s.id, s.value FROM StringIds s JOIN _ids USING (id)"
+                )
+            }
+    except (sqlite3.DatabaseError, ValueError) as exc:
         raise TraceFormatError(f"{path}: cannot read the nsys export ({exc})") from None
     finally:
         con.close()
-
-    def ints(rows: list[tuple[object, ...]], i: int) -> npt.NDArray[np.int64]:
-        return np.array([r[i] if r[i] is not None else -1 for r in rows], dtype=np.int64)
-
-    def nvtx_name(r: tuple[object, ...]) -> str:
-        if r[3] is not None:
-            return str(r[3])
-        return strings.get(int(r[4]), "") if isinstance(r[4], int) else ""
-
+    r = _ints(rrows, 4)
+    lr = _ints(lrows, 3)
     return LayerKernelTrace(
         path=path,
-        range_names=tuple(nvtx_name(r) for r in rows),
-        range_start=ints(rows, 0),
-        range_end=ints(rows, 1),
-        range_tid=ints(rows, 2),
-        kernel_names=tuple(
-            strings.get(int(r[3]), str(r[3])) if isinstance(r[3], int) else str(r[3]) for r in krows
-        ),
-        kernel_start=ints(krows, 0),
-        kernel_end=ints(krows, 1),
-        kernel_corr=ints(krows, 2),
-        launch_corr=ints(lrows, 0),
-        launch_start=ints(lrows, 1),
-        launch_tid=ints(lrows, 2),
+        range_names=range_names,
+        range_name=r[:, 3].copy(),
+        range_start=r[:, 0].copy(),
+        range_end=r[:, 1].copy(),
+        range_tid=r[:, 2].copy(),
+        kernel_names=tuple(strings.get(int(i), f"<string {int(i)}>") for i in kid),
+        kernel_name=kinv.astype(np.int64).reshape(-1),
+        kernel_start=k[:, 0].copy(),
+        kernel_end=k[:, 1].copy(),
+        kernel_corr=k[:, 2].copy(),
+        launch_corr=lr[:, 0].copy(),
+        launch_start=lr[:, 1].copy(),
+        launch_tid=lr[:, 2].copy(),
     )

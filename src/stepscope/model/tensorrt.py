@@ -179,14 +179,20 @@ I64 = npt.NDArray[np.int64]
 
 @dataclass(frozen=True)
 class LayerKernelTrace:
-    """NVTX ranges, kernels and launch calls of an nsys export (ns, nsys clock)."""
+    """NVTX ranges, kernels and launch calls of an nsys export (ns, nsys clock).
+
+    Names are interned: ``range_name[i]`` indexes ``range_names``, ``kernel_name[i]`` indexes
+    ``kernel_names``.
+    """
 
     path: str
-    range_names: tuple[str, ...]  # one per range
+    range_names: tuple[str, ...]  # distinct range names
+    range_name: I64  # per range: index into range_names
     range_start: I64
     range_end: I64
     range_tid: I64
-    kernel_names: tuple[str, ...]
+    kernel_names: tuple[str, ...]  # distinct kernel names
+    kernel_name: I64  # per kernel: index into kernel_names
     kernel_start: I64
     kernel_end: I64
     kernel_corr: I64
