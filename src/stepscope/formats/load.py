@@ -46,6 +46,6 @@ def _reject_trtexec(path: str, head: bytes) -> None:
 
     if sniff(head.decode("utf-8", "replace")) not in (None, "output"):
         raise TraceFormatError(
-            f"{path}: a TensorRT trtexec output, not a profiler trace; use `stepscope report` "
-            "(or stepscope.formats.trtexec_load.load_trt_run)"
+            f"{path}: a TensorRT trtexec output, not a profiler trace; `stepscope report` reads "
+            "those from a local file or folder (API: stepscope.formats.trtexec_load.load_trt_run)"
         )
