@@ -14,9 +14,7 @@ from stepscope.report.build import build_report
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path",
-        help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...), or trtexec "
-        "outputs (a file or folder)",
+        "path", help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...)"
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument(
