@@ -313,3 +313,30 @@ def test_onnx_nodes_pair_renamed_myelin_layers() -> None:
     assert [d.name for d in c.only_a] == ["gemm_myl0_2"] and [d.name for d in c.only_b] == [
         "fused_myl4_3"
     ]
+
+
+def test_layer_precision_rules() -> None:
+    from tests.trt_builders import tensor
+
+    from stepscope.model.tensorrt import EngineGraph, EngineLayer
+
+    r = run([("a", 1.0, "X", "FP32", "FP32")] * 3)
+    layers = (
+        EngineLayer(
+            "{ForeignNode[a...b]}", "Myelin", (tensor("x", "FP32"),), (tensor("y", "FP16"),)
+        ),
+        EngineLayer(
+            "Gather_1",
+            "Gather",
+            (tensor("i", "INT32"), tensor("d", "FP16")),
+            (tensor("o", "FP16"),),
+        ),
+        EngineLayer("shape", "Shuffle", (tensor("i", "INT32"),), (tensor("o", "INT64"),)),
+    )
+    from stepscope.model.tensorrt import LayerProfile, LayerTime
+
+    prof = LayerProfile("p", 1, tuple(LayerTime(x.name, 1, 1, 1, 33.3) for x in layers))
+    a = analyse_tensorrt(
+        dataclasses.replace(r, profile=prof, graph=EngineGraph("g", layers, (), True))
+    )
+    assert [x.precision for x in a.layers] == ["FP16", "FP16", "INT32"]

@@ -202,10 +202,24 @@ def _base(name: str) -> str:
     return _PROFILE_SUFFIX.sub("", name)
 
 
-def _precision(layer: EngineLayer | None) -> str | None:
+_COMPUTE_TYPES = set(PRECISION_ORDER)
+
+
+def _precision(layer: EngineLayer | None, decoded: DecodedName) -> str | None:
+    """First input's data type, skipping index/shape types (INT32, INT64, BOOL); for opaque
+    Myelin regions the lowest precision among all their tensors (they compute in it even
+    when fed FP32 network inputs)."""
     if layer is None:
         return None
-    for t in layer.inputs + layer.outputs:
+    tensors = layer.inputs + layer.outputs
+    if decoded.kind in ("myelin-region", "myelin", "myelin-tag"):
+        found = [t.dtype for t in tensors if t.dtype in _COMPUTE_TYPES]
+        if found:
+            return min(found, key=PRECISION_ORDER.index)
+    for t in tensors:
+        if t.dtype in _COMPUTE_TYPES:
+            return t.dtype
+    for t in tensors:
         if t.dtype != "?":
             return t.dtype
     return None
@@ -238,7 +252,7 @@ def _row(
         share_pct=(100.0 * lt.average_ms / total) if lt and total > 0 else None,
         calls=count if lt else None,
         layer_type=ltype,
-        precision=_precision(layer),
+        precision=_precision(layer, decoded),
         input_formats=tuple(t.format for t in layer.inputs) if layer else (),
         output_formats=tuple(t.format for t in layer.outputs) if layer else (),
         input_types=ins,
