@@ -240,3 +240,18 @@ def test_hostile_names_never_raise(name: str) -> None:
     for fn in (decode, decode_kernel, decode_layer):
         d = fn(name)
         assert d.name == name and isinstance(d.summary, str)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PWN(" * 3000 + "a" + ")" * 3000,  # nesting: no recursion error
+        "a" + "_myl1_2" * 3000,
+        "a + " * 20000,
+        "__myl_" + "Add" * 20000,
+        "{ForeignNode[" + "a..." * 10000 + "]}",
+    ],
+)
+def test_pathological_names_decode(name: str) -> None:
+    for fn in (decode, decode_kernel, decode_layer):
+        assert fn(name).summary

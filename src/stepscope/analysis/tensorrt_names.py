@@ -417,17 +417,21 @@ def split_top(text: str, sep: str) -> list[str]:
     return [p.strip() for p in out if p.strip()]
 
 
+MAX_PWN_DEPTH = 32  # real PWN(...) nests a few levels; deeper text stays one leaf
+
+
 def pwn_leaves(text: str) -> list[str]:
-    """``PWN(PWN(A + B, C), D)`` -> [A, B, C, D]."""
-    t = text.strip()
-    if t.startswith("PWN(") and t.endswith(")"):
-        inner = t[4:-1]
-        leaves: list[str] = []
-        for part in split_top(inner, ","):
-            for p in split_top(part, " + "):
-                leaves.extend(pwn_leaves(p))
-        return leaves
-    return [t] if t else []
+    """``PWN(PWN(A + B, C), D)`` -> [A, B, C, D] (iterative, depth-capped)."""
+    leaves: list[str] = []
+    stack = [(text.strip(), 0)]
+    while stack:
+        t, depth = stack.pop()
+        if t.startswith("PWN(") and t.endswith(")") and depth < MAX_PWN_DEPTH:
+            parts = [p for part in split_top(t[4:-1], ",") for p in split_top(part, " + ")]
+            stack.extend((p, depth + 1) for p in reversed(parts))
+        elif t:
+            leaves.append(t)
+    return leaves
 
 
 def _op_label(part: str) -> str:
@@ -454,6 +458,10 @@ def onnx_nodes(metadata: str) -> tuple[str, ...]:
 
 def decode_layer(name: str) -> DecodedName:
     """Decode an engine layer name (profile, layer info, NVTX range)."""
+    return _decode_layer(name, 0)
+
+
+def _decode_layer(name: str, depth: int) -> DecodedName:
     base = _PROFILE.sub("", name)
     fields: list[tuple[str, str]] = []
     if base != name:
@@ -495,7 +503,11 @@ def decode_layer(name: str) -> DecodedName:
         )
     if ml := _MYL_LAYER.match(base):
         fields += [("region", ml.group("r")), ("layer", ml.group("i"))]
-        inner = decode_layer(ml.group("base"))
+        inner = (
+            _decode_layer(ml.group("base"), depth + 1)
+            if depth < 2
+            else DecodedName(ml.group("base"), "plain", "layer")
+        )
         return DecodedName(
             name,
             "myelin",
