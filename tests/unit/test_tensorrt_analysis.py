@@ -340,3 +340,18 @@ def test_layer_precision_rules() -> None:
         dataclasses.replace(r, profile=prof, graph=EngineGraph("g", layers, (), True))
     )
     assert [x.precision for x in a.layers] == ["FP16", "FP16", "INT32"]
+
+
+def test_iteration_series_buckets() -> None:
+    from tests.trt_builders import times_text
+
+    from stepscope.analysis.tensorrt import iteration_series
+    from stepscope.formats.trtexec_json import read_times
+
+    t = read_times(times_text([1.0, 3.0, 2.0, 2.0, 5.0], enq=0.5).encode(), "t")
+    s = iteration_series(t, max_points=2)
+    assert s.bucket == 3 and s.first == (0, 3) and s.iterations == 5
+    assert s.compute_mean_ms == pytest.approx((2.0, 3.5)) and s.compute_max_ms == (3.0, 5.0)
+    assert s.enqueue_mean_ms == pytest.approx((0.5, 0.5))
+    full = iteration_series(t)
+    assert full.bucket == 1 and full.compute_mean_ms == (1.0, 3.0, 2.0, 2.0, 5.0)

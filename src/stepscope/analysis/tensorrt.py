@@ -169,6 +169,57 @@ class EngineGraphData:
         }
 
 
+MAX_POINTS = 2000  # per-iteration series are bucketed to at most this many points
+
+
+@dataclass(frozen=True)
+class IterationSeries:
+    """--exportTimes per iteration, bucketed (consecutive iterations) for plotting."""
+
+    iterations: int
+    bucket: int  # iterations per point
+    first: tuple[int, ...]  # index of each bucket's first iteration
+    compute_mean_ms: tuple[float, ...]
+    compute_max_ms: tuple[float, ...]
+    latency_mean_ms: tuple[float, ...]
+    enqueue_mean_ms: tuple[float, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        def r(xs: tuple[float, ...]) -> list[float | None]:
+            return [_r(x, 6) for x in xs]
+
+        return {
+            "iterations": self.iterations,
+            "bucket": self.bucket,
+            "first": list(self.first),
+            "compute_mean_ms": r(self.compute_mean_ms),
+            "compute_max_ms": r(self.compute_max_ms),
+            "latency_mean_ms": r(self.latency_mean_ms),
+            "enqueue_mean_ms": r(self.enqueue_mean_ms),
+        }
+
+
+def iteration_series(t: IterationTimes, max_points: int = MAX_POINTS) -> IterationSeries:
+    n = len(t)
+    bucket = max(1, -(-n // max_points))  # ceil
+    starts = np.arange(0, n, bucket, dtype=np.int64)
+    sizes = np.diff(np.append(starts, n)).astype(np.float64)
+
+    def mean(v: npt.NDArray[np.float64]) -> tuple[float, ...]:
+        return tuple((np.add.reduceat(np.nan_to_num(v), starts) / sizes).tolist())
+
+    compute = np.nan_to_num(t.compute)
+    return IterationSeries(
+        iterations=n,
+        bucket=bucket,
+        first=tuple(starts.tolist()),
+        compute_mean_ms=mean(t.compute),
+        compute_max_ms=tuple(np.maximum.reduceat(compute, starts).tolist()) if n else (),
+        latency_mean_ms=mean(t.latency),
+        enqueue_mean_ms=mean(t.end_enq - t.start_enq),
+    )
+
+
 @dataclass(frozen=True)
 class TrtAnalysis:
     run: TrtRun
@@ -184,6 +235,7 @@ class TrtAnalysis:
     graph: EngineGraphData | None
     batch: int | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    iterations: IterationSeries | None = None  # --exportTimes, bucketed for plotting
 
     @property
     def inference_ms(self) -> float | None:
@@ -423,6 +475,9 @@ def analyse_tensorrt(run: TrtRun) -> TrtAnalysis:
         graph=_graph(rows, matched, run.graph.bindings if run.graph else ()),
         batch=_batch(run),
         notes=tuple(notes),
+        iterations=iteration_series(run.times)
+        if run.times is not None and len(run.times)
+        else None,
     )
 
 

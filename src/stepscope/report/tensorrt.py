@@ -99,6 +99,7 @@ def tensorrt_json(a: TrtAnalysis, kernels_source: str | None = None) -> dict[str
         "precision_mix": [s.to_json() for s in a.precision_mix],
         "by_type": [s.to_json() for s in a.by_type],
         "graph": None if a.graph is None else a.graph.to_json(),
+        "iterations": None if a.iterations is None else a.iterations.to_json(),
         "kernels_source": kernels_source,
         "notes": list(a.notes),
     }
