@@ -33,8 +33,16 @@ def _diff(captures: dict[str, str], base: str, new: str) -> Diff:
 
 
 @pytest.mark.slow
-def test_demo_fixes_show_as_a_dataloader_improvement(captures: dict[str, str]) -> None:
+def test_demo_fixes_show_as_a_dataloader_improvement(captures: dict[str, str],
+                                                     tmp_path: Path) -> None:
     d = _diff(captures, "slow", "fixed")
+    if d.verdict != "improvement":
+        # A shared 2-core machine can starve the fixed run's loader workers for a whole
+        # capture (test_demo takes the best of 3 for the same reason): capture both again once.
+        for key, variant in (("slow", SLOW), ("fixed", FIXED)):
+            captures[key] = train_profiled(variant, str(tmp_path / key), steps=STEPS,
+                                           batch_size=BATCH, device="cpu").trace
+        d = _diff(captures, "slow", "fixed")
     assert (d.base.steps, d.new.steps) == (STEPS - 2, STEPS - 2)
     assert d.verdict == "improvement"
     assert d.step.pct is not None and d.step.pct < -40

@@ -72,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def input_kind(path: str) -> str:
     """What a path holds: REPORT, TRACE, FOLDER or TENSORRT; one-line error otherwise."""
+    from stepscope.formats.trtexec_load import is_trtexec_output
+
+    if not is_url(path) and is_trtexec_output(path):  # trtexec exports, a file or a folder
+        return TENSORRT
     if not is_url(path) and os.path.isdir(path):
         return FOLDER
     if path.endswith((".engine", ".plan")):
@@ -143,9 +147,13 @@ def _with_status(args: argparse.Namespace, path: str, work: Callable[[], Side]) 
 
 
 def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
-    # Dispatch point for TensorRT engine comparison (a pure function built separately):
-    # the coordinator wires it here. Until then: a clear one-line refusal.
-    raise UsageError(f"{base}, {new}: comparing TensorRT engines is not available in this build")
+    """Two TensorRT engines: layer latencies, precisions and fused groups side by side."""
+    from stepscope.cli.diff_tensorrt import run_tensorrt_diff
+
+    if args.fail_on:
+        raise UsageError(f"{base}, {new}: --fail-on gates training runs; it does not apply "
+                         "to TensorRT engine comparisons")
+    return run_tensorrt_diff(base, new, fmt=args.format, top=args.top)
 
 
 def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:

@@ -48,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="peak memory bandwidth in GB/s (overrides the GPU peak table)",
     )
     parser.add_argument(
+        "--nsys",
+        default=None,
+        metavar="SQLITE",
+        help="TensorRT runs: nsys SQLite export of the same run, for per-layer GPU time",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
@@ -62,6 +68,13 @@ def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.formats.trtexec_load import is_trtexec_output
+
+    if is_trtexec_output(args.path):  # trtexec exports/log (file or folder): own report
+        from stepscope.cli.report_tensorrt import run_tensorrt
+
+        return run_tensorrt(args)
+
     peaks = peak_overrides(args.peak_tflops, args.peak_gbps)  # before reading a large file
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal

@@ -27,6 +27,7 @@ def load_trace(
         cached = cache.load(key, path)
         if cached is not None:
             return cached
+    _reject_trtexec(path, bytes(source.data[:4096]))
     if not looks_like_kineto(source.data):
         if not bytes(source.data[:4096]).strip():
             raise TraceFormatError(f"{path}: file is empty (only whitespace)")
@@ -40,3 +41,14 @@ def load_trace(
     if key is not None:
         cache.store(key, trace)
     return trace
+
+
+def _reject_trtexec(path: str, head: bytes) -> None:
+    """trtexec exports are JSON too: name them instead of failing as a broken trace."""
+    from stepscope.formats.trtexec_load import sniff
+
+    if sniff(head.decode("utf-8", "replace")) not in (None, "output"):
+        raise TraceFormatError(
+            f"{path}: a TensorRT trtexec output, not a profiler trace; `stepscope report` reads "
+            "those from a local file or folder (API: stepscope.formats.trtexec_load.load_trt_run)"
+        )

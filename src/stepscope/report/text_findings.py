@@ -14,21 +14,23 @@ from stepscope.units import format_us
 SEVERITY_STYLE = {"high": "bold red", "medium": "bold yellow", "low": "bold cyan"}
 
 
-def render_findings(console: Console, findings: Sequence[Finding]) -> None:
+def render_findings(console: Console, findings: Sequence[Finding], *,
+                    unit: str = "step") -> None:
+    """``unit``: what a saving is per — a training step, or one TensorRT inference."""
     console.print()
     if not findings:
         console.print("[bold]Findings[/]: none — no rule found a problem worth fixing.")
         return
     head = Text("Findings", style="bold")
-    head.append(" ranked by estimated saving per step", style="")
+    head.append(f" ranked by estimated saving per {unit}", style="")
     if len(findings) > 1:
         head.append("; the savings overlap, so they do not add up", style="")
     hanging(console, "", head)
     for i, finding in enumerate(findings, 1):
-        render_finding(console, finding, i)
+        render_finding(console, finding, i, unit=unit)
 
 
-def render_finding(console: Console, f: Finding, index: int) -> None:
+def render_finding(console: Console, f: Finding, index: int, *, unit: str = "step") -> None:
     console.print()
     title = Text()
     title.append(f"[{f.severity.upper()}]", style=SEVERITY_STYLE[f.severity])
@@ -37,7 +39,7 @@ def render_finding(console: Console, f: Finding, index: int) -> None:
     hanging(console, f"{index}. ", title)
     saving = Text("saves up to ")
     saving.append(format_us(f.saving_us), style="bold")
-    saving.append(f" per step ({f.saving_pct:.1f} % of the step) · ")
+    saving.append(f" per {unit} ({f.saving_pct:.1f} % of the {unit}) · ")
     saving.append(f.id, style="dim")
     hanging(console, "   ", saving)
     hanging(console, "   ", Text("estimate: " + f.estimate, style="dim"))

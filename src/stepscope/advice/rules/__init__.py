@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..finding import Finding
+from ..tensorrt_context import TrtContext
 from . import (
     batch_size,
     copies,
@@ -27,6 +28,12 @@ from . import (
     pageable,
     sync,
     tensor_cores,
+    trt_enqueue,
+    trt_precision,
+    trt_reformat,
+    trt_small_batch,
+    trt_transfers,
+    trt_unstable,
     warmup,
 )
 
@@ -54,4 +61,16 @@ RULES: dict[str, RuleFn] = {
     "matmul-alignment": matmul_alignment.check,
     "exposed-communication": exposed_comm.check,
     "warmup-in-window": warmup.check,
+}
+
+# TensorRT (trtexec) runs: rules over stepscope.analysis.tensorrt.TrtAnalysis.
+TrtRuleFn = Callable[[TrtContext], "Finding | None"]
+
+TRT_RULES: dict[str, TrtRuleFn] = {
+    "trt-reformat": trt_reformat.check,
+    "trt-precision": trt_precision.check,
+    "trt-enqueue-bound": trt_enqueue.check,
+    "trt-transfer-bound": trt_transfers.check,
+    "trt-unstable-timings": trt_unstable.check,
+    "trt-small-batch": trt_small_batch.check,
 }
