@@ -10,6 +10,7 @@ from stepscope.analysis.idle import StreamIdle, idle_breakdown
 from stepscope.analysis.kernels import KernelRow, kernel_stats
 from stepscope.analysis.launches import LaunchStats, launch_stats
 from stepscope.analysis.links import Links
+from stepscope.analysis.nsys_stats import NsysStats, nsys_stats
 from stepscope.analysis.operators import OperatorRow, operator_stats
 from stepscope.analysis.optree import OpTree
 from stepscope.analysis.steps import Steps, find_steps, select_step
@@ -33,6 +34,7 @@ class Analyses:
     temporal: Temporal | None
     idle: list[StreamIdle]
     launches: LaunchStats | None
+    nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
 
 
 def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
@@ -54,4 +56,5 @@ def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
         temporal=temporal_breakdown(trace, links=links),
         idle=idle_breakdown(trace, links),
         launches=launch_stats(trace, links),
+        nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
     )

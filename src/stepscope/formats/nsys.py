@@ -1,0 +1,532 @@
+"""Nsight Systems SQLite exports (``nsys export --type sqlite``) -> ``model.Trace``.
+
+Every table is read with one SQL query whose rows stream into a numpy structured array
+(``np.fromiter`` over the cursor: no Python per row); NULLs are turned into -1 in SQL.
+Strings stay interned: name columns are ids into ``StringIds``, whose values become the
+first entries of ``Trace.strings``; strings we make (memcpy labels, pids, prefixed NVTX
+names) are appended once per distinct value.
+
+Mapping to the model (docs/metrics.md "Nsight Systems"):
+* kernels, memcpys, memsets -> ``device`` (+ row-aligned ``device_details``: memory kinds,
+  copy kind, mangled name); memcpy/memset names follow Kineto ("Memcpy HtoD (Pageable ->
+  Device)") so every analysis and rule reads them alike;
+* CUDA runtime and driver calls -> ``runtime`` with the version suffix dropped
+  (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``), correlation ids made unique per
+  process (``pid << 32 | correlationId``, CUPTI numbers them per process);
+* synchronisation events -> ``syncs``; NVTX push/pop and start/end ranges -> ``nvtx`` and,
+  as user annotations, ``host`` (so the operator tree, gaps and steps see them); NVTX
+  ranges named like steps (``ProfilerStep#3``, ``step 3``, ``iteration_3``) become the
+  host annotation ``ProfilerStep#N`` that the step analysis looks for;
+* OS runtime calls -> ``osrt``; ``TARGET_INFO_GPU`` -> ``meta.devices``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.errors import TraceFormatError, TraceSourceError
+from stepscope.formats.demangle import demangle_all, is_mangled
+from stepscope.formats.nsys_occupancy import estimated_occupancy
+from stepscope.formats.nsys_schema import GPU_TABLES, META_TABLES, STRING_TABLES, Schema
+from stepscope.model.trace import (
+    DEV_KERNEL,
+    DEV_MEMCPY,
+    DEV_MEMSET,
+    HOST_ANNOTATION,
+    NVTX_PUSHPOP,
+    NVTX_STARTEND,
+    DeviceDetails,
+    DeviceOps,
+    DeviceProperties,
+    GpuAnnotations,
+    HostOps,
+    MemoryRecords,
+    NvtxRanges,
+    OsCalls,
+    Runtimes,
+    Syncs,
+    Trace,
+    TraceMeta,
+)
+
+READER_VERSION = "nsys-1"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+NVTX = "NVTX_EVENTS"
+OSRT = "OSRT_API"
+
+# CUPTI enums (identical in every schema version seen; docs/metrics.md)
+COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+              8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "HtoD", 12: "DtoH", 13: "DtoD"}
+COPY_LABELS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array",
+               4: "Array-to-Host", 5: "Array-to-Array", 6: "Array-to-Device",
+               7: "Device-to-Array", 8: "Device-to-Device", 9: "Host-to-Host",
+               10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host",
+               13: "Unified Device-to-Device"}
+MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed",
+             5: "Device Static", 6: "Managed Static", 7: "Unknown"}
+SYNC_TYPES = {0: "Unknown", 1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync",
+              4: "Context Sync"}
+NVTX_TYPES = {59: NVTX_PUSHPOP, 70: NVTX_PUSHPOP, 60: NVTX_STARTEND, 71: NVTX_STARTEND}
+NVTX_DOMAIN_CREATE = 75
+
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+_STEP = re.compile(
+    r"^(?:ProfilerStep#|(?:train(?:ing)?[ _-]?)?(?:step|iter|iteration)[ _#:-]*)(\d+)$",
+    re.IGNORECASE,
+)
+
+PID_SQL = "((({c}) >> 24) & 16777215)"
+TID_SQL = "(({c}) & 16777215)"
+
+I64 = npt.NDArray[np.int64]
+
+
+def looks_like_sqlite(data: bytes | memoryview) -> bool:
+    return bytes(data[:16]) == SQLITE_MAGIC
+
+
+def api_base_name(name: str) -> str:
+    """``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel`` (nsys stats shows it so)."""
+    return _VERSION_SUFFIX.sub("", name)
+
+
+def step_label(range_name: str) -> str | None:
+    """The N of an NVTX range that marks a training step, else None."""
+    m = _STEP.match(range_name.rsplit(":", 1)[-1].strip())
+    return m.group(1) if m else None
+
+
+class _Strings:
+    """The trace's string table: StringIds first (same ids), then our own, interned."""
+
+    def __init__(self, base: list[str]) -> None:
+        self.values = base
+        self.index: dict[str, int] = {}
+
+    def add(self, s: str) -> int:
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.values)
+            self.values.append(s)
+        return i
+
+    def remap(self, ids: I64, fn: Any) -> npt.NDArray[np.int32]:
+        """Map string ids through ``fn(str) -> str``, once per distinct id."""
+        uniq, inv = np.unique(ids, return_inverse=True)
+        n = len(self.values)
+        new = np.array([self.add(fn(self.values[i])) if 0 <= i < n else -1
+                        for i in uniq.tolist()], dtype=np.int32)
+        return new[inv.reshape(-1)] if len(ids) else np.empty(0, np.int32)
+
+    def of_ints(self, values: I64) -> npt.NDArray[np.int32]:
+        """String ids of the decimal text of each integer (pids, tids)."""
+        uniq, inv = np.unique(values, return_inverse=True)
+        new = np.array([self.add(str(v)) for v in uniq.tolist()], dtype=np.int32)
+        return new[inv.reshape(-1)] if len(values) else np.empty(0, np.int32)
+
+
+def _query(con: sqlite3.Connection, sql: str, dtype: list[tuple[str, Any]]) -> np.ndarray[Any, Any]:
+    try:
+        cur = con.execute(sql)
+        return np.fromiter(cur, dtype=np.dtype(dtype))
+    except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+        raise TraceFormatError(f"cannot read the export ({type(exc).__name__}: {exc})") from None
+
+
+def _read_strings(con: sqlite3.Connection, schema: Schema) -> list[str]:
+    table = schema.first(STRING_TABLES)
+    if table is None:
+        return []
+    rows = con.execute(f"SELECT id, value FROM {table}").fetchall()
+    if not rows:
+        return []
+    top = max(r[0] for r in rows)
+    out = [""] * (top + 1)
+    for i, v in rows:  # one Python step per distinct string, not per event
+        if i >= 0:
+            out[i] = "" if v is None else str(v)
+    return out
+
+
+def _meta(con: sqlite3.Connection, schema: Schema) -> dict[str, str]:
+    table = schema.first(META_TABLES)
+    if table is None:
+        return {}
+    return {str(k): str(v) for k, v in con.execute(f"SELECT name, value FROM {table}")}
+
+
+def _devices(con: sqlite3.Connection, schema: Schema) -> tuple[DeviceProperties, ...]:
+    table = schema.first(GPU_TABLES)
+    if table is None:
+        return ()
+    c = schema.col
+    # TARGET_INFO_CUDA_DEVICE maps TARGET_INFO_GPU.id to the CUDA ordinal kernels carry.
+    cuda_of: dict[int, int] = {}
+    if schema.has("TARGET_INFO_CUDA_DEVICE"):
+        dev = "TARGET_INFO_CUDA_DEVICE"
+        for gpu, cuda in con.execute(
+            f"SELECT DISTINCT {c(dev, 'gpuId')}, {c(dev, 'cudaId')} FROM {dev}"
+        ):
+            cuda_of.setdefault(int(gpu), int(cuda))
+    sql = (
+        f"SELECT {c(table, 'id', default='0')}, {c(table, 'name', default=repr(''))}, "
+        f"{c(table, 'totalMemory', 'globalMemorySize', default='0')}, "
+        f"{c(table, 'computeMajor', 'computeCapabilityMajor', 'smMajor', default='0')}, "
+        f"{c(table, 'computeMinor', 'computeCapabilityMinor', 'smMinor', default='0')}, "
+        f"{c(table, 'smCount', 'multiProcessorCount', 'numMultiprocessors', default='0')}, "
+        f"{c(table, 'maxWarpsPerSm', default='0')}, {c(table, 'threadsPerWarp', default='32')}, "
+        f"{c(table, 'clockRate', default='0')}, {c(table, 'memoryBandwidth', default='0')}, "
+        f"{c(table, 'l2CacheSize', default='0')}, {c(table, 'maxBlocksPerSm', default='0')}, "
+        f"{c(table, 'maxRegistersPerSm', default='0')}, {c(table, 'maxShmemPerSm', default='0')}, "
+        f"{c(table, 'cuDevice', default='-1')} FROM {table}"
+    )
+    out = []
+    seen: set[int] = set()
+    for row in con.execute(sql):
+        gid, name, mem, major, minor, sms, warps, warp, clock, bw, l2, blocks, regs, shm, cu = row
+        did = cuda_of.get(int(gid), int(cu) if int(cu) >= 0 else int(gid))
+        if did in seen:
+            continue
+        seen.add(did)
+        out.append(DeviceProperties(
+            id=did, name=str(name), total_memory=int(mem), compute_major=int(major),
+            compute_minor=int(minor), num_sms=int(sms), max_threads_per_sm=int(warps) * int(warp),
+            warp_size=int(warp), clock_hz=int(clock), memory_bandwidth=int(bw),
+            l2_cache_bytes=int(l2), max_warps_per_sm=int(warps), max_blocks_per_sm=int(blocks),
+            max_registers_per_sm=int(regs), max_shared_memory_per_sm=int(shm),
+        ))
+    return tuple(out)
+
+
+_DEV_DTYPE = [("ts", "i8"), ("end", "i8"), ("device", "i4"), ("stream", "i8"), ("corr", "i8"),
+              ("pid", "i8"), ("name", "i8"), ("mangled", "i8"), ("regs", "i4"),
+              ("gx", "i4"), ("gy", "i4"), ("gz", "i4"), ("bx", "i4"), ("by", "i4"), ("bz", "i4"),
+              ("shm", "i8"), ("bytes", "i8"), ("copy", "i1"), ("src", "i1"), ("dst", "i1")]
+
+
+def _device_sql(schema: Schema, table: str, kind: int) -> str:
+    c = schema.col
+    pid = PID_SQL.format(c=c(table, "globalPid", default="0"))
+    corr = f"(({pid}) << 32) | ({c(table, 'correlationId')} & 4294967295)"
+    if kind == DEV_KERNEL:
+        name = c(table, "demangledName", "name", "shortName")
+        mangled = c(table, "mangledName")
+        launch = (f"{c(table, 'registersPerThread')}, {c(table, 'gridX')}, {c(table, 'gridY')}, "
+                  f"{c(table, 'gridZ')}, {c(table, 'blockX')}, {c(table, 'blockY')}, "
+                  f"{c(table, 'blockZ')}, "
+                  f"{c(table, 'staticSharedMemory', default='0')} + "
+                  f"{c(table, 'dynamicSharedMemory', default='0')}, -1, -1, -1, -1")
+    elif kind == DEV_MEMCPY:
+        name = mangled = "-1"
+        launch = (f"-1, -1, -1, -1, -1, -1, -1, -1, {c(table, 'bytes', default='0')}, "
+                  f"{c(table, 'copyKind', default='0')}, {c(table, 'srcKind', default='7')}, "
+                  f"{c(table, 'dstKind', default='7')}")
+    else:
+        name = mangled = "-1"
+        launch = (f"-1, -1, -1, -1, -1, -1, -1, -1, {c(table, 'bytes', default='0')}, -1, -1, "
+                  f"{c(table, 'memKind', default='7')}")
+    return (f"SELECT start, end, {c(table, 'deviceId', default='0')}, "
+            f"{c(table, 'streamId')}, CASE WHEN {c(table, 'correlationId')} < 0 THEN -1 "
+            f"ELSE {corr} END, {pid}, {name}, {mangled}, {launch} FROM {table}")
+
+
+def _device(con: sqlite3.Connection, schema: Schema, strings: _Strings,
+            devices: tuple[DeviceProperties, ...]) -> tuple[DeviceOps, DeviceDetails]:
+    parts = []
+    kinds = []
+    for table, kind in ((KERNEL, DEV_KERNEL), (MEMCPY, DEV_MEMCPY), (MEMSET, DEV_MEMSET)):
+        if schema.has(table):
+            arr = _query(con, _device_sql(schema, table, kind), _DEV_DTYPE)
+            parts.append(arr)
+            kinds.append(np.full(len(arr), kind, np.int8))
+    if not parts:
+        parts, kinds = [np.empty(0, np.dtype(_DEV_DTYPE))], [np.empty(0, np.int8)]
+    a = np.concatenate(parts)
+    kind_col = np.concatenate(kinds)
+    order = np.lexsort((a["end"], a["ts"]))
+    a, kind_col = a[order], kind_col[order]
+    names = np.asarray(a["name"], dtype=np.int64)
+    mangled = np.asarray(a["mangled"], dtype=np.int64)
+    kern = kind_col == DEV_KERNEL
+    names, mangled = _kernel_names(strings, names, mangled, kern)
+    # memcpy/memset labels in Kineto's spelling, one string per distinct kind combination
+    mem = ~kern
+    if mem.any():
+        key = (kind_col[mem].astype(np.int64) * 1_000_000 + (a["copy"][mem].astype(np.int64) + 1)
+               * 10_000 + (a["src"][mem].astype(np.int64) + 1) * 100 + a["dst"][mem] + 1)
+        uniq, inv = np.unique(key, return_inverse=True)
+        ids = np.array([strings.add(_mem_label(int(k))) for k in uniq.tolist()], np.int64)
+        names[mem] = ids[inv.reshape(-1)]
+    dur = np.maximum(a["end"] - a["ts"], 0)
+    shm = a["shm"]
+    bps, occ = estimated_occupancy(
+        devices, a["device"], a["gx"].astype(np.int64) * a["gy"] * a["gz"],
+        a["bx"].astype(np.int64) * a["by"] * a["bz"], a["regs"], shm, kern)
+    device = DeviceOps.from_columns({
+        "name": names, "ts": a["ts"], "dur": dur, "kind": kind_col, "device": a["device"],
+        "stream": a["stream"], "correlation": a["corr"],
+        "external_id": np.full(len(a), -1, np.int64), "blocks_per_sm": bps,
+        "occupancy_pct": occ, "grid_x": a["gx"], "grid_y": a["gy"], "grid_z": a["gz"],
+        "block_x": a["bx"], "block_y": a["by"], "block_z": a["bz"], "registers": a["regs"],
+        "shared_mem": np.where(kern, shm, -1), "bytes": a["bytes"],
+    })
+    details = DeviceDetails.from_columns({
+        "copy_kind": a["copy"], "src_kind": a["src"], "dst_kind": a["dst"],
+        "mangled": mangled, "pid": strings.of_ints(a["pid"]),
+    })
+    return device, details
+
+
+def _mem_label(key: int) -> str:
+    kind, rest = divmod(key, 1_000_000)
+    copy, rest = divmod(rest, 10_000)
+    src, dst = divmod(rest, 100)
+    copy, src, dst = copy - 1, src - 1, dst - 1
+    if kind == DEV_MEMSET:
+        return f"Memset ({MEM_KINDS.get(dst, 'Unknown')})"
+    return (f"Memcpy {COPY_KINDS.get(copy, 'Unknown')} "
+            f"({MEM_KINDS.get(src, 'Unknown')} -> {MEM_KINDS.get(dst, 'Unknown')})")
+
+
+def _kernel_names(strings: _Strings, names: I64, mangled: I64,
+                  kern: npt.NDArray[np.bool_]) -> tuple[I64, I64]:
+    """Kernel names demangled (nsys usually stores them so), mangled ids kept."""
+    uniq = np.unique(names[kern & (names >= 0)])
+    vals = [strings.values[i] for i in uniq.tolist()]
+    todo = [k for k, v in enumerate(vals) if is_mangled(v)]
+    if todo:
+        done = demangle_all([vals[k] for k in todo])
+        remap = np.arange(len(strings.values), dtype=np.int64)
+        for k, d in zip(todo, done):
+            remap[uniq[k]] = strings.add(d)
+        # names stored mangled keep their mangled id in the mangled column
+        was = kern & (names >= 0) & (mangled < 0)
+        mangled = np.where(was & (remap[np.maximum(names, 0)] != names), names, mangled)
+        names = np.where(names >= 0, remap[np.maximum(names, 0)], names)
+    return names, mangled
+
+
+def _runtime(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> Runtimes:
+    dtype = [("ts", "i8"), ("end", "i8"), ("tid", "i8"), ("pid", "i8"), ("corr", "i8"),
+             ("name", "i8")]
+    if not schema.has(RUNTIME):
+        a = np.empty(0, np.dtype(dtype))
+    else:
+        c = schema.col
+        gt = c(RUNTIME, "globalTid", default="0")
+        pid = PID_SQL.format(c=gt)
+        a = _query(con, (
+            f"SELECT start, end, {TID_SQL.format(c=gt)}, {pid}, "
+            f"CASE WHEN {c(RUNTIME, 'correlationId')} < 0 THEN -1 ELSE "
+            f"(({pid}) << 32) | ({c(RUNTIME, 'correlationId')} & 4294967295) END, "
+            f"{c(RUNTIME, 'nameId', 'name')} FROM {RUNTIME} ORDER BY start, end"), dtype)
+    return Runtimes.from_columns({
+        "name": strings.remap(a["name"], api_base_name), "ts": a["ts"],
+        "dur": np.maximum(a["end"] - a["ts"], 0), "pid": strings.of_ints(a["pid"]),
+        "tid": strings.of_ints(a["tid"]), "correlation": a["corr"],
+        "external_id": np.full(len(a), -1, np.int64),
+    })
+
+
+def _syncs(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> Syncs:
+    dtype = [("ts", "i8"), ("end", "i8"), ("device", "i4"), ("stream", "i8"), ("corr", "i8"),
+             ("type", "i8")]
+    if not schema.has(SYNC):
+        a = np.empty(0, np.dtype(dtype))
+    else:
+        c = schema.col
+        pid = PID_SQL.format(c=c(SYNC, "globalPid", default="0"))
+        a = _query(con, (
+            f"SELECT start, end, {c(SYNC, 'deviceId', default='0')}, {c(SYNC, 'streamId')}, "
+            f"CASE WHEN {c(SYNC, 'correlationId')} < 0 THEN -1 ELSE "
+            f"(({pid}) << 32) | ({c(SYNC, 'correlationId')} & 4294967295) END, "
+            f"{c(SYNC, 'syncType', default='0')} FROM {SYNC} ORDER BY start, end"), dtype)
+    uniq, inv = np.unique(a["type"], return_inverse=True)
+    ids = np.array([strings.add(SYNC_TYPES.get(t, "Unknown")) for t in uniq.tolist()], np.int32)
+    return Syncs.from_columns({
+        "name": ids[inv.reshape(-1)] if len(a) else np.empty(0, np.int32), "ts": a["ts"],
+        "dur": np.maximum(a["end"] - a["ts"], 0), "device": a["device"], "stream": a["stream"],
+        "correlation": a["corr"],
+    })
+
+
+def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRanges:
+    dtype = [("ts", "i8"), ("end", "i8"), ("type", "i4"), ("tid", "i8"), ("pid", "i8"),
+             ("text", "i8"), ("name", "i8"), ("domain", "i8")]
+    empty = np.empty(0, np.dtype(dtype))
+    if not schema.has(NVTX) or "start" not in schema.tables[NVTX]:
+        a = empty
+        domains: dict[int, str] = {}
+    else:
+        c = schema.col
+        cols = schema.tables[NVTX]
+        gt = c(NVTX, "globalTid", default="0")
+        # Inline texts are interned in SQL: one Python string per distinct text.
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS stepscope_nvtx_text"
+                    "(id INTEGER PRIMARY KEY, value TEXT UNIQUE)")
+        con.execute("DELETE FROM temp.stepscope_nvtx_text")
+        text_col = "-1"
+        if "text" in cols:
+            con.execute("INSERT OR IGNORE INTO temp.stepscope_nvtx_text(value) "
+                        f"SELECT DISTINCT text FROM {NVTX} WHERE text IS NOT NULL "
+                        f"AND eventType IN ({','.join(map(str, NVTX_TYPES))})")
+            text_col = ("coalesce((SELECT t.id FROM temp.stepscope_nvtx_text t "
+                        "WHERE t.value = n.text), -1)")
+        a = _query(con, (
+            f"SELECT n.start, n.end, n.eventType, {TID_SQL.format(c=gt)}, "
+            f"{PID_SQL.format(c=gt)}, {text_col}, {c(NVTX, 'textId')}, "
+            f"{c(NVTX, 'domainId', default='0')} "
+            f"FROM {NVTX} n WHERE n.end IS NOT NULL AND n.eventType IN "
+            f"({','.join(map(str, NVTX_TYPES))}) ORDER BY n.start, n.end DESC"), dtype)
+        # temp ids (1..k) -> our string ids, one Python step per distinct text
+        temp = con.execute("SELECT id, value FROM temp.stepscope_nvtx_text").fetchall()
+        lut = np.full(max((r[0] for r in temp), default=0) + 1, -1, np.int64)
+        for tid_, value in temp:
+            lut[tid_] = strings.add(str(value))
+        a["text"] = np.where(a["text"] >= 0, lut[np.clip(a["text"], 0, len(lut) - 1)],
+                             a["text"])
+        domains = {}
+        if "text" in cols and "domainId" in cols:
+            for did, text in con.execute(
+                f"SELECT domainId, text FROM {NVTX} WHERE eventType = {NVTX_DOMAIN_CREATE}"
+            ):
+                if did is not None and text is not None:
+                    domains[int(did)] = str(text)
+    uniq, inv = np.unique(a["domain"], return_inverse=True)
+    dom_ids = np.array([strings.add(domains.get(d, f"domain {d}")) if d > 0 else -1
+                        for d in uniq.tolist()], np.int32)
+    style_of = np.full(128, NVTX_PUSHPOP, np.int8)
+    for t, s in NVTX_TYPES.items():
+        style_of[t] = s
+    return NvtxRanges.from_columns({
+        "name": np.where(a["text"] >= 0, a["text"], a["name"]), "ts": a["ts"], "dur": np.maximum(a["end"] - a["ts"], 0),
+        "pid": strings.of_ints(a["pid"]), "tid": strings.of_ints(a["tid"]),
+        "domain": dom_ids[inv.reshape(-1)] if len(a) else np.empty(0, np.int32),
+        "style": style_of[np.clip(a["type"], 0, 127)],
+    })
+
+
+def nvtx_display_names(strings: _Strings, nvtx: NvtxRanges) -> npt.NDArray[np.int32]:
+    """``domain:range`` for ranges outside the default domain, as ``nsys stats`` prints."""
+    if not len(nvtx):
+        return np.empty(0, np.int32)
+    pairs = np.stack([nvtx.domain.astype(np.int64), nvtx.name.astype(np.int64)], axis=1)
+    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+    out = []
+    for dom, nid in uniq.tolist():
+        text = strings.values[nid] if 0 <= nid < len(strings.values) else ""
+        out.append(strings.add(f"{strings.values[dom]}:{text}") if dom >= 0 else
+                   (nid if 0 <= nid < len(strings.values) else strings.add(text)))
+    return np.array(out, np.int32)[inv.reshape(-1)]
+
+
+def _host(strings: _Strings, nvtx: NvtxRanges) -> HostOps:
+    """NVTX ranges as user annotations; step-like ranges renamed ``ProfilerStep#N``."""
+    names = nvtx_display_names(strings, nvtx)
+    uniq, inv = np.unique(names, return_inverse=True)
+    mapped = []
+    for nid in uniq.tolist():
+        label = step_label(strings.values[nid])
+        mapped.append(strings.add(f"ProfilerStep#{label}") if label is not None else nid)
+    host_names = np.array(mapped, np.int32)[inv.reshape(-1)] if len(nvtx) else names
+    n = len(nvtx)
+    return HostOps.from_columns({
+        "name": host_names, "ts": nvtx.ts, "dur": nvtx.dur, "pid": nvtx.pid, "tid": nvtx.tid,
+        "kind": np.full(n, HOST_ANNOTATION, np.int8), "external_id": np.full(n, -1, np.int64),
+        "input_dims": np.full(n, -1, np.int32), "call_stack": np.full(n, -1, np.int32),
+    })
+
+
+def _osrt(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> OsCalls:
+    dtype = [("ts", "i8"), ("end", "i8"), ("tid", "i8"), ("pid", "i8"), ("name", "i8")]
+    if not schema.has(OSRT):
+        a = np.empty(0, np.dtype(dtype))
+    else:
+        c = schema.col
+        gt = c(OSRT, "globalTid", default="0")
+        a = _query(con, (
+            f"SELECT start, end, {TID_SQL.format(c=gt)}, {PID_SQL.format(c=gt)}, "
+            f"{c(OSRT, 'nameId', 'name')} FROM {OSRT} ORDER BY start, end"), dtype)
+    return OsCalls.from_columns({
+        "name": a["name"], "ts": a["ts"], "dur": np.maximum(a["end"] - a["ts"], 0),
+        "pid": strings.of_ints(a["pid"]), "tid": strings.of_ints(a["tid"]),
+    })
+
+
+def _empty_tables() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, cls in (("gpu_annotations", GpuAnnotations), ("memory", MemoryRecords)):
+        out[name] = cls.from_columns({n: np.empty(0, d) for n, d in cls.DTYPES.items()})
+    return out
+
+
+def read_nsys(local_file: str, path: str) -> Trace:
+    """Read the SQLite export at ``local_file`` (``path`` names it in messages)."""
+    if not os.path.exists(local_file):
+        raise TraceSourceError(f"{path}: no such file")
+    try:
+        con = sqlite3.connect(f"file:{local_file}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise TraceSourceError(f"{path}: cannot open as SQLite ({exc})") from None
+    try:
+        try:
+            schema = Schema.probe(con)
+        except sqlite3.DatabaseError as exc:
+            raise TraceFormatError(f"{path}: not a readable SQLite database ({exc})") from None
+        if not schema.is_nsys():
+            raise TraceFormatError(
+                f"{path}: SQLite database, but not an Nsight Systems export "
+                "(no StringIds, CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS table)")
+        try:
+            return _read(con, schema, path)
+        except TraceFormatError as exc:
+            raise TraceFormatError(f"{path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise TraceFormatError(f"{path}: corrupt SQLite export ({exc})") from None
+    finally:
+        con.close()
+
+
+def _read(con: sqlite3.Connection, schema: Schema, path: str) -> Trace:
+    meta_kv = _meta(con, schema)
+    strings = _Strings(_read_strings(con, schema))
+    devices = _devices(con, schema)
+    device, details = _device(con, schema, strings, devices)
+    runtime = _runtime(con, schema, strings)
+    syncs = _syncs(con, schema, strings)
+    nvtx = _nvtx(con, schema, strings)
+    host = _host(strings, nvtx)
+    osrt = _osrt(con, schema, strings)
+    events = len(device) + len(runtime) + len(syncs) + len(nvtx) + len(osrt)
+    warnings: list[str] = []
+    if not len(device) and not len(runtime):
+        warnings.append("no CUDA trace in this export (profile with -t cuda)")
+    product = meta_kv.get("EXPORT_PRODUCT_NAME")
+    version = meta_kv.get("EXPORT_PRODUCT_VERSION")
+    meta = TraceMeta(
+        path=path, format="nsys", events=events, devices=devices,
+        vendor="nvidia" if len(device) or devices else "unknown",
+        categories={k: v for k, v in (("kernel", int((device.kind == DEV_KERNEL).sum())),
+                                      ("memcpy", int((device.kind == DEV_MEMCPY).sum())),
+                                      ("memset", int((device.kind == DEV_MEMSET).sum())),
+                                      ("cuda_api", len(runtime)), ("sync", len(syncs)),
+                                      ("nvtx", len(nvtx)), ("osrt", len(osrt))) if v},
+        warnings=tuple(warnings),
+        format_version=meta_kv.get("EXPORT_SCHEMA_VERSION"),
+        producer=" ".join(p for p in (product, version) if p) or None,
+    )
+    return Trace(meta=meta, strings=tuple(strings.values), host=host, runtime=runtime,
+                 device=device, syncs=syncs, nvtx=nvtx, osrt=osrt, device_details=details,
+                 **_empty_tables())
