@@ -13,6 +13,7 @@ from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.model.trace import Trace
+from stepscope.report.nsys_json import nsys_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
@@ -160,6 +161,7 @@ class Report:
                 "gpu_total_us": _us(a.launches.gpu_total_ns),
             },
             "findings": [f.to_json() for f in self.findings],
+            "nsys": nsys_json(a),
         }
 
 
