@@ -216,7 +216,7 @@ def _projection(trace: Trace) -> list[ProjRow]:
         return []
     thread_rt = rt.pid[calls].astype(np.int64) * (1 << 31) + rt.tid[calls]
     thread_nv = nv.pid.astype(np.int64) * (1 << 31) + nv.tid
-    threads, inv = np.unique(np.concatenate((thread_rt, thread_nv)), return_inverse=True)
+    _, inv = np.unique(np.concatenate((thread_rt, thread_nv)), return_inverse=True)
     inv = inv.reshape(-1)
     r_rt, r_nv = inv[: len(calls)], inv[len(calls):]
     tmin = int(min(rt.ts.min(), nv.ts.min()))

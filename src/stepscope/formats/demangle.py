@@ -52,7 +52,7 @@ def demangle_all(names: Sequence[str]) -> list[str]:
     except (OSError, subprocess.SubprocessError):
         return out
     lines = res.stdout.split("\n")
-    for i, line in zip(todo, lines):
+    for i, line in zip(todo, lines, strict=False):
         if line:
             out[i] = line
     return out

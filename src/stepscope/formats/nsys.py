@@ -309,7 +309,7 @@ def _kernel_names(strings: _Strings, names: I64, mangled: I64,
     if todo:
         done = demangle_all([vals[k] for k in todo])
         remap = np.arange(len(strings.values), dtype=np.int64)
-        for k, d in zip(todo, done):
+        for k, d in zip(todo, done, strict=True):
             remap[uniq[k]] = strings.add(d)
         # names stored mangled keep their mangled id in the mangled column
         was = kern & (names >= 0) & (mangled < 0)
@@ -411,7 +411,8 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRan
     for t, s in NVTX_TYPES.items():
         style_of[t] = s
     return NvtxRanges.from_columns({
-        "name": np.where(a["text"] >= 0, a["text"], a["name"]), "ts": a["ts"], "dur": np.maximum(a["end"] - a["ts"], 0),
+        "name": np.where(a["text"] >= 0, a["text"], a["name"]), "ts": a["ts"],
+        "dur": np.maximum(a["end"] - a["ts"], 0),
         "pid": strings.of_ints(a["pid"]), "tid": strings.of_ints(a["tid"]),
         "domain": dom_ids[inv.reshape(-1)] if len(a) else np.empty(0, np.int32),
         "style": style_of[np.clip(a["type"], 0, 127)],
