@@ -10,12 +10,12 @@ import statistics
 from pathlib import Path
 
 import pytest
+from tests.conftest import shared_trace
 
 from stepscope.analysis.nsys_stats import nsys_stats
 from stepscope.cli.main import main
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
-from tests.conftest import shared_trace
 
 FUSER = ("a049892_report1", "ce15be9_report1", "ce15be9_report2")
 

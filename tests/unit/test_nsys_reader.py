@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.nsys_builders import PID, TID, NsysBuilder
 
 from stepscope.errors import StepscopeError, TraceFormatError
 from stepscope.formats import load_trace
@@ -22,7 +23,6 @@ from stepscope.model.trace import (
     NVTX_PUSHPOP,
     NVTX_STARTEND,
 )
-from tests.nsys_builders import PID, TID, NsysBuilder
 
 MANGLED = "_Z6kernelPfi"
 
@@ -176,7 +176,8 @@ def test_names() -> None:
     assert step_label("forward") is None
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(min_value=0, max_value=100_000), flip=st.integers(0, 255))
 def test_fuzz_damaged_exports(tmp_path: Path, cut: int, flip: int) -> None:
     good = _export("new").write(tmp_path / "f.sqlite").read_bytes()

@@ -6,13 +6,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.nsys_builders import NsysBuilder
 
 from stepscope.advice import Finding, advise
 from stepscope.analysis.suite import run_analyses
 from stepscope.formats import load_trace
 from stepscope.model.trace import MEM_DEVICE, MEM_MANAGED, MEM_PAGEABLE, MEM_PINNED
 from stepscope.report.build import build_report
-from tests.nsys_builders import NsysBuilder
 
 MS = 1_000_000
 STEP = 10 * MS

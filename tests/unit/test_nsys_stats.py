@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.nsys_builders import TID, NsysBuilder
 
 from stepscope.analysis.groupstats import group_stats
 from stepscope.analysis.nsys_stats import nsys_stats
 from stepscope.formats import load_trace
-from tests.nsys_builders import TID, NsysBuilder
 
 
 def test_group_stats_match_statistics() -> None:
