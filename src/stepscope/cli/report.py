@@ -14,7 +14,8 @@ from stepscope.report.build import build_report
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...)"
+        "path", help="trace file (.json, .json.gz, nsys .sqlite/.nsys-rep, ncu .csv) or URL "
+        "(s3://, gs://, az://, ...)"
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument(
@@ -28,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
     parser.add_argument(
+        "--ncu", default=None, metavar="CSV",
+        help="Nsight Compute CSV export (ncu --csv) to join by kernel name",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
@@ -35,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.formats.ncu import is_ncu_file, load_ncu
+
+    if is_ncu_file(args.path):  # an Nsight Compute export on its own
+        from stepscope.cli.report_ncu import run_ncu_only
+
+        return run_ncu_only(load_ncu(args.path), args.format, max(args.top, 0))
+    ncu = load_ncu(args.ncu) if getattr(args, "ncu", None) else None
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal
     if show_progress:
@@ -54,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    report = build_report(trace, top=max(args.top, 0), step=args.step)
+    report = build_report(trace, top=max(args.top, 0), step=args.step, ncu=ncu)
     if args.format == "json":
         from stepscope.report.json_out import render_json
 

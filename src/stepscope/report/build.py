@@ -13,10 +13,13 @@ from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.model.trace import Trace
+from stepscope.report.ncu_json import ncu_json
 from stepscope.report.nsys_json import nsys_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
+    from stepscope.analysis.ncu_join import NcuJoin
+    from stepscope.model.ncu import NcuReport
 
 SCHEMA = "stepscope.report/1"
 
@@ -34,6 +37,7 @@ class Report:
     analyses: Analyses
     top: int
     findings: list[Finding] = field(default_factory=list)
+    ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
 
     @property
     def trace(self) -> Trace:
@@ -162,6 +166,7 @@ class Report:
             },
             "findings": [f.to_json() for f in self.findings],
             "nsys": nsys_json(a),
+            "ncu": ncu_json(self.ncu),
         }
 
 
@@ -180,8 +185,11 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     return out
 
 
-def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+def build_report(trace: Trace, *, top: int = 20, step: int | None = None,
+                 ncu: NcuReport | None = None) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
+    from stepscope.analysis.ncu_join import join_ncu
 
     analyses = run_analyses(trace, step=step)
-    return Report(analyses=analyses, top=top, findings=advise(analyses))
+    return Report(analyses=analyses, top=top, findings=advise(analyses),
+                  ncu=None if ncu is None else join_ncu(ncu, trace))

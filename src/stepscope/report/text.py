@@ -11,6 +11,7 @@ from rich.text import Text
 
 from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.report.build import Report
+from stepscope.report.text_ncu import render_ncu
 from stepscope.report.text_nsys import render_nsys
 
 LABELS = {
@@ -96,6 +97,7 @@ def render_text(report: Report, console: Console | None = None) -> None:
     _kernels(console, data)
     _temporal(console, data)
     render_nsys(data, console, report.top)
+    render_ncu(data.get("ncu"), console, report.top)
 
 
 def _findings(console: Console, report: Report) -> None:
