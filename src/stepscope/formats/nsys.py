@@ -87,8 +87,6 @@ _STEP = re.compile(
     re.IGNORECASE,
 )
 
-PID_SQL = "((({c}) >> 24) & 16777215)"
-TID_SQL = "(({c}) & 16777215)"
 
 I64 = npt.NDArray[np.int64]
 
@@ -210,55 +208,77 @@ def _devices(con: sqlite3.Connection, schema: Schema) -> tuple[DeviceProperties,
     return tuple(out)
 
 
-_DEV_DTYPE = [("ts", "i8"), ("end", "i8"), ("device", "i4"), ("stream", "i8"), ("corr", "i8"),
-              ("pid", "i8"), ("name", "i8"), ("mangled", "i8"), ("regs", "i4"),
-              ("gx", "i4"), ("gy", "i4"), ("gz", "i4"), ("bx", "i4"), ("by", "i4"), ("bz", "i4"),
-              ("shm", "i8"), ("bytes", "i8"), ("copy", "i1"), ("src", "i1"), ("dst", "i1")]
+# Columns read per table: (field, candidate column names, default, dtype)
+Spec = list[tuple[str, tuple[str, ...], str, str]]
+_COMMON: Spec = [("ts", ("start",), "0", "i8"), ("end", ("end",), "0", "i8"),
+           ("device", ("deviceId",), "0", "i4"), ("stream", ("streamId",), "-1", "i8"),
+           ("corr", ("correlationId",), "-1", "i8"), ("gpid", ("globalPid",), "0", "i8")]
+_KERNEL: Spec = [("name", ("demangledName", "name", "shortName"), "-1", "i8"),
+           ("mangled", ("mangledName",), "-1", "i8"),
+           ("regs", ("registersPerThread",), "-1", "i4"), ("gx", ("gridX",), "-1", "i4"),
+           ("gy", ("gridY",), "-1", "i4"), ("gz", ("gridZ",), "-1", "i4"),
+           ("bx", ("blockX",), "-1", "i4"), ("by", ("blockY",), "-1", "i4"),
+           ("bz", ("blockZ",), "-1", "i4"), ("sshm", ("staticSharedMemory",), "0", "i8"),
+           ("dshm", ("dynamicSharedMemory",), "0", "i8")]
+_MEMCPY: Spec = [("bytes", ("bytes",), "0", "i8"), ("copy", ("copyKind",), "0", "i1"),
+           ("src", ("srcKind",), "7", "i1"), ("dst", ("dstKind",), "7", "i1")]
+_MEMSET: Spec = [("bytes", ("bytes",), "0", "i8"), ("dst", ("memKind",), "7", "i1")]
+_FILL = {"name": -1, "mangled": -1, "regs": -1, "gx": -1, "gy": -1, "gz": -1, "bx": -1,
+         "by": -1, "bz": -1, "sshm": 0, "dshm": 0, "bytes": -1, "copy": -1, "src": -1,
+         "dst": -1}
+_DTYPES = {f: d for f, _, _, d in _COMMON + _KERNEL + _MEMCPY + _MEMSET}
 
 
-def _device_sql(schema: Schema, table: str, kind: int) -> str:
-    c = schema.col
-    pid = PID_SQL.format(c=c(table, "globalPid", default="0"))
-    corr = f"(({pid}) << 32) | ({c(table, 'correlationId')} & 4294967295)"
-    if kind == DEV_KERNEL:
-        name = c(table, "demangledName", "name", "shortName")
-        mangled = c(table, "mangledName")
-        launch = (f"{c(table, 'registersPerThread')}, {c(table, 'gridX')}, {c(table, 'gridY')}, "
-                  f"{c(table, 'gridZ')}, {c(table, 'blockX')}, {c(table, 'blockY')}, "
-                  f"{c(table, 'blockZ')}, "
-                  f"{c(table, 'staticSharedMemory', default='0')} + "
-                  f"{c(table, 'dynamicSharedMemory', default='0')}, -1, -1, -1, -1")
-    elif kind == DEV_MEMCPY:
-        name = mangled = "-1"
-        launch = (f"-1, -1, -1, -1, -1, -1, -1, -1, {c(table, 'bytes', default='0')}, "
-                  f"{c(table, 'copyKind', default='0')}, {c(table, 'srcKind', default='7')}, "
-                  f"{c(table, 'dstKind', default='7')}")
-    else:
-        name = mangled = "-1"
-        launch = (f"-1, -1, -1, -1, -1, -1, -1, -1, {c(table, 'bytes', default='0')}, -1, -1, "
-                  f"{c(table, 'memKind', default='7')}")
-    return (f"SELECT start, end, {c(table, 'deviceId', default='0')}, "
-            f"{c(table, 'streamId')}, CASE WHEN {c(table, 'correlationId')} < 0 THEN -1 "
-            f"ELSE {corr} END, {pid}, {name}, {mangled}, {launch} FROM {table}")
+def _read_table(con: sqlite3.Connection, schema: Schema, table: str,
+                spec: Spec) -> np.ndarray[Any, Any]:
+    """Rows of ``table`` as a structured array; absent columns read as their default.
+
+    No ORDER BY and no arithmetic in SQL: the sqlite3 module's per-value conversion is the
+    bottleneck, so everything not needed in SQL is left to numpy.
+    """
+    cols = ", ".join(schema.col(table, *names, default=d) for _, names, d, _ in spec)
+    return _query(con, f"SELECT {cols} FROM {table}", [(f, d) for f, _, _, d in spec])
+
+
+def pid_of(global_id: I64) -> I64:
+    return (global_id >> 24) & 0xFFFFFF
+
+
+def unique_correlation(pid: I64, corr: I64) -> I64:
+    """CUPTI correlation ids are per process: ``pid << 32 | id`` (-1 stays -1)."""
+    out: I64 = np.where(corr < 0, -1, (pid << 32) | (corr & 0xFFFFFFFF))
+    return out
 
 
 def _device(con: sqlite3.Connection, schema: Schema, strings: _Strings,
             devices: tuple[DeviceProperties, ...]) -> tuple[DeviceOps, DeviceDetails]:
-    parts = []
+    parts: list[dict[str, np.ndarray[Any, Any]]] = []
     kinds = []
-    for table, kind in ((KERNEL, DEV_KERNEL), (MEMCPY, DEV_MEMCPY), (MEMSET, DEV_MEMSET)):
+    for table, kind, extra in ((KERNEL, DEV_KERNEL, _KERNEL), (MEMCPY, DEV_MEMCPY, _MEMCPY),
+                               (MEMSET, DEV_MEMSET, _MEMSET)):
         if schema.has(table):
-            arr = _query(con, _device_sql(schema, table, kind), _DEV_DTYPE)
-            parts.append(arr)
-            kinds.append(np.full(len(arr), kind, np.int8))
+            arr = _read_table(con, schema, table, _COMMON + extra)
+            n = len(arr)
+            cols = {f: arr[f] for f in arr.dtype.names or ()}
+            for f, fill in _FILL.items():
+                if f not in cols:
+                    cols[f] = np.full(n, fill, _DTYPES[f])
+            parts.append(cols)
+            kinds.append(np.full(n, kind, np.int8))
     if not parts:
-        parts, kinds = [np.empty(0, np.dtype(_DEV_DTYPE))], [np.empty(0, np.int8)]
-    a = np.concatenate(parts)
-    kind_col = np.concatenate(kinds)
-    order = np.lexsort((a["end"], a["ts"]))
-    a, kind_col = a[order], kind_col[order]
-    names = np.asarray(a["name"], dtype=np.int64)
-    mangled = np.asarray(a["mangled"], dtype=np.int64)
+        parts = [{f: np.empty(0, d) for f, d in _DTYPES.items()}]
+        kinds = [np.empty(0, np.int8)]
+    ts = np.concatenate([p["ts"] for p in parts])
+    end = np.concatenate([p["end"] for p in parts])
+    order = np.lexsort((end, ts))
+    a = {f: np.concatenate([p[f] for p in parts])[order] for f in _DTYPES}
+    del parts
+    kind_col = np.concatenate(kinds)[order]
+    pid = pid_of(a["gpid"])
+    a["corr"] = unique_correlation(pid, a["corr"])
+    a["shm"] = a["sshm"] + a["dshm"]
+    names = a["name"]
+    mangled = a["mangled"]
     kern = kind_col == DEV_KERNEL
     names, mangled = _kernel_names(strings, names, mangled, kern)
     # memcpy/memset labels in Kineto's spelling, one string per distinct kind combination
@@ -277,14 +297,14 @@ def _device(con: sqlite3.Connection, schema: Schema, strings: _Strings,
     device = DeviceOps.from_columns({
         "name": names, "ts": a["ts"], "dur": dur, "kind": kind_col, "device": a["device"],
         "stream": a["stream"], "correlation": a["corr"],
-        "external_id": np.full(len(a), -1, np.int64), "blocks_per_sm": bps,
+        "external_id": np.full(len(ts), -1, np.int64), "blocks_per_sm": bps,
         "occupancy_pct": occ, "grid_x": a["gx"], "grid_y": a["gy"], "grid_z": a["gz"],
         "block_x": a["bx"], "block_y": a["by"], "block_z": a["bz"], "registers": a["regs"],
         "shared_mem": np.where(kern, shm, -1), "bytes": a["bytes"],
     })
     details = DeviceDetails.from_columns({
         "copy_kind": a["copy"], "src_kind": a["src"], "dst_kind": a["dst"],
-        "mangled": mangled, "pid": strings.of_ints(a["pid"]),
+        "mangled": mangled, "pid": strings.of_ints(pid),
     })
     return device, details
 
@@ -318,52 +338,56 @@ def _kernel_names(strings: _Strings, names: I64, mangled: I64,
     return names, mangled
 
 
+_RUNTIME: Spec = [("ts", ("start",), "0", "i8"), ("end", ("end",), "0", "i8"),
+            ("gtid", ("globalTid",), "0", "i8"), ("corr", ("correlationId",), "-1", "i8"),
+            ("name", ("nameId", "name"), "-1", "i8")]
+
+
+def _sorted(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Rows in time order (sorted in numpy: cheaper than ORDER BY through sqlite3)."""
+    if len(a) and not ((np.diff(a["ts"]) >= 0).all()):
+        a = a[np.lexsort((a["end"], a["ts"]))]
+    return a
+
+
 def _runtime(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> Runtimes:
-    dtype = [("ts", "i8"), ("end", "i8"), ("tid", "i8"), ("pid", "i8"), ("corr", "i8"),
-             ("name", "i8")]
     if not schema.has(RUNTIME):
-        a = np.empty(0, np.dtype(dtype))
+        a = np.empty(0, np.dtype([(f, d) for f, _, _, d in _RUNTIME]))
     else:
-        c = schema.col
-        gt = c(RUNTIME, "globalTid", default="0")
-        pid = PID_SQL.format(c=gt)
-        a = _query(con, (
-            f"SELECT start, end, {TID_SQL.format(c=gt)}, {pid}, "
-            f"CASE WHEN {c(RUNTIME, 'correlationId')} < 0 THEN -1 ELSE "
-            f"(({pid}) << 32) | ({c(RUNTIME, 'correlationId')} & 4294967295) END, "
-            f"{c(RUNTIME, 'nameId', 'name')} FROM {RUNTIME} ORDER BY start, end"), dtype)
+        a = _sorted(_read_table(con, schema, RUNTIME, _RUNTIME))
+    pid = pid_of(a["gtid"])
+    a_corr = unique_correlation(pid, a["corr"])
     return Runtimes.from_columns({
         "name": strings.remap(a["name"], api_base_name), "ts": a["ts"],
-        "dur": np.maximum(a["end"] - a["ts"], 0), "pid": strings.of_ints(a["pid"]),
-        "tid": strings.of_ints(a["tid"]), "correlation": a["corr"],
+        "dur": np.maximum(a["end"] - a["ts"], 0), "pid": strings.of_ints(pid),
+        "tid": strings.of_ints(a["gtid"] & 0xFFFFFF), "correlation": a_corr,
         "external_id": np.full(len(a), -1, np.int64),
     })
 
 
+_SYNC: Spec = [("ts", ("start",), "0", "i8"), ("end", ("end",), "0", "i8"),
+         ("device", ("deviceId",), "0", "i4"), ("stream", ("streamId",), "-1", "i8"),
+         ("corr", ("correlationId",), "-1", "i8"), ("gpid", ("globalPid",), "0", "i8"),
+         ("type", ("syncType",), "0", "i8")]
+
+
 def _syncs(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> Syncs:
-    dtype = [("ts", "i8"), ("end", "i8"), ("device", "i4"), ("stream", "i8"), ("corr", "i8"),
-             ("type", "i8")]
     if not schema.has(SYNC):
-        a = np.empty(0, np.dtype(dtype))
+        a = np.empty(0, np.dtype([(f, d) for f, _, _, d in _SYNC]))
     else:
-        c = schema.col
-        pid = PID_SQL.format(c=c(SYNC, "globalPid", default="0"))
-        a = _query(con, (
-            f"SELECT start, end, {c(SYNC, 'deviceId', default='0')}, {c(SYNC, 'streamId')}, "
-            f"CASE WHEN {c(SYNC, 'correlationId')} < 0 THEN -1 ELSE "
-            f"(({pid}) << 32) | ({c(SYNC, 'correlationId')} & 4294967295) END, "
-            f"{c(SYNC, 'syncType', default='0')} FROM {SYNC} ORDER BY start, end"), dtype)
+        a = _sorted(_read_table(con, schema, SYNC, _SYNC))
+    corr = unique_correlation(pid_of(a["gpid"]), a["corr"])
     uniq, inv = np.unique(a["type"], return_inverse=True)
     ids = np.array([strings.add(SYNC_TYPES.get(t, "Unknown")) for t in uniq.tolist()], np.int32)
     return Syncs.from_columns({
         "name": ids[inv.reshape(-1)] if len(a) else np.empty(0, np.int32), "ts": a["ts"],
         "dur": np.maximum(a["end"] - a["ts"], 0), "device": a["device"], "stream": a["stream"],
-        "correlation": a["corr"],
+        "correlation": corr,
     })
 
 
 def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRanges:
-    dtype = [("ts", "i8"), ("end", "i8"), ("type", "i4"), ("tid", "i8"), ("pid", "i8"),
+    dtype = [("ts", "i8"), ("end", "i8"), ("type", "i4"), ("gtid", "i8"),
              ("text", "i8"), ("name", "i8"), ("domain", "i8")]
     empty = np.empty(0, np.dtype(dtype))
     if not schema.has(NVTX) or "start" not in schema.tables[NVTX]:
@@ -385,11 +409,11 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRan
             text_col = ("coalesce((SELECT t.id FROM temp.stepscope_nvtx_text t "
                         "WHERE t.value = n.text), -1)")
         a = _query(con, (
-            f"SELECT n.start, n.end, n.eventType, {TID_SQL.format(c=gt)}, "
-            f"{PID_SQL.format(c=gt)}, {text_col}, {c(NVTX, 'textId')}, "
+            f"SELECT n.start, n.end, n.eventType, {gt}, {text_col}, {c(NVTX, 'textId')}, "
             f"{c(NVTX, 'domainId', default='0')} "
             f"FROM {NVTX} n WHERE n.end IS NOT NULL AND n.eventType IN "
-            f"({','.join(map(str, NVTX_TYPES))}) ORDER BY n.start, n.end DESC"), dtype)
+            f"({','.join(map(str, NVTX_TYPES))})"), dtype)
+        a = a[np.lexsort((-a["end"], a["ts"]))]  # parents before their children
         # temp ids (1..k) -> our string ids, one Python step per distinct text
         temp = con.execute("SELECT id, value FROM temp.stepscope_nvtx_text").fetchall()
         lut = np.full(max((r[0] for r in temp), default=0) + 1, -1, np.int64)
@@ -413,7 +437,7 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRan
     return NvtxRanges.from_columns({
         "name": np.where(a["text"] >= 0, a["text"], a["name"]), "ts": a["ts"],
         "dur": np.maximum(a["end"] - a["ts"], 0),
-        "pid": strings.of_ints(a["pid"]), "tid": strings.of_ints(a["tid"]),
+        "pid": strings.of_ints(pid_of(a["gtid"])), "tid": strings.of_ints(a["gtid"] & 0xFFFFFF),
         "domain": dom_ids[inv.reshape(-1)] if len(a) else np.empty(0, np.int32),
         "style": style_of[np.clip(a["type"], 0, 127)],
     })
@@ -450,19 +474,18 @@ def _host(strings: _Strings, nvtx: NvtxRanges) -> HostOps:
     })
 
 
+_OSRT: Spec = [("ts", ("start",), "0", "i8"), ("end", ("end",), "0", "i8"),
+         ("gtid", ("globalTid",), "0", "i8"), ("name", ("nameId", "name"), "-1", "i8")]
+
+
 def _osrt(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> OsCalls:
-    dtype = [("ts", "i8"), ("end", "i8"), ("tid", "i8"), ("pid", "i8"), ("name", "i8")]
     if not schema.has(OSRT):
-        a = np.empty(0, np.dtype(dtype))
+        a = np.empty(0, np.dtype([(f, d) for f, _, _, d in _OSRT]))
     else:
-        c = schema.col
-        gt = c(OSRT, "globalTid", default="0")
-        a = _query(con, (
-            f"SELECT start, end, {TID_SQL.format(c=gt)}, {PID_SQL.format(c=gt)}, "
-            f"{c(OSRT, 'nameId', 'name')} FROM {OSRT} ORDER BY start, end"), dtype)
+        a = _sorted(_read_table(con, schema, OSRT, _OSRT))
     return OsCalls.from_columns({
         "name": a["name"], "ts": a["ts"], "dur": np.maximum(a["end"] - a["ts"], 0),
-        "pid": strings.of_ints(a["pid"]), "tid": strings.of_ints(a["tid"]),
+        "pid": strings.of_ints(pid_of(a["gtid"])), "tid": strings.of_ints(a["gtid"] & 0xFFFFFF),
     })
 
 
