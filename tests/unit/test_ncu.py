@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.nsys_builders import NsysBuilder
 
 from stepscope.analysis.ncu_join import base_name, join_ncu
@@ -137,3 +139,15 @@ def test_cli_ncu_alone_and_joined(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert data["ncu"]["matched"] == 1 and data["nsys"] is not None
     assert main(["report", str(path), "--ncu", str(REAL)]) == 0
     assert "Nsight Compute" in capsys.readouterr().out
+
+
+@settings(max_examples=60, deadline=None)
+@given(cut=st.integers(0, 20_000), junk=st.text(max_size=40))
+def test_fuzz_damaged_csv(cut: int, junk: str) -> None:
+    text = REAL.read_text()[:cut] + junk
+    try:
+        r = read_ncu(text.encode(), "fz.csv")
+    except TraceFormatError as exc:
+        assert "\n" not in str(exc) and "fz.csv" in str(exc)
+    else:
+        assert all(k.name for k in r.kernels)

@@ -101,7 +101,10 @@ def read_ncu(data: bytes | memoryview, path: str) -> NcuReport:
     if start < 0:
         raise TraceFormatError(f"{path}: not an Nsight Compute CSV export (no \"ID\",\"Process "
                                "ID\",... header line; export with `ncu --csv --page details`)")
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    except csv.Error as exc:
+        raise TraceFormatError(f"{path}: malformed Nsight Compute CSV ({exc})") from None
     header = [h.strip() for h in rows[0]]
     if tuple(header[: len(ID_COLS)]) != ID_COLS:
         raise TraceFormatError(f"{path}: unexpected Nsight Compute CSV header "
