@@ -30,7 +30,7 @@ MANGLED = "_Z6kernelPfi"
 def _export(variant: str) -> NsysBuilder:
     b = NsysBuilder(variant=variant)
     b.nvtx("ProfilerStep#1", 0, 10_000)
-    b.nvtx("forward", 100, 5_000, registered=True)
+    b.nvtx("forward", 100, 5_000, registered=True, payload=42)
     b.nvtx("opt", 5_100, 9_000, style="startend", domain="mylib", end_tid=TID + 1)
     b.launch("cudaLaunchKernel_v7000", 200, 20, kernel="sgemm_kernel", k_ts=300, k_dur=1_000,
              grid=(132, 1, 1), block=(256, 1, 1), regs=64)
@@ -82,6 +82,7 @@ def test_reader_maps_every_table(tmp_path: Path, variant: str) -> None:
     assert [t.name(int(n)) for n in nv.name] == ["ProfilerStep#1", "forward", "opt"]
     assert nv.style.tolist() == [NVTX_PUSHPOP, NVTX_PUSHPOP, NVTX_STARTEND]
     assert t.name(int(nv.domain[2])) == "mylib" and nv.domain[0] == -1
+    assert nv.payload[1] == 42 and np.isnan(nv.payload[0])
     host = t.host
     assert (host.kind == HOST_ANNOTATION).all()
     assert [t.name(int(n)) for n in host.name] == ["ProfilerStep#1", "forward", "mylib:opt"]

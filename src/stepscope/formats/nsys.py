@@ -386,9 +386,19 @@ def _syncs(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> Syncs:
     })
 
 
+NO_PAYLOAD = -1.0e300  # stands for NULL in SQL (sqlite3 gives None, numpy wants a float)
+PAYLOAD_COLS = ("int64Value", "uint64Value", "int32Value", "uint32Value", "doubleValue",
+                "floatValue")
+
+
+def _payload_sql(cols: frozenset[str]) -> str:
+    present = [c for c in PAYLOAD_COLS if c in cols]
+    return f"coalesce({', '.join(present)}, {NO_PAYLOAD})" if present else str(NO_PAYLOAD)
+
+
 def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRanges:
     dtype = [("ts", "i8"), ("end", "i8"), ("type", "i4"), ("gtid", "i8"),
-             ("text", "i8"), ("name", "i8"), ("domain", "i8")]
+             ("text", "i8"), ("name", "i8"), ("domain", "i8"), ("payload", "f8")]
     empty = np.empty(0, np.dtype(dtype))
     if not schema.has(NVTX) or "start" not in schema.tables[NVTX]:
         a = empty
@@ -410,7 +420,7 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRan
                         "WHERE t.value = n.text), -1)")
         a = _query(con, (
             f"SELECT n.start, n.end, n.eventType, {gt}, {text_col}, {c(NVTX, 'textId')}, "
-            f"{c(NVTX, 'domainId', default='0')} "
+            f"{c(NVTX, 'domainId', default='0')}, {_payload_sql(cols)} "
             f"FROM {NVTX} n WHERE n.end IS NOT NULL AND n.eventType IN "
             f"({','.join(map(str, NVTX_TYPES))})"), dtype)
         a = a[np.lexsort((-a["end"], a["ts"]))]  # parents before their children
@@ -440,6 +450,7 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRan
         "pid": strings.of_ints(pid_of(a["gtid"])), "tid": strings.of_ints(a["gtid"] & 0xFFFFFF),
         "domain": dom_ids[inv.reshape(-1)] if len(a) else np.empty(0, np.int32),
         "style": style_of[np.clip(a["type"], 0, 127)],
+        "payload": np.where(a["payload"] == NO_PAYLOAD, np.nan, a["payload"]),
     })
 
 

@@ -19,6 +19,7 @@ I8 = npt.NDArray[np.int8]
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
 
 # HostOps.kind
 HOST_OP = 0  # cpu_op / Operator: an ATen or other PyTorch operator
@@ -245,6 +246,7 @@ class NvtxRanges(_Table):
     tid: I32
     domain: I32  # string id of the domain name, -1 for the default domain
     style: I8  # NVTX_PUSHPOP | NVTX_STARTEND
+    payload: F64  # the range's numeric payload (int/uint/double/float), NaN when none
 
     DTYPES: ClassVar[dict[str, Any]] = {
         "name": np.int32,
@@ -254,6 +256,7 @@ class NvtxRanges(_Table):
         "tid": np.int32,
         "domain": np.int32,
         "style": np.int8,
+        "payload": np.float64,
     }
 
 

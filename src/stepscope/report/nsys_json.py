@@ -55,6 +55,7 @@ def _ranges(a: Analyses) -> list[dict[str, Any]]:
             "tid": trace.name(int(nv.tid[i])),
             "start_ns": int(nv.ts[i]),
             "duration_ns": int(nv.dur[i]),
+            "payload": None if np.isnan(nv.payload[i]) else float(nv.payload[i]),
         }
         for i in idx.tolist()
     ]
