@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from stepscope.errors import TraceFormatError
+from stepscope.errors import TraceFormatError, one_line
 from stepscope.model.ncu import NcuKernel, NcuReport, NcuRule
 
 ID_COLS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name")
@@ -104,11 +104,12 @@ def read_ncu(data: bytes | memoryview, path: str) -> NcuReport:
     try:
         rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
     except csv.Error as exc:
-        raise TraceFormatError(f"{path}: malformed Nsight Compute CSV ({exc})") from None
+        raise TraceFormatError(f"{path}: malformed Nsight Compute CSV ({one_line(str(exc))})"
+                               ) from None
     header = [h.strip() for h in rows[0]]
     if tuple(header[: len(ID_COLS)]) != ID_COLS:
         raise TraceFormatError(f"{path}: unexpected Nsight Compute CSV header "
-                               f"({', '.join(header[:6])}...)")
+                               f"({one_line(', '.join(header[:6]), 120)}...)")
     body = [r for r in rows[1:] if r]
     if "Metric Name" in header:
         kernels = _details(header, body, path)
@@ -169,7 +170,8 @@ def _kid(value: str, path: str) -> int:
     try:
         return int(value.strip().replace(",", ""))
     except ValueError:
-        raise TraceFormatError(f"{path}: Nsight Compute CSV row with a bad ID {value!r}") from None
+        raise TraceFormatError(
+            f"{path}: Nsight Compute CSV row with a bad ID {one_line(repr(value), 40)}") from None
 
 
 def _details(header: list[str], body: list[list[str]], path: str) -> list[NcuKernel]:

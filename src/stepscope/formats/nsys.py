@@ -122,17 +122,37 @@ class _Strings:
 
     def remap(self, ids: I64, fn: Any) -> npt.NDArray[np.int32]:
         """Map string ids through ``fn(str) -> str``, once per distinct id."""
-        uniq, inv = np.unique(ids, return_inverse=True)
         n = len(self.values)
+        uniq, inv = _distinct(ids, n)
         new = np.array([self.add(fn(self.values[i])) if 0 <= i < n else -1
                         for i in uniq.tolist()], dtype=np.int32)
-        return new[inv.reshape(-1)] if len(ids) else np.empty(0, np.int32)
+        return new[inv] if len(ids) else np.empty(0, np.int32)
 
     def of_ints(self, values: I64) -> npt.NDArray[np.int32]:
         """String ids of the decimal text of each integer (pids, tids)."""
-        uniq, inv = np.unique(values, return_inverse=True)
+        uniq, inv = _distinct(values, 1 << 24)
         new = np.array([self.add(str(v)) for v in uniq.tolist()], dtype=np.int32)
-        return new[inv.reshape(-1)] if len(values) else np.empty(0, np.int32)
+        return new[inv] if len(values) else np.empty(0, np.int32)
+
+
+def _distinct(values: I64, bound: int) -> tuple[I64, I64]:
+    """(distinct values, index of each value among them), like ``np.unique`` with
+    ``return_inverse``, in O(n) when all values lie in [0, bound) (string ids, pids,
+    tids: a presence table instead of a sort of millions of rows)."""
+    if len(values) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    lo, hi = int(values.min()), int(values.max())
+    if lo == hi:
+        return np.array([lo], np.int64), np.zeros(len(values), np.int64)
+    if lo >= 0 and hi < bound:
+        seen = np.zeros(hi + 1, bool)
+        seen[values] = True
+        uniq = np.flatnonzero(seen)
+        pos = np.zeros(hi + 1, np.int64)
+        pos[uniq] = np.arange(len(uniq))
+        return uniq.astype(np.int64), pos[values]
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq, inv.reshape(-1)
 
 
 def _query(con: sqlite3.Connection, sql: str, dtype: list[tuple[str, Any]]) -> np.ndarray[Any, Any]:
@@ -270,10 +290,14 @@ def _device(con: sqlite3.Connection, schema: Schema, strings: _Strings,
         kinds = [np.empty(0, np.int8)]
     ts = np.concatenate([p["ts"] for p in parts])
     end = np.concatenate([p["end"] for p in parts])
-    order = np.lexsort((end, ts))
-    a = {f: np.concatenate([p[f] for p in parts])[order] for f in _DTYPES}
+    if len(ts) < 2 or (np.diff(ts) > 0).all():  # one table already in time order: no sort
+        a = {f: np.concatenate([p[f] for p in parts]) for f in _DTYPES}
+        kind_col = np.concatenate(kinds)
+    else:
+        order = np.lexsort((end, ts))
+        a = {f: np.concatenate([p[f] for p in parts])[order] for f in _DTYPES}
+        kind_col = np.concatenate(kinds)[order]
     del parts
-    kind_col = np.concatenate(kinds)[order]
     pid = pid_of(a["gpid"])
     a["corr"] = unique_correlation(pid, a["corr"])
     a["shm"] = a["sshm"] + a["dshm"]
@@ -323,8 +347,8 @@ def _mem_label(key: int) -> str:
 def _kernel_names(strings: _Strings, names: I64, mangled: I64,
                   kern: npt.NDArray[np.bool_]) -> tuple[I64, I64]:
     """Kernel names demangled (nsys usually stores them so), mangled ids kept."""
-    uniq = np.unique(names[kern & (names >= 0)])
-    vals = [strings.values[i] for i in uniq.tolist()]
+    uniq, _ = _distinct(names[kern & (names >= 0)], len(strings.values))
+    vals = [strings.values[i] if i < len(strings.values) else "" for i in uniq.tolist()]
     todo = [k for k, v in enumerate(vals) if is_mangled(v)]
     if todo:
         done = demangle_all([vals[k] for k in todo])
