@@ -171,6 +171,9 @@ def _read_strings(con: sqlite3.Connection, schema: Schema) -> list[str]:
     if not rows:
         return []
     top = max(r[0] for r in rows)
+    if top > 4 * len(rows) + 1_000_000:  # ids are dense (0..n-1) in every export seen
+        raise TraceFormatError(f"{table}: string ids are not dense (max id {top:,} for "
+                               f"{len(rows):,} strings)")
     out = [""] * (top + 1)
     for i, v in rows:  # one Python step per distinct string, not per event
         if i >= 0:
