@@ -155,10 +155,13 @@ def _distinct(values: I64, bound: int) -> tuple[I64, I64]:
     return uniq, inv.reshape(-1)
 
 
-def _query(con: sqlite3.Connection, sql: str, dtype: list[tuple[str, Any]]) -> np.ndarray[Any, Any]:
+def _query(con: sqlite3.Connection, sql: str, dtype: list[tuple[str, Any]],
+           count: int = -1) -> np.ndarray[Any, Any]:
+    """Rows of ``sql`` as a structured array (``count``: the row count when known, so that
+    a multi-GB array is allocated once instead of grown and copied)."""
     try:
         cur = con.execute(sql)
-        return np.fromiter(cur, dtype=np.dtype(dtype))
+        return np.fromiter(cur, dtype=np.dtype(dtype), count=count)
     except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
         raise TraceFormatError(f"cannot read the export ({type(exc).__name__}: {exc})") from None
 
@@ -260,7 +263,11 @@ def _read_table(con: sqlite3.Connection, schema: Schema, table: str,
     bottleneck, so everything not needed in SQL is left to numpy.
     """
     cols = ", ".join(schema.col(table, *names, default=d) for _, names, d, _ in spec)
-    return _query(con, f"SELECT {cols} FROM {table}", [(f, d) for f, _, _, d in spec])
+    try:
+        count = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    except sqlite3.Error as exc:
+        raise TraceFormatError(f"cannot read {table} ({exc})") from None
+    return _query(con, f"SELECT {cols} FROM {table}", [(f, d) for f, _, _, d in spec], count)
 
 
 def pid_of(global_id: I64) -> I64:
