@@ -169,8 +169,8 @@ def bench(path: Path, report: bool = True) -> dict[str, object]:
         "load_s": round(float(load_out.split()[0]), 2), "load_rss_mb": round(load_rss),
         "load_ratio": round(float(load_out.split()[0]) / float(bare_out.split()[0]), 2),
         "rows_device_runtime_nvtx": load_out.split()[1:],
-        "report_s": round(rep_wall, 2), "report_rss_mb": round(rep_rss)
-        if rep_rss == rep_rss else None,
+        "report_s": round(rep_wall, 2) if report else None,
+        "report_rss_mb": round(rep_rss) if report else None,
         "bare_wall_s": round(bare_wall, 2), "load_wall_s": round(load_wall, 2),
     }
 
