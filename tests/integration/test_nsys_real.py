@@ -132,6 +132,9 @@ def test_schema_reference_loads_empty() -> None:
     assert t.meta.format_version == "3.7.2"
     assert len(t.device) == len(t.runtime) == len(t.nvtx) == 0
     assert t.meta.warnings  # says there is no CUDA trace
+    data = build_report(t).to_json()
+    assert data["findings"] == [] and data["nsys"]["cuda_api_sum"] == []
+    assert data["source"]["warnings"] == ["no CUDA trace in this export (profile with -t cuda)"]
 
 
 @pytest.mark.parametrize("name", FUSER)
