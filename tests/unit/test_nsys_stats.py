@@ -54,3 +54,13 @@ def test_projection_osrt_and_styles(tmp_path: Path) -> None:
     assert osrt["poll"].time_pct == pytest.approx(100 * 400 / 410)
     styles = {r.name: r.style for r in s.nvtx_sum}
     assert styles["lib:async"] == "StartEnd" and styles["outer"] == "PushPop"
+
+
+def test_nccl_sum_from_the_nccl_domain(tmp_path: Path) -> None:
+    b = NsysBuilder()
+    b.nvtx("ncclAllReduce", 0, 100, domain="NCCL")
+    b.nvtx("ncclAllReduce", 200, 500, domain="NCCL")
+    b.nvtx("forward", 0, 1_000)
+    s = nsys_stats(load_trace(str(b.write(tmp_path / "n.sqlite")), use_cache=False))
+    assert [(r.name, r.count, r.total) for r in s.nccl_sum] == [("NCCL:ncclAllReduce", 2, 400)]
+    assert s.nccl_sum[0].time_pct == 100.0

@@ -10,7 +10,7 @@ name alongside when the export has it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -76,6 +76,7 @@ class NsysStats:
     nvtx_sum: list[StatRow]
     nvtx_gpu_proj_sum: list[ProjRow]
     osrt_sum: list[StatRow]
+    nccl_sum: list[StatRow] = field(default_factory=list)  # NVTX ranges of the NCCL domain
 
 
 def _rows(st: GroupStats, labels: list[str], *, pct: bool = True,
@@ -162,9 +163,16 @@ def _label_of(trace: Trace, key: int) -> tuple[str, str]:
     return text, STYLES.get(int(style), "PushPop")
 
 
-def _nvtx(trace: Trace) -> list[StatRow]:
+def _nvtx(trace: Trace, domain: str | None = None) -> list[StatRow]:
+    """nvtx_sum; with ``domain``, only that domain's ranges (nsys recipe nccl_sum)."""
     key = nvtx_keys(trace)
-    st = group_stats(key, trace.nvtx.dur)
+    dur = trace.nvtx.dur
+    if domain is not None:
+        dom = trace.nvtx.domain
+        ids = [i for i, s in enumerate(trace.strings) if s == domain]
+        sel = np.isin(dom, np.array(ids, dtype=np.int32)) if ids else np.zeros(len(dom), bool)
+        key, dur = key[sel], dur[sel]
+    st = group_stats(key, dur)
     labels = [_label_of(trace, int(k)) for k in st.keys]
     return _rows(st, [n for n, _ in labels], styles=[s for _, s in labels])
 
@@ -263,6 +271,7 @@ def nsys_stats(trace: Trace) -> NsysStats:
         nvtx_sum=_nvtx(trace),
         nvtx_gpu_proj_sum=_projection(trace),
         osrt_sum=_by_name(trace, trace.osrt.name, trace.osrt.dur),
+        nccl_sum=_nvtx(trace, "NCCL"),
     )
 
 

@@ -77,6 +77,7 @@ def nsys_json(a: Analyses, top: int | None = None) -> dict[str, Any] | None:
         "nvtx_sum": [_stat(r) for r in s.nvtx_sum[cut]],
         "nvtx_gpu_proj_sum": [_proj(r) for r in s.nvtx_gpu_proj_sum[cut]],
         "osrt_sum": [_stat(r) for r in s.osrt_sum[cut]],
+        "nccl_sum": [_stat(r) for r in s.nccl_sum[cut]],
         "nvtx_ranges_total": len(a.trace.nvtx),
         "nvtx_ranges": _ranges(a),
     }
