@@ -191,3 +191,25 @@ def test_fuzz_damaged_exports(tmp_path: Path, cut: int, flip: int) -> None:
         load_trace(str(bad), use_cache=False)
     except StepscopeError as exc:
         assert "\n" not in str(exc)
+
+
+def test_nsys_rep_is_exported_with_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in ``nsys`` on PATH: the report is exported to SQLite, then read."""
+    export = _export("new").write(tmp_path / "exported.sqlite")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "nsys"
+    fake.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = export ] || exit 9\n'
+        'while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done\n'
+        f'cp "{export}" "$out"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\x00" * 64)
+    t = load_trace(str(rep), use_cache=False)
+    assert t.meta.path == str(rep) and t.meta.format == "nsys" and len(t.device) == 4
+    fake.write_text("#!/bin/sh\necho 'cannot open report' >&2\nexit 3\n")
+    with pytest.raises(TraceFormatError, match=r"nsys export failed \(cannot open report"):
+        load_trace(str(rep), use_cache=False)
