@@ -48,6 +48,8 @@ def test_projection_osrt_and_styles(tmp_path: Path) -> None:
     assert (proj["inner"].total_proj_ns, proj["inner"].total_gpu_ops) == (100, 1)
     assert proj["lib:async"].style == "StartEnd" and proj["lib:async"].total_gpu_ops == 1
     assert proj["outer"].total_range_ns == 1_000
+    assert (proj["outer"].avg_range_lvl, proj["outer"].avg_num_child) == (0.0, 1.0)
+    assert (proj["inner"].avg_range_lvl, proj["inner"].avg_num_child) == (1.0, 0.0)
     osrt = {r.name: r for r in s.osrt_sum}
     assert (osrt["poll"].count, osrt["poll"].total, osrt["poll"].med) == (2, 400, 200.0)
     assert s.osrt_sum[0].name == "poll"
@@ -64,3 +66,21 @@ def test_nccl_sum_from_the_nccl_domain(tmp_path: Path) -> None:
     s = nsys_stats(load_trace(str(b.write(tmp_path / "n.sqlite")), use_cache=False))
     assert [(r.name, r.count, r.total) for r in s.nccl_sum] == [("NCCL:ncclAllReduce", 2, 400)]
     assert s.nccl_sum[0].time_pct == 100.0
+
+
+def test_nvtx_levels_nested_and_per_thread(tmp_path: Path) -> None:
+    from stepscope.analysis.nvtx_tree import nvtx_levels
+
+    b = NsysBuilder()
+    b.nvtx("a", 0, 100)  # level 0, children b, d
+    b.nvtx("b", 10, 50)  # level 1, child c
+    b.nvtx("c", 20, 30)  # level 2
+    b.nvtx("d", 60, 90)  # level 1
+    b.nvtx("e", 95, 200, tid=TID + 1)  # another thread: level 0
+    b.nvtx("f", 120, 130)  # after a ended: level 0
+    t = load_trace(str(b.write(tmp_path / "l.sqlite")), use_cache=False)
+    level, kids = nvtx_levels(t)
+    by = {t.name(int(n)): (int(lv), int(k)) for n, lv, k in zip(t.nvtx.name, level, kids,
+                                                                  strict=True)}
+    assert by == {"a": (0, 2), "b": (1, 1), "c": (2, 0), "d": (1, 0), "e": (0, 0),
+                  "f": (0, 0)}

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.groupstats import GroupStats, group_stats
 from stepscope.analysis.links import lookup
+from stepscope.analysis.nvtx_tree import nvtx_levels
 from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, DEV_MEMSET, Trace
 
 I64 = npt.NDArray[np.int64]
@@ -65,6 +66,8 @@ class ProjRow:
     proj_stddev_ns: float
     total_gpu_ops: int
     avg_gpu_ops: float
+    avg_range_lvl: float = 0.0  # nesting level of push/pop ranges (0 = outermost)
+    avg_num_child: float = 0.0  # direct child ranges
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,9 @@ def _projection(trace: Trace) -> list[ProjRow]:
     st = group_stats(key[keep], proj)
     rng = group_stats(key[keep], nv.dur[keep])
     opsum = group_stats(key[keep], n_ops[keep])
+    level, kids = nvtx_levels(trace)
+    lvl = group_stats(key[keep], level[keep])
+    child = group_stats(key[keep], kids[keep])
     rows = []
     for i, k in enumerate(st.keys.tolist()):
         name, style = _label_of(trace, int(k))
@@ -255,7 +261,8 @@ def _projection(trace: Trace) -> list[ProjRow]:
             proj_avg_ns=float(st.mean[i]), proj_med_ns=float(st.median[i]),
             proj_min_ns=int(st.minimum[i]), proj_max_ns=int(st.maximum[i]),
             proj_stddev_ns=float(st.stddev[i]), total_gpu_ops=int(opsum.total[i]),
-            avg_gpu_ops=float(opsum.mean[i]),
+            avg_gpu_ops=float(opsum.mean[i]), avg_range_lvl=float(lvl.mean[i]),
+            avg_num_child=float(child.mean[i]),
         ))
     rows.sort(key=lambda r: (-r.total_proj_ns, r.name))
     return rows

@@ -36,7 +36,8 @@ def _proj(r: ProjRow) -> dict[str, Any]:
         "proj_avg_ns": round(r.proj_avg_ns, 3), "proj_med_ns": round(r.proj_med_ns, 3),
         "proj_min_ns": r.proj_min_ns, "proj_max_ns": r.proj_max_ns,
         "proj_stddev_ns": round(r.proj_stddev_ns, 3), "total_gpu_ops": r.total_gpu_ops,
-        "avg_gpu_ops": round(r.avg_gpu_ops, 3),
+        "avg_gpu_ops": round(r.avg_gpu_ops, 3), "avg_range_lvl": round(r.avg_range_lvl, 3),
+        "avg_num_child": round(r.avg_num_child, 3),
     }
 
 
