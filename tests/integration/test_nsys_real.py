@@ -115,6 +115,11 @@ def test_every_export_reports(name: str, capsys: pytest.CaptureFixture[str]) -> 
     assert data["nsys"]["cuda_gpu_kern_sum"] and data["nsys"]["nvtx_sum"]
     assert data["nsys"]["export"]["schema_version"] in ("3.16.1", "3.17.1")
     assert data["devices"][0]["name"] == "NVIDIA H200"
+    diagnostics = data["nsys"]["export"]["diagnostics"]
+    expected = ("warning: CUDA profiling might have not been started correctly. (x10)"
+                if name == "a049892_report1" else
+                "error: Unable to configure the collection of CPU IP/backtrace samples")
+    assert any(d.startswith(expected) for d in diagnostics)
     assert main(["report", str(path), "--no-cache"]) == 0
     assert "CUDA API summary" in capsys.readouterr().out
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.errors import TraceFormatError, TraceSourceError
+from stepscope.errors import TraceFormatError, TraceSourceError, one_line
 from stepscope.formats.demangle import demangle_all, is_mangled
 from stepscope.formats.nsys_occupancy import estimated_occupancy
 from stepscope.formats.nsys_schema import GPU_TABLES, META_TABLES, STRING_TABLES, Schema
@@ -189,6 +189,21 @@ def _meta(con: sqlite3.Connection, schema: Schema) -> dict[str, str]:
     if table is None:
         return {}
     return {str(k): str(v) for k, v in con.execute(f"SELECT name, value FROM {table}")}
+
+
+DIAGNOSTIC_WARNING = 2  # ENUM_DIAGNOSTIC_SEVERITY_LEVEL: 2 Warning, 3 Error
+
+
+def _diagnostics(con: sqlite3.Connection, schema: Schema) -> tuple[str, ...]:
+    """nsys' own warnings and errors (2024.6+), distinct, most frequent first."""
+    table = "DIAGNOSTIC_EVENT"
+    if not schema.has(table) or not {"text", "severity"} <= schema.tables[table]:
+        return ()
+    rows = con.execute(f"SELECT severity, text, count(*) AS n FROM {table} WHERE severity >= "
+                       f"{DIAGNOSTIC_WARNING} AND text IS NOT NULL GROUP BY severity, text "
+                       "ORDER BY n DESC, text LIMIT 20").fetchall()
+    return tuple(f"{'error' if sev >= 3 else 'warning'}: {one_line(str(text), 200)}"
+                 + (f" (x{n})" if n > 1 else "") for sev, text, n in rows)
 
 
 def _devices(con: sqlite3.Connection, schema: Schema) -> tuple[DeviceProperties, ...]:
@@ -594,6 +609,7 @@ def _read(con: sqlite3.Connection, schema: Schema, path: str) -> Trace:
                                       ("nvtx", len(nvtx)), ("osrt", len(osrt))) if v},
         warnings=tuple(warnings),
         format_version=meta_kv.get("EXPORT_SCHEMA_VERSION"),
+        diagnostics=_diagnostics(con, schema),
         producer=" ".join(p for p in (product, version) if p) or None,
     )
     return Trace(meta=meta, strings=tuple(strings.values), host=host, runtime=runtime,

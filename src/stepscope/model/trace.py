@@ -345,6 +345,7 @@ class TraceMeta:
     warnings: tuple[str, ...] = ()
     format_version: str | None = None  # e.g. the nsys export schema version "3.17.1"
     producer: str | None = None  # e.g. "NVIDIA Nsight Systems 2025.1.1.110"
+    diagnostics: tuple[str, ...] = ()  # the profiler's own warnings/errors (nsys DIAGNOSTIC_EVENT)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,8 @@ def nsys_json(a: Analyses, top: int | None = None) -> dict[str, Any] | None:
     meta = a.trace.meta
     cut = slice(None) if top is None else slice(0, max(top, 0))
     return {
-        "export": {"schema_version": meta.format_version, "producer": meta.producer},
+        "export": {"schema_version": meta.format_version, "producer": meta.producer,
+                   "diagnostics": list(meta.diagnostics)},
         "cuda_api_sum": [_stat(r) for r in s.cuda_api_sum[cut]],
         "cuda_gpu_kern_sum": [_stat(r) for r in s.cuda_gpu_kern_sum[cut]],
         "cuda_gpu_mem_time_sum": [_stat(r, label="operation") for r in s.cuda_gpu_mem_time_sum],

@@ -42,6 +42,8 @@ def render_nsys(data: dict[str, Any], console: Console, top: int) -> None:
     console.print()
     console.print(f"[bold]Nsight Systems[/] export (schema {escape(str(export['schema_version']))}"
                   f", {escape(str(export['producer']))})")
+    for d in export.get("diagnostics", [])[:5]:
+        console.print(f"  [dim]nsys {escape(d)}[/]")
     for key, title, label in TITLES:
         rows = nsys[key][:top]
         if not rows:
