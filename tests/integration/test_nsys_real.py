@@ -151,3 +151,54 @@ def test_nsys_rep_needs_nsys(name: str, capsys: pytest.CaptureFixture[str],
     assert main(["report", str(rep)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "nsys export --type sqlite" in err
+
+
+def _insert(con: sqlite3.Connection, table: str, **values: object) -> None:
+    """A row with every column of the real table: given values, else 0 (NOT NULL-safe)."""
+    cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+    row = {c: values.get(c, 0) for c in cols}
+    unknown = set(values) - set(cols)
+    assert not unknown, f"{table} has no {unknown}"
+    con.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [row[c] for c in cols])
+
+
+def test_real_2023_4_schema_with_rows(tmp_path: Path) -> None:
+    """Rows written into the real (data-free) 2023.4 schema, every column present."""
+    src = shared_trace("nsys/schema-reference/nsys-2023.4.4-schema-3.7.2-all-tables-empty.sqlite")
+    path = tmp_path / "filled.sqlite"
+    path.write_bytes(src.read_bytes())
+    con = sqlite3.connect(path)
+    gpid, gtid = (1 << 48) | (77 << 24), (1 << 48) | (77 << 24) | 78
+    for i, s in enumerate(["cudaLaunchKernel_v7000", "my_kernel", "poll", "cudaMemcpy_v3020"]):
+        _insert(con, "StringIds", id=1000 + i, value=s)
+    _insert(con, "TARGET_INFO_GPU", id=0, name="NVIDIA A100", smCount=108, threadsPerWarp=32,
+            maxWarpsPerSm=64, computeMajor=8, computeMinor=0, totalMemory=40 << 30)
+    _insert(con, "CUPTI_ACTIVITY_KIND_RUNTIME", start=100, end=110, eventClass=0,
+            globalTid=gtid, correlationId=5, nameId=1000)
+    _insert(con, "CUPTI_ACTIVITY_KIND_KERNEL", start=200, end=900, globalPid=gpid,
+            correlationId=5, demangledName=1001, shortName=1001, mangledName=None,
+            gridX=216, gridY=1, gridZ=1, blockX=128, blockY=1, blockZ=1, registersPerThread=40,
+            streamId=7)
+    _insert(con, "CUPTI_ACTIVITY_KIND_RUNTIME", start=1000, end=1500, eventClass=0,
+            globalTid=gtid, correlationId=6, nameId=1003)
+    _insert(con, "CUPTI_ACTIVITY_KIND_MEMCPY", start=1100, end=1400, globalPid=gpid,
+            correlationId=6, bytes=1 << 20, copyKind=2, srcKind=2, dstKind=0, streamId=7)
+    _insert(con, "NVTX_EVENTS", start=50, end=2000, eventType=59, text="step 1",
+            globalTid=gtid, textId=None, domainId=0, endGlobalTid=None)
+    _insert(con, "OSRT_API", start=2100, end=2600, eventClass=27, globalTid=gtid, nameId=1002)
+    con.commit()
+    con.close()
+    t = load_trace(str(path), use_cache=False)
+    assert t.meta.format_version == "3.7.2"
+    assert [t.name(int(n)) for n in t.device.name] == ["my_kernel",
+                                                       "Memcpy DtoH (Device -> Pageable)"]
+    assert t.device.blocks_per_sm[0] == pytest.approx(2.0)
+    assert t.meta.devices[0].num_sms == 108
+    assert [t.name(int(n)) for n in t.runtime.name] == ["cudaLaunchKernel", "cudaMemcpy"]
+    assert len(t.nvtx) == 1 and len(t.osrt) == 1 and t.osrt.dur[0] == 500
+    report = build_report(t)
+    assert report.analyses.steps.profiler_steps
+    s = report.analyses.nsys
+    assert s is not None and s.osrt_sum[0].name == "poll"
+    assert s.nvtx_gpu_proj_sum[0].total_gpu_ops == 2
