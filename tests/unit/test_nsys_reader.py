@@ -213,3 +213,13 @@ def test_nsys_rep_is_exported_with_nsys(tmp_path: Path, monkeypatch: pytest.Monk
     fake.write_text("#!/bin/sh\necho 'cannot open report' >&2\nexit 3\n")
     with pytest.raises(TraceFormatError, match=r"nsys export failed \(cannot open report"):
         load_trace(str(rep), use_cache=False)
+
+
+def test_gzipped_sqlite_export(tmp_path: Path) -> None:
+    import gzip
+
+    raw = _export("new").write(tmp_path / "e.sqlite").read_bytes()
+    gz = tmp_path / "e.sqlite.gz"
+    gz.write_bytes(gzip.compress(raw))
+    t = load_trace(str(gz), use_cache=False)
+    assert t.meta.format == "nsys" and len(t.device) == 4 and t.meta.path == str(gz)

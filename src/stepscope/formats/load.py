@@ -25,7 +25,9 @@ def load_trace(
     if nsys_load.is_report(path):  # .nsys-rep: exported to SQLite first
         return nsys_load.load_report(path, use_cache=use_cache)
     source = read_source(path, storage_options)
-    if not source.compressed and nsys_load.looks_like_sqlite(source.data):
+    # (a gzip is inflated only when named like an export: Kineto cache hits stay lazy)
+    if (not source.compressed or path.lower().endswith(".sqlite.gz")) and \
+            nsys_load.looks_like_sqlite(source.data):
         return nsys_load.load_sqlite(source, use_cache=use_cache)
     key = None
     if use_cache:
@@ -37,7 +39,8 @@ def load_trace(
         if not bytes(source.data[:4096]).strip():
             raise TraceFormatError(f"{path}: file is empty (only whitespace)")
         raise TraceFormatError(
-            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON)"
+            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON or an "
+            "Nsight Systems SQLite export)"
         )
     trace = read_kineto(source, workers=workers, progress=progress)
     if key is not None:
