@@ -151,3 +151,22 @@ def test_fuzz_damaged_csv(cut: int, junk: str) -> None:
         assert "\n" not in str(exc) and "fz.csv" in str(exc)
     else:
         assert all(k.name for k in r.kernels)
+
+
+def test_join_to_a_pytorch_trace(tmp_path: Path) -> None:
+    from tests.builders import TraceBuilder
+
+    b = TraceBuilder()
+    with b.step(1, 0, 1000):
+        op = b.op("aten::mm", 10, 100)
+        b.launch(op, "cudaLaunchKernel", 20, 5, kernel="void ampere_sgemm<float>(int, float*)",
+                 k_ts=200, k_dur=300)
+        b.launch(op, "cudaLaunchKernel", 40, 5, kernel="elementwise_kernel", k_ts=600,
+                 k_dur=50)
+    trace = b.load(tmp_path)
+    join = join_ncu(read_ncu(RAW.encode(), "raw.csv"), trace)
+    assert join.matched == 2
+    sgemm, elem = join.rows
+    assert (sgemm.trace_name, sgemm.trace_total_ns) == ("void ampere_sgemm<float>(int, float*)",
+                                                        300_000)
+    assert elem.trace_calls == 1 and sgemm.best_speedup_pct is None  # raw page: no rules
