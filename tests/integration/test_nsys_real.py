@@ -99,6 +99,13 @@ def test_pinned_figures_a049892() -> None:
     assert s.osrt_sum == []
 
 
+def test_capture_window() -> None:
+    t = load_trace(str(_sqlite("a049892_report1")), use_cache=False)
+    assert t.meta.window_start is not None and t.meta.window_end is not None
+    assert t.meta.window_start <= int(t.device.ts.min())
+    assert int(t.device.end.max()) <= t.meta.window_end
+
+
 def test_kernel_mangled_names_kept() -> None:
     s = nsys_stats(load_trace(str(_sqlite("a049892_report1")), use_cache=False))
     fused = [r for r in s.cuda_gpu_kern_sum if "nvfuser_inner_persistent_f1" in r.name]

@@ -1,7 +1,9 @@
 """Nsight Systems SQLite exports (``nsys export --type sqlite``) -> ``model.Trace``.
 
 Every table is read with one SQL query whose rows stream into a numpy structured array
-(``np.fromiter`` over the cursor: no Python per row); NULLs are turned into -1 in SQL.
+(``np.fromiter`` over the cursor, preallocated from ``count(*)``: no Python loop per row);
+NULLs become defaults in SQL (``coalesce``); pids, tids, correlation ids and the time
+order are computed in numpy, which is cheaper than SQL expressions through sqlite3.
 Strings stay interned: name columns are ids into ``StringIds``, whose values become the
 first entries of ``Trace.strings``; strings we make (memcpy labels, pids, prefixed NVTX
 names) are appended once per distinct value.
@@ -69,24 +71,17 @@ OSRT = "OSRT_API"
 # CUPTI enums (identical in every schema version seen; docs/metrics.md)
 COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
               8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "HtoD", 12: "DtoH", 13: "DtoD"}
-COPY_LABELS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array",
-               4: "Array-to-Host", 5: "Array-to-Array", 6: "Array-to-Device",
-               7: "Device-to-Array", 8: "Device-to-Device", 9: "Host-to-Host",
-               10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host",
-               13: "Unified Device-to-Device"}
 MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed",
              5: "Device Static", 6: "Managed Static", 7: "Unknown"}
 SYNC_TYPES = {0: "Unknown", 1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync",
               4: "Context Sync"}
 NVTX_TYPES = {59: NVTX_PUSHPOP, 70: NVTX_PUSHPOP, 60: NVTX_STARTEND, 71: NVTX_STARTEND}
 NVTX_DOMAIN_CREATE = 75
-
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _STEP = re.compile(
     r"^(?:ProfilerStep#|(?:train(?:ing)?[ _-]?)?(?:step|iter|iteration)[ _#:-]*)(\d+)$",
     re.IGNORECASE,
 )
-
 
 I64 = npt.NDArray[np.int64]
 
@@ -192,6 +187,17 @@ def _meta(con: sqlite3.Connection, schema: Schema) -> dict[str, str]:
 
 
 DIAGNOSTIC_WARNING = 2  # ENUM_DIAGNOSTIC_SEVERITY_LEVEL: 2 Warning, 3 Error
+
+
+def _window(con: sqlite3.Connection, schema: Schema) -> tuple[int | None, int | None]:
+    """The captured time range (ANALYSIS_DETAILS startTime/stopTime), when exported."""
+    table = "ANALYSIS_DETAILS"
+    if not schema.has(table) or not {"startTime", "stopTime"} <= schema.tables[table]:
+        return None, None
+    row = con.execute(f"SELECT min(startTime), max(stopTime) FROM {table}").fetchone()
+    if row is None or row[0] is None or row[1] is None:
+        return None, None
+    return int(row[0]), int(row[1])
 
 
 def _diagnostics(con: sqlite3.Connection, schema: Schema) -> tuple[str, ...]:
@@ -599,8 +605,10 @@ def _read(con: sqlite3.Connection, schema: Schema, path: str) -> Trace:
         warnings.append("no CUDA trace in this export (profile with -t cuda)")
     product = meta_kv.get("EXPORT_PRODUCT_NAME")
     version = meta_kv.get("EXPORT_PRODUCT_VERSION")
+    window = _window(con, schema)
     meta = TraceMeta(
         path=path, format="nsys", events=events, devices=devices,
+        window_start=window[0], window_end=window[1],
         vendor="nvidia" if len(device) or devices else "unknown",
         categories={k: v for k, v in (("kernel", int((device.kind == DEV_KERNEL).sum())),
                                       ("memcpy", int((device.kind == DEV_MEMCPY).sum())),
