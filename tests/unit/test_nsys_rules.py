@@ -150,3 +150,11 @@ def test_host_sync_rule_sees_versioned_sync_calls(tmp_path: Path) -> None:
         corr = b.api("cudaStreamSynchronize_v3020", t0 + 500_000, 4 * MS)
         b.sync(t0 + 4 * MS, 100_000, corr=corr)
     assert _get(_findings(_steps(add), tmp_path), "host-sync") is not None
+
+
+def test_step_option_selects_an_nvtx_step(tmp_path: Path) -> None:
+    b = _steps(lambda b, t0: None, n=3)
+    t = load_trace(str(b.write(tmp_path / "s.sqlite")), use_cache=False)
+    data = build_report(t, step=1).to_json()
+    assert [s["name"] for s in data["steps"]] == ["1"]
+    assert data["steps"][0]["start_us"] == pytest.approx(STEP / 1000, abs=1)
