@@ -16,6 +16,7 @@ from stepscope.analysis.launches import LaunchStats, launch_stats
 from stepscope.analysis.links import Links
 from stepscope.analysis.memory import MemoryResult, memory_analysis
 from stepscope.analysis.modules import ModulesResult, module_analysis
+from stepscope.analysis.nsys_stats import NsysStats, nsys_stats
 from stepscope.analysis.operators import OperatorRow, operator_stats
 from stepscope.analysis.optree import OpTree
 from stepscope.analysis.steps import Steps, find_steps, select_step
@@ -48,6 +49,7 @@ class Analyses:
     communication: Communication | None = None
     clock_skew: ClockSkew | None = None
     graphs: Graphs | None = None
+    nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
 
 
 def run_analyses(
@@ -81,4 +83,5 @@ def run_analyses(
         communication=communication(trace, steps, links),
         clock_skew=clock_skew(trace, links),
         graphs=graphs(trace, links),
+        nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
     )

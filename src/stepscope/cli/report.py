@@ -18,7 +18,8 @@ from stepscope.report.views import VIEWS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...)"
+        "path", help="trace file (.json, .json.gz, nsys .sqlite/.nsys-rep, ncu .csv) or URL "
+        "(s3://, gs://, az://, ...)"
     )
     parser.add_argument(
         "--format",
@@ -54,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TensorRT runs: nsys SQLite export of the same run, for per-layer GPU time",
     )
     parser.add_argument(
+        "--ncu", default=None, metavar="CSV",
+        help="Nsight Compute CSV export (ncu --csv) to join by kernel name",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
@@ -75,6 +80,13 @@ def run(args: argparse.Namespace) -> int:
 
         return run_tensorrt(args)
 
+    from stepscope.formats.ncu import is_ncu_file, load_ncu
+
+    if is_ncu_file(args.path):  # an Nsight Compute export on its own
+        from stepscope.cli.report_ncu import run_ncu_only
+
+        return run_ncu_only(load_ncu(args.path), args.format, args.top)
+    ncu = load_ncu(args.ncu) if getattr(args, "ncu", None) else None
     peaks = peak_overrides(args.peak_tflops, args.peak_gbps)  # before reading a large file
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal
@@ -97,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         trace = load_trace(args.path, use_cache=not args.no_cache)
     from stepscope.formats.memory_timeline import find_memory_timeline
 
-    report = build_report(trace, top=args.top, step=args.step, peaks=peaks,
+    report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
                           memory_timeline=find_memory_timeline(args.path))
     if args.format == "json":
         from stepscope.report.json_out import render_json

@@ -10,6 +10,8 @@ from stepscope.io import cache
 from stepscope.io.source import read_source
 from stepscope.model.trace import Trace
 
+from . import nsys_load
+
 
 def load_trace(
     path: str,
@@ -20,7 +22,13 @@ def load_trace(
     progress: ProgressFn | None = None,
 ) -> Trace:
     """Read any supported trace at ``path`` (local path or fsspec URL)."""
+    if nsys_load.is_report(path):  # .nsys-rep: exported to SQLite first
+        return nsys_load.load_report(path, use_cache=use_cache)
     source = read_source(path, storage_options)
+    # (a gzip is inflated only when named like an export: Kineto cache hits stay lazy)
+    if (not source.compressed or path.lower().endswith(".sqlite.gz")) and \
+            nsys_load.looks_like_sqlite(source.data):
+        return nsys_load.load_sqlite(source, use_cache=use_cache)
     key = None
     if use_cache:
         key = cache.key_for(source, READER_VERSION)
@@ -35,7 +43,8 @@ def load_trace(
             raise TraceFormatError(f"{path}: a pickle, not a trace (for a CUDA memory "
                                    "snapshot use: stepscope memory)")
         raise TraceFormatError(
-            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON)"
+            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON or an "
+            "Nsight Systems SQLite export)"
         )
     trace = read_kineto(source, workers=workers, progress=progress)
     if key is not None:

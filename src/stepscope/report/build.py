@@ -18,10 +18,14 @@ from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
 from stepscope.report.efficiency_json import efficiency_json
 from stepscope.report.memory_json import memory_json, modules_json
+from stepscope.report.ncu_json import ncu_json
+from stepscope.report.nsys_json import nsys_json
 from stepscope.report.real_traces import real_trace_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
+    from stepscope.analysis.ncu_join import NcuJoin
+    from stepscope.model.ncu import NcuReport
 
 SCHEMA = "stepscope.report/1"
 DEFAULT_TOP = 15  # rows per operator/kernel table, for every command
@@ -41,6 +45,7 @@ class Report:
     top: int
     findings: list[Finding] = field(default_factory=list)
     memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
+    ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
 
     @property
     def trace(self) -> Trace:
@@ -172,6 +177,8 @@ class Report:
             "modules": modules_json(a.modules),
             "efficiency": efficiency_json(a.efficiency),
             **real_trace_json(a),  # issue 9: warm-up, clock skew, communication, graphs
+            "nsys": nsys_json(a),
+            "ncu": ncu_json(self.ncu),
         }
 
 
@@ -192,10 +199,12 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
 
 def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
                  memory_timeline: MemoryTimeline | None = None,
-                 peaks: Overrides | None = None) -> Report:
+                 peaks: Overrides | None = None, ncu: NcuReport | None = None) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
+    from stepscope.analysis.ncu_join import join_ncu
 
     analyses = run_analyses(trace, step=step, peaks=peaks)
     return Report(analyses=analyses, top=top, findings=advise(analyses),
                   memory_timeline=None if memory_timeline is None
-                  else category_timeline(memory_timeline))
+                  else category_timeline(memory_timeline),
+                  ncu=None if ncu is None else join_ncu(ncu, trace))

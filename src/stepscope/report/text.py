@@ -25,6 +25,8 @@ from stepscope.report.text_layout import (
     print_table,
     time_column,
 )
+from stepscope.report.text_ncu import render_ncu
+from stepscope.report.text_nsys import render_nsys
 from stepscope.report.text_real_traces import render_real_traces
 from stepscope.report.views import VIEWS
 from stepscope.units import column_unit
@@ -68,6 +70,8 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
         _temporal(console, data)
         render_efficiency(console, data)
         render_memory_and_modules(console, data)
+        render_nsys(data, console, report.top)
+        render_ncu(data.get("ncu"), console, report.top)
 
 
 def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:

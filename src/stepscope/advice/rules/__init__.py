@@ -15,13 +15,17 @@ from . import (
     elementwise,
     exposed_comm,
     gpu_gaps,
+    gpu_time_util,
     h2d_overlap,
     launch_bound,
     low_mfu,
     matmul_alignment,
+    memcpy_async_pageable,
+    memcpy_sync,
     memory_capacity,
     memory_fragmentation,
     memory_growth,
+    memset_sync,
     module_hotspot,
     occupancy,
     optimizer,
@@ -61,6 +65,10 @@ RULES: dict[str, RuleFn] = {
     "matmul-alignment": matmul_alignment.check,
     "exposed-communication": exposed_comm.check,
     "warmup-in-window": warmup.check,
+    "async-memcpy-pageable": memcpy_async_pageable.check,
+    "sync-memcpy": memcpy_sync.check,
+    "sync-memset": memset_sync.check,
+    "gpu-low-utilization": gpu_time_util.check,
 }
 
 # TensorRT (trtexec) runs: rules over stepscope.analysis.tensorrt.TrtAnalysis.
