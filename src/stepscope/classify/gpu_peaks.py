@@ -63,11 +63,12 @@ def _row(key: str, pattern: str, fp64: float | None, fp32: float | None, tf32: f
 # datasheets since A100 print Tensor Core figures as "dense | sparse*" or, since H100, only
 # "with sparsity*": the row then holds half the printed figure. GeForce whitepapers print
 # "dense/sparse" pairs; the rows take the dense number of the FP32-accumulate line.
-_V100 = "NVIDIA V100 Tensor Core GPU datasheet (Jan 2020), specifications table, {} column"
+_V100 = ("NVIDIA V100 Tensor Core GPU datasheet (volta-v100-datasheet-update-us-1165301-r5), "
+         "specifications table, {} column")
 _T4 = ("NVIDIA T4 Tensor Core GPU datasheet, specifications table (FP16 = 'Mixed Precision "
        "(FP16/FP32)')")
-_A100_80 = ("NVIDIA A100 Tensor Core GPU datasheet (A100 80GB edition), Technical "
-            "Specifications table, {} column (Tensor figures dense, sparse*)")
+_A100_80 = ("NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4), "
+            "Technical Specifications table, {} column (Tensor figures dense, sparse*)")
 _A100_40 = ("NVIDIA A100 Tensor Core GPU datasheet (2020, A100 40GB edition), specifications "
             "table, {} column (Tensor figures dense, sparse*)")
 _DENSE_SPARSE = "specifications table (Tensor figures 'dense | sparse*')"
