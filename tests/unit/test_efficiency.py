@@ -59,6 +59,33 @@ def test_peak_table_rows_are_documented_and_dense() -> None:
     assert h100 is not None and h100.peak.bf16 == 989.5 and h100.peak.gbps == 3350
 
 
+@pytest.mark.parametrize(("name", "memory_gib"), [
+    ("NVIDIA GeForce RTX 4090 D", 24),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", 16),
+    ("NVIDIA GeForce RTX 4080 SUPER", 16),
+    ("NVIDIA GeForce RTX 4070 Ti SUPER", 16),
+    ("NVIDIA GeForce RTX 4070 SUPER", 12),
+    ("NVIDIA GeForce RTX 3080", 12),
+    ("NVIDIA GeForce RTX 3070 Ti", 8),
+    ("NVIDIA GeForce RTX 3060 Ti", 8),
+    ("NVIDIA GeForce RTX 3060", 8),
+    ("NVIDIA GeForce RTX 5090 D", 32),
+])
+def test_geforce_variants_do_not_take_the_base_models_row(name: str, memory_gib: int) -> None:
+    # other core counts, clocks or buses than the row's card: unknown beats a wrong peak
+    assert match_peak(name, total_memory=memory_gib * GIB) is None
+
+
+def test_geforce_peaks_use_fp32_accumulate_lines() -> None:
+    rtx5090 = match_peak("NVIDIA GeForce RTX 5090", total_memory=32 * GIB)
+    assert rtx5090 is not None
+    # RTX Blackwell whitepaper, Table 3: BF16 and FP8 "with FP32 Accumulate" 209.5 and 419;
+    # FP4 has only an FP32-accumulate line, 1676 dense (3352 sparse), not halved
+    assert (rtx5090.peak.bf16, rtx5090.peak.fp8, rtx5090.peak.fp4) == (209.5, 419, 1676)
+    rtx4090 = match_peak("NVIDIA GeForce RTX 4090", total_memory=24 * GIB)
+    assert rtx4090 is not None and (rtx4090.peak.bf16, rtx4090.peak.fp8) == (165.2, 330.3)
+
+
 def test_amd_signature_and_unknown_devices() -> None:
     m = match_peak("AMD Radeon Graphics", total_memory=64 * GIB, compute=(9, 0), num_sms=104)
     assert m is not None and m.how == "signature" and m.peak.key == "MI210"
