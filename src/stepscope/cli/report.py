@@ -28,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
     parser.add_argument(
+        "--html", default=None, metavar="OUT.html",
+        help="also write a single-file HTML report (opens offline from file://)",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
@@ -55,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
     report = build_report(trace, top=max(args.top, 0), step=args.step)
+    if args.html:
+        from stepscope.report.html import write_html
+
+        write_html(report, args.html)
+        Console(stderr=True).print(f"HTML report: {args.html}")
     if args.format == "json":
         from stepscope.report.json_out import render_json
 
