@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ class Entry:
     total: int = 0
     error: str | None = None
     started: float = field(default_factory=time.monotonic)
+    stamp: tuple[float, int] = (0.0, 0)  # (mtime, size) of the file when loading began
     report: dict[str, Any] | None = None
     timeline: TimelineIndex | None = None
 
@@ -40,11 +42,16 @@ class TraceStore:
         self._use_cache = use_cache
 
     def get(self, path: str) -> Entry:
-        """The entry for ``path``, starting its load on first request."""
+        """The entry for ``path``, starting its load on first request or when the file changed."""
+        try:
+            st = os.stat(path)
+            stamp = (st.st_mtime, st.st_size)
+        except OSError:
+            stamp = (0.0, 0)
         with self._lock:
             entry = self._entries.get(path)
-            if entry is None or entry.state == "error":
-                entry = Entry()
+            if entry is None or (entry.stamp != stamp and entry.state in ("ready", "error")):
+                entry = Entry(stamp=stamp)
                 self._entries[path] = entry
                 self._pool.submit(self._load, path, entry)
             return entry
