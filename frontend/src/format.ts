@@ -2,6 +2,12 @@
 export const us = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(3));
 export const pct = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(2));
 export const int = (x: number | null | undefined) => (x == null ? "—" : String(x));
+/** Tick labels: as few digits as the tick step needs. */
+export function tickLabel(ns: number, step: number): string {
+  const [div, unit] = step >= 1e8 ? [1e9, "s"] : step >= 1e5 ? [1e6, "ms"] : step >= 1e2 ? [1e3, "µs"] : [1, "ns"];
+  const nd = Math.max(0, Math.min(3, -Math.floor(Math.log10(step / div) + 1e-9)));
+  return (ns / div).toFixed(nd) + " " + unit;
+}
 export function dur(ns: number): string {
   if (ns >= 1e9) return (ns / 1e9).toFixed(3) + " s";
   if (ns >= 1e6) return (ns / 1e6).toFixed(3) + " ms";

@@ -1,9 +1,9 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import type { Chunk, EventInfo, TimelineMeta } from "../types";
-import { color, dur, sourceLink } from "../format";
+import { color, dur, sourceLink, tickLabel } from "../format";
 
-const GUTTER = 200, RULER = 22, COUNTER_H = 28, GROUP_H = 18, LANE_H = 14, MAX_LANES = 24;
+const GUTTER = 200, RULER = 30, COUNTER_H = 28, GROUP_H = 18, LANE_H = 14, MAX_LANES = 24;
 
 interface Lane { kind: "counter" | "group" | "row"; y: number; h: number; row?: number; group?: string; device?: number; }
 interface View { start: number; end: number; }
@@ -44,6 +44,8 @@ export function Timeline({ source, trace, config }: PageProps) {
       lanes.push({ kind: "row", y, h, row: r.id }); y += h;
     }
     s.lanes = lanes;
+    // lane geometry for tests and tools: [kind, row/device/group, y, height]
+    if (canvas.current) canvas.current.dataset.lanes = JSON.stringify(lanes.map((l) => [l.kind === "row" ? m.rows[l.row!].kind : l.kind, l.row ?? l.device ?? l.group, Math.round(l.y), l.h]));
     return y + s.scrollY;
   };
 
@@ -140,10 +142,10 @@ export function Timeline({ source, trace, config }: PageProps) {
     g.fillStyle = "#333"; g.fillText(`${dur(span)} window`, 4, RULER / 2);
     const tick = niceStep(span / 8);
     for (let t = Math.ceil(start / tick) * tick; t < end; t += tick) {
-      const x = X(t); g.fillStyle = "#999"; g.fillRect(x, RULER - 6, 1, 6); g.fillStyle = "#333"; g.fillText(dur(t), x + 2, RULER / 2);
+      const x = X(t); g.fillStyle = "#999"; g.fillRect(x, RULER - 6, 1, 6); g.fillStyle = "#333"; g.fillText(tickLabel(t, tick), x + 2, RULER / 2 - 3);
     }
     g.fillStyle = "rgba(0,120,0,0.9)";
-    for (const stp of m.steps) { const x = X(stp.start); if (x >= GUTTER && x < W) g.fillText(stp.name, x + 2, RULER - 4); }
+    for (const stp of m.steps) { const x = X(stp.start); if (x >= GUTTER && x < W) g.fillText(stp.name.replace("ProfilerStep", "step "), x + 2, RULER - 5); }
     const ms = performance.now() - t0;
     const w = window as any; (w.__stepscopeFrames ??= []).push(ms);
     if (c && !s.firstDrawn) { s.firstDrawn = true; performance.mark("stepscope:timeline-first-render"); cv.dataset.ready = "1"; }

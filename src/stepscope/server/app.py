@@ -218,6 +218,7 @@ def create_app(config: ViewConfig) -> Starlette:
         Route("/api/search", wrap(api_search)),
         Route("/api/export", wrap(api_export)),
         Route("/assets/{name}", wrap(static)),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
     ]
 
     @contextlib.asynccontextmanager
