@@ -101,10 +101,13 @@ export class StaticSource implements Source {
       ag.ts.push(Math.round(start + (key % (width + 1)) * nsPx));
     }
     const fl: Chunk["flows"] = { from: [], to: [], from_row: [], from_depth: [], from_ts: [], to_row: [], to_depth: [], to_ts: [] };
-    for (const to of ev.id) {
-      if (c.table[to] !== 2) continue;
-      const from = this.partner.get(to);
-      if (from === undefined || c.ts[from] >= end || c.ts[from] + c.dur[from] <= start) continue;
+    const seen = new Set<number>();
+    for (const id of ev.id) {
+      const other = this.partner.get(id);
+      if (other === undefined) continue;
+      const [from, to] = c.table[id] === 2 ? [other, id] : [id, other];
+      if (seen.has(to)) continue;
+      seen.add(to);
       fl.from.push(from); fl.to.push(to);
       fl.from_row.push(c.row[from]); fl.from_depth.push(c.depth[from]); fl.from_ts.push(c.ts[from]);
       fl.to_row.push(c.row[to]); fl.to_depth.push(c.depth[to]); fl.to_ts.push(c.ts[to]);
@@ -129,7 +132,7 @@ export class StaticSource implements Source {
     const p = this.partner.get(id);
     return {
       id, table: TABLES[c.table[id]], name: s[c.name[id]], row: c.row[id], depth: c.depth[id], ts: c.ts[id], dur: c.dur[id],
-      args: { row: this.d.timeline.rows[c.row[id]]?.label },
+      args: {},
       flow: p === undefined ? null : { id: p, name: s[c.name[p]], row: c.row[p], ts: c.ts[p], dur: c.dur[p] },
     };
   }

@@ -136,7 +136,8 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     follow = page.locator("#follow-flow")
     assert follow.count() == 1, f"kernel {kernel!r} has no flow"
     follow.click()
-    page.wait_for_function(f"document.querySelector('#timeline-canvas').dataset.selected != '{sel}'")
+    page.wait_for_function(
+        f"document.querySelector('#timeline-canvas').dataset.selected != '{sel}'")
     page.wait_for_timeout(300)
     launch = page.locator("#event-name").inner_text()
     shot(page, f"{name}-timeline-flow")

@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace
 
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from stepscope.server.bundle import find_bundle
-from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace
 
 pytestmark = pytest.mark.skipif(find_bundle() is None, reason="front end not built (setup.sh)")
 

@@ -16,10 +16,11 @@ with warnings.catch_warnings():  # starlette asks for httpx2; httpx still works
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-from stepscope.formats import load_trace  # noqa: E402
-from stepscope.report.build import build_report  # noqa: E402
-from stepscope.server.app import ViewConfig, create_app  # noqa: E402
-from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace  # noqa: E402
+from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace
+
+from stepscope.formats import load_trace
+from stepscope.report.build import build_report
+from stepscope.server.app import ViewConfig, create_app
 
 TRACE = "run1/worker0.1.pt.trace.json.gz"
 

@@ -107,7 +107,9 @@ export function Timeline({ source, trace, config }: PageProps) {
       const f = c.flows, many = f.from.length > 300;
       g.strokeStyle = "rgba(200,40,40,0.8)"; g.fillStyle = "rgba(200,40,40,0.8)"; g.lineWidth = 1;
       for (let i = 0; i < f.from.length; i++) {
-        if (many && f.from[i] !== s.selectedId && f.to[i] !== s.selectedId) continue;
+        const mine = f.from[i] === s.selectedId || f.to[i] === s.selectedId;
+        const inView = f.from_ts[i] >= start && f.from_ts[i] <= end && f.to_ts[i] >= start && f.to_ts[i] <= end;
+        if (!mine && (many || !inView)) continue;
         const la = rowLane.get(f.from_row[i]), lb = rowLane.get(f.to_row[i]); if (!la || !lb) continue;
         const xa = X(f.from_ts[i]), ya = la.y + 2 + Math.min(f.from_depth[i], MAX_LANES - 1) * LANE_H + LANE_H / 2;
         const xb = X(f.to_ts[i]), yb = lb.y + 2 + Math.min(f.to_depth[i], MAX_LANES - 1) * LANE_H + LANE_H / 2;
@@ -267,7 +269,9 @@ export function Timeline({ source, trace, config }: PageProps) {
   };
 
   if (!meta) return <div class="page" id="page-timeline"><p>Loading timeline…</p></div>;
-  const kept = meta.cap !== undefined ? <span class="dim" id="timeline-cap"> · this report keeps the {meta.kept} longest of {meta.events} events (cap {meta.cap}); open the trace with <code>stepscope view</code> for all of them</span> : null;
+  const kept = meta.cap === undefined ? null : meta.kept! < meta.events
+    ? <span class="dim" id="timeline-cap">this report keeps the {meta.kept} longest of {meta.events} events (cap {meta.cap}); <code>stepscope view</code> shows all of them</span>
+    : <span class="dim" id="timeline-cap">all {meta.events} events (this report keeps at most {meta.cap})</span>;
   return (
     <div class="page" id="page-timeline">
       <div class="toolbar">

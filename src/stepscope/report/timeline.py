@@ -198,12 +198,14 @@ class TimelineIndex:
         }
 
     def _flows(self, ev: I64, start: int, end: int) -> dict[str, list[int]]:
-        """Launch -> device-op arrows among the drawn events whose partner is in the window."""
-        dev = ev[(self.table[ev] == T_DEVICE) & (self.partner[ev] >= 0)]
-        src = self.partner[dev]
-        t0, t1 = self.origin + start, self.origin + end
-        ok = (self.end[src] > t0) & (self.ts[src] < t1)
-        dev, src = dev[ok][:MAX_FLOWS], src[ok][:MAX_FLOWS]
+        """Launch -> device-op arrows with at least one end drawn (the other may be off-screen)."""
+        linked = ev[self.partner[ev] >= 0]
+        is_dev = self.table[linked] == T_DEVICE
+        dev = np.where(is_dev, linked, self.partner[linked])
+        src = np.where(is_dev, self.partner[linked], linked)
+        dev, first = np.unique(dev, return_index=True)
+        src = src[first]
+        dev, src = dev[:MAX_FLOWS], src[:MAX_FLOWS]
         return {"from": src.tolist(), "to": dev.tolist(),
                 "from_row": self.row[src].tolist(), "from_depth": self.depth[src].tolist(),
                 "from_ts": (self.ts[src] - self.origin).tolist(),
@@ -257,7 +259,7 @@ class TimelineIndex:
         ids = [k for k, s in enumerate(self.trace.strings) if needle in s.lower()]
         mask = np.isin(self.name, np.asarray(ids, np.int32)) if ids else np.zeros(self.n, bool)
         hits = np.flatnonzero(mask)
-        return {"names": ids, "count": int(len(hits)), "first": hits[:limit].tolist()}
+        return {"names": ids, "count": len(hits), "first": hits[:limit].tolist()}
 
     def chrome_trace(self, start: int, end: int) -> dict[str, Any]:
         """The window as a Chrome-trace JSON object (µs), loadable in Perfetto."""
@@ -306,7 +308,7 @@ class TimelineIndex:
         return {
             **self.meta(),
             "cap": cap,
-            "kept": int(len(keep)),
+            "kept": len(keep),
             "columns": {
                 "row": self.row[keep].tolist(),
                 "depth": self.depth[keep].tolist(),
@@ -338,5 +340,5 @@ def _nesting_depth(ts: I64, end: I64) -> npt.NDArray[np.int16]:
     """
     n = len(ts)
     ended = np.searchsorted(np.sort(end), ts, side="right")
-    depth = np.arange(n) - ended
-    return np.clip(depth, 0, 32767).astype(np.int16)
+    depth: npt.NDArray[np.int16] = np.clip(np.arange(n) - ended, 0, 32767).astype(np.int16)
+    return depth

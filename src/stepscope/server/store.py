@@ -74,7 +74,7 @@ class TraceStore:
             entry.state = "ready"
         except StepscopeError as exc:
             entry.error, entry.state = one_line(str(exc)), "error"
-        except Exception as exc:  # noqa: BLE001 - shown in the page; the server keeps serving
+        except Exception as exc:
             entry.error = f"internal error ({type(exc).__name__}: {one_line(str(exc))})"
             entry.state = "error"
 
