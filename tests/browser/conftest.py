@@ -55,14 +55,14 @@ def shot(page: Any, name: str) -> None:
 
 
 class Server:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, **config: Any) -> None:
         import uvicorn
 
         from stepscope.server.app import ViewConfig, create_app
 
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        app = create_app(ViewConfig(root=root))
+        app = create_app(ViewConfig(root=root, **config))
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                                     log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -80,8 +80,8 @@ class Server:
 def serve() -> Iterator[Any]:
     servers: list[Server] = []
 
-    def start(root: str) -> Server:
-        s = Server(root)
+    def start(root: str, **config: Any) -> Server:
+        s = Server(root, **config)
         servers.append(s)
         return s
 

@@ -25,7 +25,8 @@ def _report(path: Path, top: int = 1000) -> dict[str, Any]:
 
 def test_dashboard_on_a_real_logdir(page: Any, serve: Any) -> None:
     root = shared_trace(RESNET)
-    server = serve(str(root))
+    server = serve(str(root), source_link="pycharm://open?file={path}&line={line}",
+                   path_map=(("resnet50_", "/home/me/src/resnet50_"),))
     page.goto(server.url)
     # run -> worker -> span from the torch-tb-profiler layout: 2 runs x 2 spans
     page.wait_for_selector("#trace-select option", state="attached")
@@ -34,6 +35,10 @@ def test_dashboard_on_a_real_logdir(page: Any, serve: Any) -> None:
     report = _report(root / FIRST)
     check_overview(page, report, "resnet-nw0")
     check_tables(page, report, "resnet-nw0")
+    # jump to source: finding source lines link through the template, remapped
+    link = page.locator("#page-findings .source a").first
+    assert link.get_attribute("href") == \
+        "pycharm://open?file=/home/me/src/resnet50_profiler_api.py&line=42"
     got = drive_timeline(page, "resnet-nw0")
     assert got["launch"] in ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
     api = page.request.get(server.url + f"api/search?trace={FIRST}&q=Memcpy").json()

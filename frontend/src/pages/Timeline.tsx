@@ -118,8 +118,10 @@ export function Timeline({ source, trace, config }: PageProps) {
     }
     // step boundaries
     g.strokeStyle = "rgba(0,120,0,0.6)"; g.setLineDash([4, 3]); g.lineWidth = 1;
+    let lastLine = -1e9;
     for (const stp of m.steps) for (const t of [stp.start, stp.start + stp.dur]) {
-      const x = X(t); if (x < GUTTER || x > W) continue;
+      const x = X(t); if (x < GUTTER || x > W || x - lastLine < 4) continue;
+      lastLine = x;
       g.beginPath(); g.moveTo(x, RULER); g.lineTo(x, H); g.stroke();
     }
     g.setLineDash([]);
@@ -147,7 +149,12 @@ export function Timeline({ source, trace, config }: PageProps) {
       const x = X(t); g.fillStyle = "#999"; g.fillRect(x, RULER - 6, 1, 6); g.fillStyle = "#333"; g.fillText(tickLabel(t, tick), x + 2, RULER / 2 - 3);
     }
     g.fillStyle = "rgba(0,120,0,0.9)";
-    for (const stp of m.steps) { const x = X(stp.start); if (x >= GUTTER && x < W) g.fillText(stp.name.replace("ProfilerStep", "step "), x + 2, RULER - 5); }
+    let lastLabel = -1e9;
+    for (const stp of m.steps) {
+      const x = X(stp.start), label = stp.name.replace("ProfilerStep#", "step ");
+      if (x < GUTTER || x >= W || x < lastLabel) continue;
+      g.fillText(label, x + 2, RULER - 5); lastLabel = x + g.measureText(label).width + 8;
+    }
     const ms = performance.now() - t0;
     const w = window as any; (w.__stepscopeFrames ??= []).push(ms);
     if (c && !s.firstDrawn) { s.firstDrawn = true; performance.mark("stepscope:timeline-first-render"); cv.dataset.ready = "1"; }
