@@ -62,12 +62,12 @@ def main() -> int:
             subprocess.run([sys.executable, str(HERE / "gen_large_trace.py"), "--size", args.size,
                             "--out", str(trace)], check=True)
     from playwright.sync_api import sync_playwright
+    from tests.browser.conftest import Server
 
     from stepscope.formats import load_trace
     from stepscope.report.build import build_report
     from stepscope.report.html import write_html
     from stepscope.report.timeline import TimelineIndex
-    from tests.browser.conftest import Server
 
     t = time.perf_counter()
     tr = load_trace(str(trace))

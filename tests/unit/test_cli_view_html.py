@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.dashboard_builders import dashboard_trace
 
 from stepscope.cli.main import main
 from stepscope.cli.view import parse_path_map
 from stepscope.server.bundle import find_bundle
-from tests.dashboard_builders import dashboard_trace
 
 
 def test_path_map_parsing() -> None:
