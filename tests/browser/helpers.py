@@ -57,6 +57,12 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         assert row.locator("td[data-key='calls']").inner_text() == \
             str(max(k["calls"] for k in ks))
     shot(page, f"{name}-kernels")
+    page.select_option("#kernel-group", "op")
+    kops = report["kernels_by_operator"]
+    if kops:
+        row = page.locator("#kernel-ops-table tbody tr").first
+        assert row.locator("td[data-key='operator']").inner_text() == kops[0]["operator"]
+        assert row.locator("td[data-key='total_us']").inner_text() == f"{kops[0]['total_us']:.3f}"
     page.click("#nav-findings")
     page.wait_for_selector("#page-findings")
     cards = page.locator("#page-findings .finding")

@@ -69,3 +69,12 @@ def test_timeline_cap_is_stated_and_keeps_the_longest(tmp_path: Path) -> None:
     # the 3 steps (1000 µs) and the 3 kernels of 300 µs... minus one: longest first
     assert sorted(data["columns"]["dur"], reverse=True)[:3] == [1_000_000] * 3
     assert min(data["columns"]["dur"]) >= 300_000
+
+
+def test_kernels_by_operator(tmp_path: Path) -> None:
+    rows = build_report(load_trace(str(dashboard_trace(tmp_path)), use_cache=False)).to_json()[
+        "kernels_by_operator"]
+    # the hostile kernel is launched by aten::mm, the sgemm by the outer (hostile) op
+    assert [(r["kernel"], r["operator"], r["calls"], r["total_us"]) for r in rows] == [
+        (EVIL_KERNEL, "aten::mm", 3, 900.0), ("ampere_sgemm_64x64_nn", EVIL_OP, 3, 4.5)]
+    assert rows[1]["mean_us"] == 1.5

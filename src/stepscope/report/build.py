@@ -113,6 +113,7 @@ class Report:
                 }
                 for k in a.kernels[: self.top]
             ],
+            "kernels_by_operator": _kernel_ops_json(a, self.top),
             "temporal": []
             if a.temporal is None
             else [
@@ -176,6 +177,17 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     if r.input_shape is not None:
         out["input_shape"] = r.input_shape
     return out
+
+
+def _kernel_ops_json(a: Analyses, top: int) -> list[dict[str, Any]]:
+    from stepscope.analysis.kernel_ops import kernels_by_operator
+
+    return [
+        {"kernel": r.kernel, "operator": r.operator, "calls": r.calls,
+         "total_us": round(r.total_us, 3), "mean_us": round(r.mean_us, 3),
+         "min_us": round(r.min_us, 3), "max_us": round(r.max_us, 3)}
+        for r in kernels_by_operator(a.trace, a.tree)[:top]
+    ]
 
 
 def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
