@@ -45,6 +45,14 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         assert page.locator("#operators-table tbody tr").count() == \
             sum(ops[0]["name"].lower() in o["name"].lower() for o in ops)
     shot(page, f"{name}-operators")
+    page.fill("#operators-table-search", "")
+    page.select_option("#op-group", "stack")
+    by_stack = report["operators_by_stack"]
+    if by_stack:
+        row = page.locator("#operators-table tbody tr").first
+        assert row.locator("td[data-key='name']").inner_text() == by_stack[0]["name"]
+        assert row.locator("td[data-key='device_self_us']").inner_text() == \
+            f"{by_stack[0]['device_self_us']:.3f}"
     page.click("#nav-kernels")
     page.wait_for_selector("#page-kernels")
     ks = sorted(report["kernels"], key=lambda r: -r["total_us"])

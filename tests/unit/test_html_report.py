@@ -78,3 +78,11 @@ def test_kernels_by_operator(tmp_path: Path) -> None:
     assert [(r["kernel"], r["operator"], r["calls"], r["total_us"]) for r in rows] == [
         (EVIL_KERNEL, "aten::mm", 3, 900.0), ("ampere_sgemm_64x64_nn", EVIL_OP, 3, 4.5)]
     assert rows[1]["mean_us"] == 1.5
+
+
+def test_operators_by_stack(tmp_path: Path) -> None:
+    rows = build_report(load_trace(str(dashboard_trace(tmp_path)), use_cache=False)).to_json()[
+        "operators_by_stack"]
+    got = {(r["name"], r["call_stack"]): (r["calls"], r["device_total_us"]) for r in rows}
+    assert got[(EVIL_OP, "train.py(42): step;model.py(7): forward")] == (3, 904.5)
+    assert got[("aten::mm", None)] == (3, 900.0)

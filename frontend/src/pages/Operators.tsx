@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Table, type Column } from "../table";
-import { us } from "../format";
+import { sourceLink, us } from "../format";
+import type { Config } from "../types";
 
 type Op = Record<string, any>;
 const COLS: Column<Op>[] = [
@@ -15,15 +16,24 @@ const COLS: Column<Op>[] = [
   { key: "tc_eligible", label: "TC eligible", value: (r) => (r.tc_eligible ? "yes" : "") },
 ];
 
-export function Operators({ report }: PageProps) {
-  const [group, setGroup] = useState<"name" | "shape">("name");
-  const rows = group === "name" ? report.operators : report.operators_by_shape;
-  const cols = group === "name" ? COLS.filter((c) => c.key !== "input_shape") : COLS;
+function stackCol(config: Config): Column<Op> {
+  return { key: "call_stack", label: "call stack", value: (r) => r.call_stack ?? "", render: (r) => (
+    <ul class="stack">{(r.call_stack ?? "").split(";").filter(Boolean).map((f: string, i: number) => {
+      const link = sourceLink(f, config.source_link, config.path_map);
+      return <li key={i}>{link ? <a href={link}>{f}</a> : f}</li>;
+    })}</ul>) };
+}
+
+export function Operators({ report, config }: PageProps) {
+  const [group, setGroup] = useState<"name" | "shape" | "stack">("name");
+  const rows = group === "name" ? report.operators : group === "shape" ? report.operators_by_shape : (report.operators_by_stack ?? []);
+  const base = COLS.filter((c) => c.key !== "input_shape");
+  const cols = group === "name" ? base : group === "shape" ? COLS : [base[0], stackCol(config), ...base.slice(1)];
   return (
     <div class="page" id="page-operators">
       <h2>Operators</h2>
       <label>group by <select id="op-group" value={group} onChange={(e) => setGroup((e.target as HTMLSelectElement).value as any)}>
-        <option value="name">name</option><option value="shape">name + input shape</option></select></label>
+        <option value="name">name</option><option value="shape">name + input shape</option><option value="stack">name + call stack</option></select></label>
       <Table key={group} id="operators-table" rows={rows} cols={cols} searchKey={(r) => r.name} initialSort="device_self_us" />
     </div>
   );
