@@ -25,6 +25,7 @@ I32 = npt.NDArray[np.int32]
 # Flat.table values
 T_HOST, T_RUNTIME, T_DEVICE, T_GPU_ANNOTATION = 0, 1, 2, 3
 TABLE_NAMES = ("host", "runtime", "device", "gpu_annotations")
+_KINDS = (("operator", "annotation", "python"), (), ("kernel", "memcpy", "memset"), ())
 MAX_FLOWS = 2000  # flow arrows per answer
 MAX_EXPORT = 2_000_000  # events in one exported window
 
@@ -236,6 +237,8 @@ class TimelineIndex:
                 continue
             if col in ("pid", "tid", "input_dims", "call_stack"):
                 v = self.trace.name(int(v))
+            if col == "kind":
+                v = _KINDS[t][int(v)] if 0 <= int(v) < len(_KINDS[t]) else v
             if isinstance(v, float) and v != v:
                 continue
             if v in (-1, ""):
