@@ -181,3 +181,22 @@ def test_single_file_root(logdir: Path) -> None:
     with TestClient(create_app(ViewConfig(root=str(logdir / TRACE), use_cache=False))) as c:
         runs = c.get("/api/runs").json()["runs"]
         assert runs[0]["workers"][0]["spans"][0]["trace"] == "worker0.1.pt.trace.json.gz"
+
+
+def test_store_evicts_least_recently_used(tmp_path: Path) -> None:
+    from stepscope.server.store import TraceStore
+
+    paths = [str(dashboard_trace(tmp_path, f"w{i}.1.pt.trace.json")) for i in range(3)]
+    store = TraceStore(use_cache=False, max_loaded=2)
+    try:
+        for p in paths:
+            entry = store.get(p)
+            deadline = time.monotonic() + 30
+            while entry.state not in ("ready", "error") and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert entry.state == "ready"
+        assert list(store._entries) == paths[1:]
+        assert store.get(paths[1]).state == "ready"  # a hit moves it to the end
+        assert list(store._entries) == [paths[2], paths[1]]
+    finally:
+        store.close()

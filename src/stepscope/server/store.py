@@ -14,6 +14,7 @@ from stepscope.report.build import Report
 from stepscope.report.timeline import TimelineIndex
 
 DASHBOARD_TOP = 1000  # table rows the dashboard receives (the JSON report's top-N prefix)
+MAX_LOADED = 6  # traces kept in memory; the least recently used finished one goes first
 
 
 @dataclass
@@ -35,8 +36,10 @@ class Entry:
 class TraceStore:
     """Loaded traces keyed by absolute path; one background thread per load."""
 
-    def __init__(self, *, use_cache: bool = True, workers: int = 2) -> None:
-        self._entries: dict[str, Entry] = {}
+    def __init__(self, *, use_cache: bool = True, workers: int = 2,
+                 max_loaded: int = MAX_LOADED) -> None:
+        self._entries: dict[str, Entry] = {}  # insertion order = least recently used first
+        self._max = max_loaded
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stepscope-load")
         self._use_cache = use_cache
@@ -52,8 +55,12 @@ class TraceStore:
             entry = self._entries.get(path)
             if entry is None or (entry.stamp != stamp and entry.state in ("ready", "error")):
                 entry = Entry(stamp=stamp)
-                self._entries[path] = entry
                 self._pool.submit(self._load, path, entry)
+            self._entries.pop(path, None)
+            self._entries[path] = entry
+            done = [p for p, e in self._entries.items() if e.state in ("ready", "error")]
+            for old in done[: max(0, len(self._entries) - self._max)]:
+                del self._entries[old]  # reopened from the Arrow cache when asked again
             return entry
 
     def _load(self, path: str, entry: Entry) -> None:
