@@ -200,3 +200,36 @@ def test_store_evicts_least_recently_used(tmp_path: Path) -> None:
         assert list(store._entries) == [paths[2], paths[1]]
     finally:
         store.close()
+
+
+def test_server_answers_while_a_trace_loads(logdir: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    import threading
+
+    import stepscope.formats
+
+    release = threading.Event()
+    real = stepscope.formats.load_trace
+
+    def slow_load(path: str, **kwargs: Any) -> Any:
+        kwargs["progress"](5, 10)
+        release.wait(30)
+        return real(path, use_cache=False)
+
+    monkeypatch.setattr(stepscope.formats, "load_trace", slow_load)
+    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False))) as c:
+        r = c.get("/api/report", params={"trace": TRACE})
+        assert r.status_code == 202
+        deadline = time.monotonic() + 10
+        while c.get("/api/progress", params={"trace": TRACE}).json()["done"] != 5:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        # the load is blocked: everything else still answers
+        t = time.monotonic()
+        p = c.get("/api/progress", params={"trace": TRACE}).json()
+        assert (p["state"], p["done"], p["total"]) == ("reading", 5, 10)
+        assert c.get("/api/runs").status_code == 200
+        assert c.get("/api/timeline/meta", params={"trace": TRACE}).status_code == 202
+        assert time.monotonic() - t < 5
+        release.set()
+        assert wait_ready(c)["breakdown"]["step_avg_us"] == pytest.approx(1000.0)
