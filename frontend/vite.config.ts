@@ -12,6 +12,7 @@ export default defineConfig({
     assetsInlineLimit: 0,
     cssCodeSplit: false,
     modulePreload: false,
+    chunkSizeWarningLimit: 1000,
     rollupOptions: { output: { inlineDynamicImports: true, entryFileNames: "assets/app.js",
       assetFileNames: "assets/app[extname]" } },
   },
