@@ -300,14 +300,12 @@ class TimelineIndex:
         if self.n > cap:
             keep = np.sort(np.argpartition(-self.dur, cap - 1)[:cap])
         names = np.unique(self.name[keep])
-        lookup = {int(k): i for i, k in enumerate(names.tolist())}
         name_ix = np.searchsorted(names, self.name[keep])
         flows_to = keep[(self.table[keep] == T_DEVICE) & (self.partner[keep] >= 0)]
         flows_from = self.partner[flows_to]
         in_keep = np.isin(flows_from, keep)
         pos = np.searchsorted(keep, np.concatenate((flows_from[in_keep], flows_to[in_keep])))
         half = len(pos) // 2
-        del lookup
         return {
             **self.meta(),
             "cap": cap,
