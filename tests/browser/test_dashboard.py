@@ -102,3 +102,30 @@ def test_html_report_from_file_url(page: Any, tmp_path: Path, trace: str) -> Non
     # nothing but the file itself (and in-page blob/data URLs) was requested: no network
     assert all(u.startswith(("file://", "data:", "blob:")) for u in requests), requests
     assert not page.errors, page.errors
+
+
+def test_progress_is_shown_while_a_trace_loads(page: Any, serve: Any, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import stepscope.formats
+
+    dashboard_trace(tmp_path)
+    release = threading.Event()
+    real = stepscope.formats.load_trace
+
+    def slow_load(path: str, **kwargs: Any) -> Any:
+        kwargs["progress"](50, 100)
+        release.wait(30)
+        return real(path, use_cache=False)
+
+    monkeypatch.setattr(stepscope.formats, "load_trace", slow_load)
+    server = serve(str(tmp_path))
+    page.goto(server.url)
+    page.wait_for_selector("#progress")
+    page.wait_for_function("document.querySelector('#progress').textContent.includes('50 %')")
+    assert "reading" in page.locator("#progress").inner_text()
+    shot(page, "loading-progress")
+    release.set()
+    page.wait_for_selector("#page-overview", timeout=30_000)
+    assert page.locator("#step-avg").inner_text() == "1000.000"
