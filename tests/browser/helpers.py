@@ -138,7 +138,8 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     stream = next(ln for ln in lanes(page) if ln[0] == "stream")
     y = y0 + stream[2] + 2 + 7
     for k in range(60):
-        page.mouse.click(x0 + 205 + k * (box["width"] - 210) / 60, y)
+        cx = x0 + 205 + k * (box["width"] - 210) / 60
+        page.mouse.click(cx, y)
         page.wait_for_timeout(30)
         sel = int(page.locator("#timeline-canvas").get_attribute("data-selected") or -1)
         if sel >= 0:
@@ -146,6 +147,9 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     assert sel >= 0, "no kernel under the clicks"
     page.wait_for_selector("#event-name")
     kernel = page.locator("#event-name").inner_text()
+    page.mouse.move(cx + 1, y)  # hover: the tooltip names the event under the cursor
+    page.wait_for_selector("#timeline-tip", state="visible")
+    assert page.locator("#timeline-tip").inner_text().startswith(kernel[:20])
     shot(page, f"{name}-timeline-selected")
     follow = page.locator("#follow-flow")
     assert follow.count() == 1, f"kernel {kernel!r} has no flow"

@@ -11,6 +11,7 @@ interface View { start: number; end: number; }
 /** Canvas timeline: data comes per window from the source (server-side level of detail). */
 export function Timeline({ source, trace, config }: PageProps) {
   const canvas = useRef<HTMLCanvasElement>(null);
+  const tip = useRef<HTMLDivElement>(null);
   const [meta, setMeta] = useState<TimelineMeta | null>(null);
   const [selected, setSelected] = useState<EventInfo | null>(null);
   const [search, setSearch] = useState("");
@@ -227,12 +228,43 @@ export function Timeline({ source, trace, config }: PageProps) {
     };
     const onDown = (e: MouseEvent) => { const [x, y] = rel(e); s.drag = { x, y, view: { ...s.view }, box: e.shiftKey, moved: false }; };
     const onMove = (e: MouseEvent) => {
-      const d = s.drag; if (!d) return; const [x] = rel(e);
+      const d = s.drag;
+      if (!d) { hover(e); return; }
+      const [x] = rel(e);
       if (Math.abs(x - d.x) > 3) d.moved = true;
       if (d.box) { s.box = [Math.max(GUTTER, d.x), Math.max(GUTTER, x)]; draw(); return; }
       const dt = ((x - d.x) / (cv.clientWidth - GUTTER)) * (d.view.end - d.view.start);
       setView({ start: d.view.start - dt, end: d.view.end - dt });
     };
+    // Tooltip: the event under the cursor, or the count of a folded (sub-pixel) box.
+    const hover = (e: MouseEvent) => {
+      const t = tip.current; if (!t) return;
+      const [x, y] = rel(e);
+      if (x < GUTTER || y < RULER || x > cv.clientWidth || y > cv.clientHeight || !s.chunk) { t.style.display = "none"; return; }
+      const id = pick(x, y);
+      let text = "";
+      if (id >= 0) {
+        const e2 = s.chunk.events, i = e2.id.indexOf(id);
+        text = `${s.chunk.names[e2.name[i]] ?? ""} · ${dur(e2.dur[i])}`;
+      } else {
+        const lane = s.lanes.find((l) => l.kind === "row" && y >= l.y && y < l.y + l.h);
+        if (lane) {
+          const a = s.chunk.aggregates, depth = Math.floor((y - lane.y - 2) / LANE_H);
+          const W = cv.clientWidth, t0 = s.view.start + ((x - GUTTER) / (W - GUTTER)) * (s.view.end - s.view.start);
+          const tol = (2 / (W - GUTTER)) * (s.view.end - s.view.start);
+          for (let i = 0; i < a.row.length; i++) {
+            if (a.row[i] === lane.row && a.depth[i] === depth && t0 >= a.ts[i] - tol && t0 <= a.ts[i] + a.dur + tol) {
+              text = `${a.count[i]} short events folded (${dur(a.busy[i])} busy) — zoom in`; break;
+            }
+          }
+        }
+      }
+      if (!text) { t.style.display = "none"; return; }
+      t.textContent = text;
+      t.style.display = "block";
+      t.style.left = `${Math.min(x + 12, cv.clientWidth - 320)}px`; t.style.top = `${y + 14}px`;
+    };
+    const onLeave = () => { if (tip.current) tip.current.style.display = "none"; };
     const onUp = (e: MouseEvent) => {
       const d = s.drag; s.drag = null; if (!d) return;
       const [x, y] = rel(e);
@@ -260,10 +292,10 @@ export function Timeline({ source, trace, config }: PageProps) {
     };
     const onResize = () => { draw(); fetchChunk(); };
     cv.addEventListener("wheel", onWheel, { passive: false });
-    cv.addEventListener("mousedown", onDown); window.addEventListener("mousemove", onMove); window.addEventListener("mouseup", onUp);
+    cv.addEventListener("mousedown", onDown); cv.addEventListener("mouseleave", onLeave); window.addEventListener("mousemove", onMove); window.addEventListener("mouseup", onUp);
     window.addEventListener("keydown", onKey); window.addEventListener("resize", onResize);
     return () => {
-      cv.removeEventListener("wheel", onWheel); cv.removeEventListener("mousedown", onDown);
+      cv.removeEventListener("wheel", onWheel); cv.removeEventListener("mousedown", onDown); cv.removeEventListener("mouseleave", onLeave);
       window.removeEventListener("mousemove", onMove); window.removeEventListener("mouseup", onUp);
       window.removeEventListener("keydown", onKey); window.removeEventListener("resize", onResize);
     };
@@ -277,8 +309,8 @@ export function Timeline({ source, trace, config }: PageProps) {
 
   if (!meta) return <div class="page" id="page-timeline"><p>Loading timeline…</p></div>;
   const kept = meta.cap === undefined ? null : meta.kept! < meta.events
-    ? <span class="dim" id="timeline-cap">this report keeps the {meta.kept} longest of {meta.events} events (cap {meta.cap}); <code>stepscope view</code> shows all of them</span>
-    : <span class="dim" id="timeline-cap">all {meta.events} events (this report keeps at most {meta.cap})</span>;
+    ? <span class="dim" id="timeline-cap">· this report keeps the {meta.kept} longest of {meta.events} events (cap {meta.cap}); <code>stepscope view</code> shows all of them</span>
+    : <span class="dim" id="timeline-cap">· all {meta.events} events (this report keeps at most {meta.cap})</span>;
   return (
     <div class="page" id="page-timeline">
       <div class="toolbar">
@@ -291,7 +323,10 @@ export function Timeline({ source, trace, config }: PageProps) {
         <button id="export" onClick={() => source.exportWindow(trace, st.current.view.start, st.current.view.end)}>export window (Chrome trace)</button>
         <span class="dim">{meta.events} events · wheel: zoom · drag: pan · shift+drag: box zoom · W/S/A/D keys · click group to collapse</span>{kept}
       </div>
-      <canvas ref={canvas} id="timeline-canvas" class="timeline" />
+      <div class="timeline-wrap">
+        <canvas ref={canvas} id="timeline-canvas" class="timeline" />
+        <div ref={tip} class="tip" id="timeline-tip" />
+      </div>
       <div class="details" id="event-details">
         {selected ? <EventPanel ev={selected} meta={meta} config={config} onFollow={(id) => select(id, true)} /> : <p class="dim">Click an event to see its details.</p>}
       </div>
