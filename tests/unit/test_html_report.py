@@ -86,3 +86,15 @@ def test_operators_by_stack(tmp_path: Path) -> None:
     got = {(r["name"], r["call_stack"]): (r["calls"], r["device_total_us"]) for r in rows}
     assert got[(EVIL_OP, "train.py(42): step;model.py(7): forward")] == (3, 904.5)
     assert got[("aten::mm", None)] == (3, 900.0)
+
+
+def test_front_end_never_injects_markup() -> None:
+    """Trace strings reach the DOM only as text: no innerHTML-style sinks, no eval."""
+    src = Path(__file__).resolve().parents[2] / "frontend" / "src"
+    if not src.is_dir():
+        pytest.skip("no frontend/ sources")
+    for f in src.rglob("*.ts*"):
+        text = f.read_text(encoding="utf-8")
+        for sink in ("dangerouslySetInnerHTML", "innerHTML", "outerHTML", "insertAdjacentHTML",
+                     "document.write", "eval(", "new Function"):
+            assert sink not in text, (f.name, sink)
