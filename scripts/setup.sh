@@ -10,4 +10,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[torch,test,lightning,nsys]"
+.venv/bin/python -m pip install --quiet -e ".[torch,test,lightning,web,nsys]"
+# The web front end (dashboard + HTML report): npm packages from the npm registry, built by
+# Vite into src/stepscope/server/static (package data; not committed).
+if command -v npm >/dev/null 2>&1; then
+  # npm ci installs exactly the lock; when a registry mirror lacks some platform-specific
+  # optional packages the lock names (npm then calls it out of sync), npm install resolves.
+  (cd frontend && { npm ci --no-audit --no-fund --loglevel=silent \
+      || npm install --no-audit --no-fund --loglevel=error; } && npm run --silent build)
+else
+  echo "setup.sh: npm not found; skipping the front-end build (stepscope view / --html need it)" >&2
+fi

@@ -86,7 +86,9 @@ def test_cli_prints_both_reports_and_the_throughputs(tmp_path: Path,
     assert out.count("─ stepscope report ─") == 2
     assert "before: ~" in out and "after:  ~" in out and "samples/sec" in out
     has_html = importlib.util.find_spec("stepscope.report.html") is not None
-    assert ("HTML report:" in out) == (has_html and (tmp_path / "report.html").exists())
+    for when in ("before", "after"):
+        html = tmp_path / f"report-{when}.html"
+        assert (f"HTML report ({when}):" in out) == (has_html and html.exists())
     assert len(list((tmp_path / "before").glob("*.pt.trace.json.gz"))) == 1
     assert len(list((tmp_path / "after").glob("*.pt.trace.json.gz"))) == 1
 

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "report": "stepscope.cli.report",
     "run": "stepscope.cli.run",
     "demo": "stepscope.cli.demo",
+    "view": "stepscope.cli.view",
     "memory": "stepscope.cli.memory",
     "diff": "stepscope.cli.diff",
 }
@@ -29,6 +30,7 @@ HELPS: dict[str, str] = {
     "report": "analyse a trace and print the report (text or JSON)",
     "run": "profile an unmodified Python script: stepscope run -- python train.py ARGS",
     "demo": "profile a built-in workload before and after the advised fixes",
+    "view": "open the web dashboard on a logdir or a trace (http://127.0.0.1:6006)",
     "memory": "analyse a CUDA memory snapshot (.pickle) or an export_memory_timeline file",
     "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
 }

@@ -41,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
     parser.add_argument(
+        "--html", default=None, metavar="OUT.html",
+        help="also write a single-file HTML report (opens offline from file://)",
+    )
+    parser.add_argument(
         "--peak-tflops", type=float, default=None, metavar="TFLOPS",
         help="peak TFLOP/s of the device for every dtype (overrides the GPU peak table)",
     )
@@ -111,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
 
     report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
                           memory_timeline=find_memory_timeline(args.path))
+    if args.html:
+        from stepscope.report.html import write_html
+
+        write_html(report, args.html)
+        Console(stderr=True).print(f"HTML report: {args.html}")
     if args.format == "json":
         from stepscope.report.json_out import render_json
 

@@ -31,7 +31,8 @@ class DemoResult:
     fast_trace: str
     slow_samples_per_s: float
     fast_samples_per_s: float
-    html_report: str | None = None
+    html_report: str | None = None  # the fixed run's single-file HTML report
+    html_before: str | None = None  # the slow run's
     diff: Diff | None = None  # `stepscope diff before after`
 
     @property
@@ -48,11 +49,12 @@ def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size:
     renderer exists) the HTML report's path are printed.
     """
     console = console or Console()
-    slow, _ = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console)
+    slow, slow_report = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console)
+    before = _write_html(slow.trace, slow_report, os.path.join(outdir, "report-before.html"))
     fast, fast_report = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
-    html = _write_html(fast.trace, fast_report, os.path.join(outdir, "report.html"))
+    html = _write_html(fast.trace, fast_report, os.path.join(outdir, "report-after.html"))
     result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html,
-                        _diff(slow.trace, fast.trace))
+                        before, _diff(slow.trace, fast.trace))
     if not quiet:
         _summary(console, result)
     return result
@@ -93,7 +95,7 @@ def _diff(before: str, after: str) -> Diff:
 
 
 def _write_html(trace_path: str, report: Report | None, out: str) -> str | None:
-    """The single-file HTML report of the fixed run, once ``stepscope.report.html`` exists.
+    """One run's single-file HTML report, once ``stepscope.report.html`` exists.
 
     Reuses the printed report's analyses when there is one (only its row limit differs).
     """
@@ -105,7 +107,12 @@ def _write_html(trace_path: str, report: Report | None, out: str) -> str | None:
         return None
     if report is None:
         report = _report(trace_path, HTML_TOP)
-    writer(dataclasses.replace(report, top=HTML_TOP), out)
+    from stepscope.errors import StepscopeError
+
+    try:
+        writer(dataclasses.replace(report, top=HTML_TOP), out)
+    except StepscopeError:  # the front end is not built (no npm): the terminal report stands
+        return None
     return out
 
 
@@ -144,5 +151,7 @@ def _summary(console: Console, result: DemoResult) -> None:
     if command != "stepscope":
         console.print("  (or put it on PATH: source "
                       f"{escape(os.path.join(os.path.dirname(command), 'activate'))})")
+    if result.html_before:
+        console.print(f"HTML report (before): {escape(result.html_before)}")
     if result.html_report:
-        console.print(f"HTML report: {escape(result.html_report)}")
+        console.print(f"HTML report (after):  {escape(result.html_report)}")

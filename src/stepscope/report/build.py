@@ -126,6 +126,8 @@ class Report:
                 }
                 for k in a.kernels[: self.top]
             ],
+            "kernels_by_operator": _kernel_ops_json(a, self.top),
+            "operators_by_stack": _op_stack_json(a, self.top),
             "temporal": []
             if a.temporal is None
             else [
@@ -195,6 +197,29 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     if r.input_shape is not None:
         out["input_shape"] = r.input_shape
     return out
+
+
+def _kernel_ops_json(a: Analyses, top: int) -> list[dict[str, Any]]:
+    from stepscope.analysis.kernel_ops import kernels_by_operator
+
+    return [
+        {"kernel": r.kernel, "operator": r.operator, "calls": r.calls,
+         "total_us": round(r.total_us, 3), "mean_us": round(r.mean_us, 3),
+         "min_us": round(r.min_us, 3), "max_us": round(r.max_us, 3)}
+        for r in kernels_by_operator(a.trace, a.tree)[:top]
+    ]
+
+
+def _op_stack_json(a: Analyses, top: int) -> list[dict[str, Any]]:
+    from stepscope.analysis.operators_stack import operators_by_stack
+
+    return [
+        {"name": r.name, "call_stack": r.call_stack, "calls": r.calls,
+         "host_self_us": round(r.host_self_us, 3), "host_total_us": round(r.host_total_us, 3),
+         "device_self_us": round(r.device_self_us, 3),
+         "device_total_us": round(r.device_total_us, 3)}
+        for r in operators_by_stack(a.trace, a.tree)[:top]
+    ]
 
 
 def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,

@@ -1,0 +1,12 @@
+import type { PageProps } from "../routes";
+import { FindingCard } from "./FindingCard";
+
+export function Findings({ report, config }: PageProps) {
+  return (
+    <div class="page" id="page-findings">
+      <h2>Findings ({report.findings.length})</h2>
+      {report.findings.length === 0 ? <p>No findings.</p> :
+        report.findings.map((f: any, i: number) => <FindingCard key={f.id} f={f} config={config} index={i + 1} />)}
+    </div>
+  );
+}

@@ -1,0 +1,40 @@
+import { useState } from "preact/hooks";
+import type { PageProps } from "../routes";
+import { Table, type Column } from "../table";
+import { sourceLink, us } from "../format";
+import type { Config } from "../types";
+
+type Op = Record<string, any>;
+const COLS: Column<Op>[] = [
+  { key: "name", label: "operator", value: (r) => r.name },
+  { key: "input_shape", label: "input shape", value: (r) => r.input_shape ?? "" },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "host_self_us", label: "host self µs", num: true, value: (r) => r.host_self_us, render: (r) => us(r.host_self_us) },
+  { key: "host_total_us", label: "host total µs", num: true, value: (r) => r.host_total_us, render: (r) => us(r.host_total_us) },
+  { key: "device_self_us", label: "device self µs", num: true, value: (r) => r.device_self_us, render: (r) => us(r.device_self_us) },
+  { key: "device_total_us", label: "device total µs", num: true, value: (r) => r.device_total_us, render: (r) => us(r.device_total_us) },
+  { key: "tc_eligible", label: "TC eligible", value: (r) => (r.tc_eligible ? "yes" : "") },
+];
+
+function stackCol(config: Config): Column<Op> {
+  return { key: "call_stack", label: "call stack", value: (r) => r.call_stack ?? "", render: (r) => (
+    <ul class="stack">{(r.call_stack ?? "").split(";").filter(Boolean).map((f: string, i: number) => {
+      const link = sourceLink(f, config.source_link, config.path_map);
+      return <li key={i}>{link ? <a href={link}>{f}</a> : f}</li>;
+    })}</ul>) };
+}
+
+export function Operators({ report, config }: PageProps) {
+  const [group, setGroup] = useState<"name" | "shape" | "stack">("name");
+  const rows = group === "name" ? report.operators : group === "shape" ? report.operators_by_shape : (report.operators_by_stack ?? []);
+  const base = COLS.filter((c) => c.key !== "input_shape");
+  const cols = group === "name" ? base : group === "shape" ? COLS : [base[0], stackCol(config), ...base.slice(1)];
+  return (
+    <div class="page" id="page-operators">
+      <h2>Operators</h2>
+      <label>group by <select id="op-group" value={group} onChange={(e) => setGroup((e.target as HTMLSelectElement).value as any)}>
+        <option value="name">name</option><option value="shape">name + input shape</option><option value="stack">name + call stack</option></select></label>
+      <Table key={group} id="operators-table" rows={rows} cols={cols} searchKey={(r) => r.name} initialSort="device_self_us" />
+    </div>
+  );
+}

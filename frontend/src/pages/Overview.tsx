@@ -1,0 +1,50 @@
+import { useMemo } from "preact/hooks";
+import type { PageProps } from "../routes";
+import { Chart } from "../chart";
+import { pct, us } from "../format";
+import { FindingCard } from "./FindingCard";
+
+const CAT_COLORS = ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc", "#999"];
+
+export function Overview({ report, config }: PageProps) {
+  const cats = Object.keys(report.breakdown.avg_us);
+  const option = useMemo(() => ({
+    tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
+    legend: { type: "scroll", top: 0 },
+    grid: { left: 70, right: 20, top: 40, bottom: 30 },
+    xAxis: { type: "category", data: report.steps.map((s: any) => s.name) },
+    yAxis: { type: "value", name: "µs" },
+    color: CAT_COLORS,
+    series: cats.map((c) => ({ name: c, type: "bar", stack: "step", data: report.steps.map((s: any) => s.breakdown_us[c]) })),
+  }), [report]);
+  const src = report.source;
+  return (
+    <div class="page" id="page-overview">
+      <section class="cards">
+        <div class="card"><div class="label">average step</div><div class="big" id="step-avg">{us(report.breakdown.step_avg_us)}</div><div class="unit">µs</div></div>
+        <div class="card"><div class="label">steps</div><div class="big">{report.steps.length}</div></div>
+        <div class="card"><div class="label">events</div><div class="big">{src.events}</div></div>
+        {report.gpu.map((g: any) => (
+          <div class="card gpu" key={g.device} data-device={g.device}>
+            <div class="label">GPU {g.device}: {g.name}</div>
+            <table class="kv"><tbody>
+              <tr><td>utilization</td><td class="num" data-key="utilization_pct">{pct(g.utilization_pct)} %</td></tr>
+              <tr><td>SM efficiency</td><td class="num" data-key="sm_efficiency_pct">{pct(g.sm_efficiency_pct)} %</td></tr>
+              <tr><td>achieved occupancy</td><td class="num" data-key="achieved_occupancy_pct">{pct(g.achieved_occupancy_pct)} %</td></tr>
+              <tr><td>Tensor Cores</td><td class="num" data-key="tensor_core_pct">{pct(g.tensor_core_pct)} %</td></tr>
+            </tbody></table>
+          </div>))}
+      </section>
+      {src.partial && <p class="warn">partial data: {JSON.stringify(src.skipped)} {src.warnings.join("; ")}</p>}
+      <h2>Step time breakdown</h2>
+      <Chart option={option} id="steps-chart" />
+      <table id="breakdown"><thead><tr><th>category</th><th class="num">avg µs per step</th><th class="num">% of step</th></tr></thead>
+        <tbody>{cats.map((c) => (
+          <tr key={c} data-cat={c}><td>{c}</td><td class="num" data-key="avg_us">{us(report.breakdown.avg_us[c])}</td>
+            <td class="num" data-key="pct">{pct(report.breakdown.pct[c])}</td></tr>))}</tbody></table>
+      <h2>Findings</h2>
+      {report.findings.length === 0 ? <p>No findings.</p> :
+        report.findings.map((f: any, i: number) => <FindingCard key={f.id} f={f} config={config} index={i + 1} />)}
+    </div>
+  );
+}

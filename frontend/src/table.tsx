@@ -1,0 +1,42 @@
+import { useMemo, useState } from "preact/hooks";
+import type { ComponentChildren } from "preact";
+
+export interface Column<T> { key: string; label: string; num?: boolean; value: (r: T) => any; render?: (r: T) => ComponentChildren; }
+
+/** Sortable, searchable table. Cell text goes through Preact, which escapes it. */
+export function Table<T>({ rows, cols, id, searchKey, initialSort }: {
+  rows: T[]; cols: Column<T>[]; id: string; searchKey?: (r: T) => string; initialSort?: string;
+}) {
+  const [sort, setSort] = useState<{ key: string; desc: boolean }>({ key: initialSort ?? "", desc: true });
+  const [filter, setFilter] = useState("");
+  const shown = useMemo(() => {
+    let out = rows;
+    if (filter && searchKey) { const f = filter.toLowerCase(); out = out.filter((r) => searchKey(r).toLowerCase().includes(f)); }
+    const col = cols.find((c) => c.key === sort.key);
+    if (col) {
+      out = [...out].sort((a, b) => {
+        const x = col.value(a), y = col.value(b);
+        const c = typeof x === "number" && typeof y === "number" ? x - y : String(x ?? "").localeCompare(String(y ?? ""));
+        return sort.desc ? -c : c;
+      });
+    }
+    return out;
+  }, [rows, cols, sort, filter]);
+  return (
+    <div class="table-wrap">
+      {searchKey && <input class="search" id={`${id}-search`} placeholder="search by name…" value={filter}
+        onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />}
+      <span class="count">{shown.length} rows</span>
+      <table id={id}>
+        <thead><tr>{cols.map((c) => (
+          <th key={c.key} class={c.num ? "num" : ""} data-key={c.key}
+            onClick={() => setSort({ key: c.key, desc: sort.key === c.key ? !sort.desc : true })}>
+            {c.label}{sort.key === c.key ? (sort.desc ? " ▼" : " ▲") : ""}
+          </th>))}</tr></thead>
+        <tbody>{shown.map((r, i) => (
+          <tr key={i}>{cols.map((c) => <td key={c.key} class={c.num ? "num" : ""} data-key={c.key}>{c.render ? c.render(r) : c.value(r)}</td>)}</tr>
+        ))}</tbody>
+      </table>
+    </div>
+  );
+}

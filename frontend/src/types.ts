@@ -1,0 +1,27 @@
+// Shapes of the JSON the server (or the HTML report) provides. Report = `stepscope report --format json`.
+export type Dict = Record<string, any>;
+
+export interface Row { id: number; group: string; label: string; kind: string; depths: number; events: number; }
+export interface Step { name: string; start: number; dur: number; }
+export interface TimelineMeta {
+  origin_ns: number; start: number; end: number; events: number; rows: Row[]; devices: number[];
+  steps: Step[]; cap?: number; kept?: number;
+}
+export interface Counter { device: number; label: string; values: number[]; }
+export interface Chunk {
+  start: number; end: number; width: number;
+  events: { id: number[]; row: number[]; depth: number[]; ts: number[]; dur: number[]; name: number[] };
+  names: Record<string, string>;
+  aggregates: { row: number[]; depth: number[]; ts: number[]; dur: number; count: number[]; busy: number[] };
+  flows: { from: number[]; to: number[]; from_row: number[]; from_depth: number[]; from_ts: number[];
+    to_row: number[]; to_depth: number[]; to_ts: number[] };
+  counters: Counter[];
+}
+export interface EventInfo {
+  id: number; table: string; name: string; row: number; depth: number; ts: number; dur: number;
+  args: Dict; flow: null | { id: number; name: string; row: number; ts: number; dur: number };
+}
+export interface SearchResult { names: number[]; count: number; first: number[]; }
+export interface Progress { state: string; done: number; total: number; error: string | null; elapsed_s: number; }
+export interface Config { source_link: string; path_map: [string, string][]; mode: string; }
+export interface RunTree { root: string; runs: { run: string; workers: { worker: string; spans: { span: string; trace: string; size: number }[] }[] }[]; }

@@ -1,0 +1,92 @@
+"""``stepscope report PATH --html out.html``: one self-contained HTML file.
+
+The dashboard's bundle (JS and CSS) and the data are inlined: the report JSON and a
+bounded timeline summary (the ``TIMELINE_CAP`` longest events; the page states how many of
+how many it keeps). It opens from file:// with no server and no network. The data sits in
+a ``type="application/json"`` block with ``<``, ``>`` and ``&`` escaped, so no trace string
+can end the block or become markup; the CSP admits only the inlined script, by its hash.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from stepscope.errors import StepscopeError
+from stepscope.report.build import Report
+from stepscope.report.timeline import TimelineIndex
+
+TIMELINE_CAP = 100_000  # events kept in the report's timeline (about 4 MB of JSON)
+
+
+class HtmlReportError(StepscopeError):
+    pass
+
+
+def _bundle() -> Path:
+    from stepscope.server.bundle import find_bundle  # the one place that knows where it is
+
+    found = find_bundle()
+    if found is None:
+        raise HtmlReportError("the front end is not built: run scripts/setup.sh "
+                              "(npm ci + vite build) to write HTML reports")
+    return found
+
+
+def _safe_json(data: Any) -> str:
+    raw = msgspec.json.encode(data).decode()
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        raw = raw.replace(ch, esc)
+    return raw
+
+
+def render_html(report: Report, *, timeline_cap: int = TIMELINE_CAP,
+                source_link: str = "vscode://file/{path}:{line}") -> str:
+    bundle = _bundle()
+    assets = bundle / "assets"
+    js = (assets / "app.js").read_text(encoding="utf-8")
+    css = (assets / "app.css").read_text(encoding="utf-8") if (assets / "app.css").exists() \
+        else ""
+    js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
+    css = re.sub(r"</(style)", r"<\\/\1", css, flags=re.IGNORECASE)
+    report_json = report.to_json()
+    index = TimelineIndex(report.trace)
+    timeline = index.summary(timeline_cap)
+    timeline["steps"] = [
+        {"name": s["name"], "start": round(s["start_us"] * 1000) - index.origin,
+         "dur": round(s["duration_us"] * 1000)} for s in report_json["steps"]]
+    name = os.path.basename(report.trace.meta.path) or "trace"
+    data = {"report": report_json, "trace": name, "timeline": timeline,
+            "config": {"source_link": source_link, "path_map": [], "mode": "static"}}
+    digest = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
+    csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+           "img-src data: blob:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        "<title>stepscope report</title>"
+        f"<style>{css}</style></head><body><div id=\"app\"></div>"
+        f"<script type=\"application/json\" id=\"stepscope-data\">{_safe_json(data)}</script>"
+        f"<script type=\"module\">{js}</script></body></html>\n"
+    )
+
+
+def write_html(report: Report, out: str, *, timeline_cap: int = TIMELINE_CAP) -> str:
+    """Write the single-file report to ``out``; returns ``out``."""
+    text = render_html(report, timeline_cap=timeline_cap)
+    parent = os.path.dirname(os.path.abspath(out))
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise HtmlReportError(f"{out}: cannot write the HTML report ({exc.strerror})") from exc
+    return out

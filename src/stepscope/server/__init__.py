@@ -1,0 +1,1 @@
+"""Local web dashboard: Starlette app factory, logdir discovery and background loading."""

@@ -1,0 +1,238 @@
+"""Starlette app factory: JSON API over the analyses plus the built front end.
+
+No module-level state: everything lives in the app made by ``create_app``. The API only
+accepts trace ids that discovery returned, so no request can name a file outside the
+logdir; static files are served from the bundle folder by name, never by joined paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from stepscope.server.bundle import find_bundle
+from stepscope.server.logdir import TraceFile, discover, runs_json
+from stepscope.server.store import Entry, TraceStore
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data:; connect-src 'self'; font-src 'none'; object-src 'none'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+DEFAULT_SOURCE_LINK = "vscode://file/{path}:{line}"
+MAX_WIDTH = 10_000
+
+
+@dataclass(frozen=True)
+class ViewConfig:
+    root: str
+    source_link: str = DEFAULT_SOURCE_LINK
+    path_map: tuple[tuple[str, str], ...] = ()
+    use_cache: bool = True
+    bundle: Path | None = field(default=None)
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(data), status_code=status,
+                    media_type="application/json")
+
+
+class _Headers:
+    """Security headers on every response (the CSP forbids inline scripts and remote hosts)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = message.setdefault("headers", [])
+                headers.append((b"content-security-policy", CSP.encode()))
+                headers.append((b"x-content-type-options", b"nosniff"))
+                headers.append((b"referrer-policy", b"no-referrer"))
+            await send(message)
+
+        await self.app(scope, receive, send_with)
+
+
+def create_app(config: ViewConfig) -> Starlette:
+    store = TraceStore(use_cache=config.use_cache)
+    bundle = config.bundle if config.bundle is not None else find_bundle()
+
+    def files() -> dict[str, TraceFile]:
+        return {f.id: f for f in discover(config.root)}
+
+    def trace_file(request: Request) -> TraceFile:
+        tid = request.query_params.get("trace")
+        if not tid:
+            raise BadRequest("missing parameter 'trace'")
+        found = files().get(tid)
+        if found is None:
+            raise LookupError(f"no trace {tid!r} under the logdir")
+        return found
+
+    def ready(request: Request) -> tuple[Entry, Response | None]:
+        entry = store.get(trace_file(request).path)
+        if entry.state == "error":
+            return entry, _json({"error": entry.error, **entry.progress()}, 422)
+        if entry.state != "ready":
+            return entry, _json(entry.progress(), 202)
+        return entry, None
+
+    def int_param(request: Request, name: str, default: int | None = None,
+                  lo: int = -(2**62), hi: int = 2**62) -> int:
+        raw = request.query_params.get(name)
+        if raw is None:
+            if default is None:
+                raise BadRequest(f"missing parameter {name!r}")
+            return default
+        try:
+            value = int(float(raw)) if raw.strip().lower() not in ("nan", "inf", "-inf") \
+                else int("x")
+        except (ValueError, OverflowError):
+            raise BadRequest(f"parameter {name!r} must be an integer") from None
+        if not lo <= value <= hi:
+            raise BadRequest(f"parameter {name!r} out of range")
+        return value
+
+    async def api_config(request: Request) -> Response:
+        return _json({"source_link": config.source_link,
+                      "path_map": [list(p) for p in config.path_map], "mode": "server"})
+
+    async def api_runs(request: Request) -> Response:
+        return _json({"root": Path(config.root).name, "runs": runs_json(list(files().values()))})
+
+    def api_progress(request: Request) -> Response:
+        return _json(store.get(trace_file(request).path).progress())
+
+    def api_report(request: Request) -> Response:
+        entry, early = ready(request)
+        return early or _json(entry.report)
+
+    def api_timeline_meta(request: Request) -> Response:
+        entry, early = ready(request)
+        if early:
+            return early
+        assert entry.timeline is not None and entry.report is not None
+        meta = entry.timeline.meta()
+        meta["steps"] = _steps(entry.report, entry.timeline.origin)
+        return _json(meta)
+
+    def api_timeline(request: Request) -> Response:
+        start = int_param(request, "start")
+        end = int_param(request, "end")
+        width = int_param(request, "width", 1000, 1, MAX_WIDTH)
+        if end <= start:
+            raise BadRequest("'end' must be greater than 'start'")
+        entry, early = ready(request)
+        if early:
+            return early
+        assert entry.timeline is not None
+        return _json(entry.timeline.query(start, end, width))
+
+    def api_event(request: Request) -> Response:
+        i = int_param(request, "id", lo=0)
+        entry, early = ready(request)
+        if early:
+            return early
+        assert entry.timeline is not None
+        if i >= entry.timeline.n:
+            raise LookupError("no such event")
+        return _json(entry.timeline.event(i))
+
+    def api_search(request: Request) -> Response:
+        q = request.query_params.get("q", "")
+        if not q or len(q) > 200:
+            raise BadRequest("parameter 'q' must have 1 to 200 characters")
+        entry, early = ready(request)
+        if early:
+            return early
+        assert entry.timeline is not None
+        return _json(entry.timeline.search(q))
+
+    def api_export(request: Request) -> Response:
+        start = int_param(request, "start")
+        end = int_param(request, "end")
+        if end <= start:
+            raise BadRequest("'end' must be greater than 'start'")
+        entry, early = ready(request)
+        if early:
+            return early
+        assert entry.timeline is not None
+        body = msgspec.json.encode(entry.timeline.chrome_trace(start, end))
+        return Response(body, media_type="application/json", headers={
+            "content-disposition": 'attachment; filename="stepscope-window.json"'})
+
+    def static(request: Request) -> Response:
+        name = request.path_params.get("name", "")
+        if bundle is None:
+            return PlainTextResponse(
+                "the front end is not built: run scripts/setup.sh (npm + vite build)", 503)
+        allowed = {p.name: p for p in (bundle / "assets").iterdir()} \
+            if (bundle / "assets").is_dir() else {}
+        target = allowed.get(name)  # looked up by exact name: no path is ever joined
+        if target is None:
+            return PlainTextResponse("not found", 404)
+        return FileResponse(target)
+
+    def index(request: Request) -> Response:
+        if bundle is None:
+            return PlainTextResponse(
+                "the front end is not built: run scripts/setup.sh (npm + vite build)", 503)
+        return FileResponse(bundle / "index.html", media_type="text/html")
+
+    def wrap(fn: Any) -> Any:
+        async def endpoint(request: Request) -> Response:
+            try:
+                result = fn(request)
+                if hasattr(result, "__await__"):
+                    result = await result
+                return result  # type: ignore[no-any-return]
+            except BadRequest as exc:
+                return _json({"error": str(exc)}, 400)
+            except LookupError as exc:
+                return _json({"error": str(exc).strip("'\"")}, 404)
+        return endpoint
+
+    routes = [
+        Route("/", wrap(index)),
+        Route("/api/config", wrap(api_config)),
+        Route("/api/runs", wrap(api_runs)),
+        Route("/api/progress", wrap(api_progress)),
+        Route("/api/report", wrap(api_report)),
+        Route("/api/timeline/meta", wrap(api_timeline_meta)),
+        Route("/api/timeline", wrap(api_timeline)),
+        Route("/api/event", wrap(api_event)),
+        Route("/api/search", wrap(api_search)),
+        Route("/api/export", wrap(api_export)),
+        Route("/assets/{name}", wrap(static)),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(_Headers)
+    app.state.store = store
+    return app
+
+
+def _steps(report: dict[str, Any], origin_ns: int) -> list[dict[str, Any]]:
+    """Step boundaries in the timeline's time base (ns from the first event)."""
+    return [{"name": s["name"], "start": round(s["start_us"] * 1000) - origin_ns,
+             "dur": round(s["duration_us"] * 1000)} for s in report.get("steps", [])]

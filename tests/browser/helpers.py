@@ -1,0 +1,167 @@
+"""Shared steps of the browser tests: visit pages, compare numbers, drive the timeline."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.browser.conftest import shot
+
+PAGES = ("overview", "operators", "kernels", "timeline", "findings")
+
+
+def cell(page: Any, selector: str) -> str:
+    return str(page.locator(selector).first.inner_text()).strip()
+
+
+def check_overview(page: Any, report: dict[str, Any], name: str) -> None:
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    assert cell(page, "#step-avg") == f"{report['breakdown']['step_avg_us']:.3f}"
+    for cat, v in report["breakdown"]["avg_us"].items():
+        assert cell(page, f"#breakdown tr[data-cat='{cat}'] td[data-key='avg_us']") == f"{v:.3f}"
+        pct = report["breakdown"]["pct"][cat]
+        assert cell(page, f"#breakdown tr[data-cat='{cat}'] td[data-key='pct']") == f"{pct:.2f}"
+    for g in report["gpu"]:
+        for key in ("utilization_pct", "sm_efficiency_pct"):
+            if g[key] is not None:
+                got = cell(page, f".card.gpu[data-device='{g['device']}'] td[data-key='{key}']")
+                assert got == f"{g[key]:.2f} %"
+    page.wait_for_selector("#steps-chart canvas")
+    shot(page, f"{name}-overview")
+
+
+def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
+    page.click("#nav-operators")
+    page.wait_for_selector("#operators-table")
+    ops = sorted(report["operators"], key=lambda r: -r["device_self_us"])
+    if ops:
+        row = page.locator("#operators-table tbody tr").first
+        assert row.locator("td[data-key='name']").inner_text() == ops[0]["name"]
+        assert row.locator("td[data-key='device_self_us']").inner_text() == \
+            f"{ops[0]['device_self_us']:.3f}"
+        assert row.locator("td[data-key='calls']").inner_text() == str(ops[0]["calls"])
+        assert page.locator("#operators-table tbody tr").count() == len(ops)
+        page.fill("#operators-table-search", ops[0]["name"])
+        assert page.locator("#operators-table tbody tr").count() == \
+            sum(ops[0]["name"].lower() in o["name"].lower() for o in ops)
+    shot(page, f"{name}-operators")
+    page.fill("#operators-table-search", "")
+    page.select_option("#op-group", "stack")
+    by_stack = report["operators_by_stack"]
+    if by_stack:
+        row = page.locator("#operators-table tbody tr").first
+        assert row.locator("td[data-key='name']").inner_text() == by_stack[0]["name"]
+        assert row.locator("td[data-key='device_self_us']").inner_text() == \
+            f"{by_stack[0]['device_self_us']:.3f}"
+    page.click("#nav-kernels")
+    page.wait_for_selector("#page-kernels")
+    ks = sorted(report["kernels"], key=lambda r: -r["total_us"])
+    if ks:
+        row = page.locator("#kernels-table tbody tr").first
+        assert row.locator("td[data-key='name']").inner_text() == ks[0]["name"]
+        assert row.locator("td[data-key='total_us']").inner_text() == f"{ks[0]['total_us']:.3f}"
+        assert row.locator("td[data-key='mean_us']").inner_text() == f"{ks[0]['mean_us']:.3f}"
+        page.click("#kernels-table th[data-key='calls']")  # sort by calls, descending
+        assert row.locator("td[data-key='calls']").inner_text() == \
+            str(max(k["calls"] for k in ks))
+    shot(page, f"{name}-kernels")
+    page.select_option("#kernel-group", "op")
+    kops = report["kernels_by_operator"]
+    if kops:
+        row = page.locator("#kernel-ops-table tbody tr").first
+        assert row.locator("td[data-key='operator']").inner_text() == kops[0]["operator"]
+        assert row.locator("td[data-key='total_us']").inner_text() == f"{kops[0]['total_us']:.3f}"
+    page.click("#nav-findings")
+    page.wait_for_selector("#page-findings")
+    cards = page.locator("#page-findings .finding")
+    assert cards.count() == len(report["findings"])
+    for i, f in enumerate(report["findings"]):
+        c = cards.nth(i)
+        assert c.locator(".title").inner_text() == f["title"]
+        assert c.locator(".saving-us").inner_text() == \
+            f"{f['estimated_saving']['us_per_step']:.3f}"
+    shot(page, f"{name}-findings")
+
+
+def view(page: Any) -> tuple[int, int]:
+    cv = page.locator("#timeline-canvas")
+    return int(cv.get_attribute("data-start")), int(cv.get_attribute("data-end"))
+
+
+def lanes(page: Any) -> list[Any]:
+    return json.loads(page.locator("#timeline-canvas").get_attribute("data-lanes"))  # type: ignore[no-any-return]
+
+
+def drive_timeline(page: Any, name: str) -> dict[str, Any]:
+    """Zoom (wheel, keys, box), pan, select a kernel, follow its flow arrow back to the launch."""
+    page.click("#nav-timeline")
+    page.wait_for_selector("#timeline-canvas[data-ready='1']", timeout=60_000)
+    box = page.locator("#timeline-canvas").bounding_box()
+    x0, y0 = box["x"], box["y"]
+    mid_x = x0 + 200 + (box["width"] - 200) / 2
+    s0, e0 = view(page)
+    page.mouse.move(mid_x, y0 + 100)
+    for _ in range(5):
+        page.mouse.wheel(0, -400)  # zoom in around the cursor
+    page.wait_for_timeout(200)
+    s1, e1 = view(page)
+    assert e1 - s1 < (e0 - s0) / 10
+    page.keyboard.press("w")
+    s2, e2 = view(page)
+    assert e2 - s2 < e1 - s1
+    page.keyboard.press("s")
+    # pan by dragging: the window moves, its width stays
+    s3, e3 = view(page)
+    page.mouse.move(mid_x, y0 + 100)
+    page.mouse.down()
+    page.mouse.move(mid_x - 200, y0 + 100, steps=5)
+    page.mouse.up()
+    s4, e4 = view(page)
+    assert s4 > s3 and abs((e4 - s4) - (e3 - s3)) <= 2
+    # box zoom: shift+drag over 100 px
+    page.keyboard.down("Shift")
+    page.mouse.move(mid_x - 50, y0 + 100)
+    page.mouse.down()
+    page.mouse.move(mid_x + 50, y0 + 100, steps=4)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    s5, e5 = view(page)
+    assert e5 - s5 < (e4 - s4) / 5
+    page.click("#zoom-reset")
+    # Zoom in, then click along the first stream's lane until a kernel is selected.
+    sel = -1
+    for _ in range(6):
+        page.mouse.move(mid_x, y0 + 100)
+        page.mouse.wheel(0, -600)
+        page.wait_for_timeout(150)
+    page.wait_for_timeout(400)
+    stream = next(ln for ln in lanes(page) if ln[0] == "stream")
+    y = y0 + stream[2] + 2 + 7
+    for k in range(60):
+        cx = x0 + 205 + k * (box["width"] - 210) / 60
+        page.mouse.click(cx, y)
+        page.wait_for_timeout(30)
+        sel = int(page.locator("#timeline-canvas").get_attribute("data-selected") or -1)
+        if sel >= 0:
+            break
+    assert sel >= 0, "no kernel under the clicks"
+    page.wait_for_selector("#event-name")
+    kernel = page.locator("#event-name").inner_text()
+    page.mouse.move(cx + 1, y)  # hover: the tooltip names the event under the cursor
+    page.wait_for_selector("#timeline-tip", state="visible")
+    assert page.locator("#timeline-tip").inner_text().startswith(kernel[:20])
+    shot(page, f"{name}-timeline-selected")
+    follow = page.locator("#follow-flow")
+    assert follow.count() == 1, f"kernel {kernel!r} has no flow"
+    follow.click()
+    page.wait_for_function(
+        f"document.querySelector('#timeline-canvas').dataset.selected != '{sel}'")
+    page.wait_for_timeout(300)
+    launch = page.locator("#event-name").inner_text()
+    shot(page, f"{name}-timeline-flow")
+    # search highlights: the count shown is the number of matching events
+    page.fill("#timeline-search", "Memcpy")
+    page.wait_for_selector("#search-hits")
+    hits = int(page.locator("#search-hits").inner_text().split()[0])
+    page.fill("#timeline-search", "")
+    return {"kernel": kernel, "launch": launch, "selected": sel, "hits": hits}
