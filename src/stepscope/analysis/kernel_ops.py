@@ -35,7 +35,9 @@ def kernels_by_operator(trace: Trace, tree: OpTree) -> list[KernelOpRow]:
     if len(sel) == 0:
         return []
     owner = tree.device_owner[sel]
-    op = np.where(owner >= 0, trace.host.name[np.maximum(owner, 0)], -1).astype(np.int64)
+    op = np.full(len(sel), -1, np.int64)  # -1: no operator (also when there are no host ops)
+    owned = owner >= 0
+    op[owned] = trace.host.name[owner[owned]]
     key = (dev.name[sel].astype(np.int64) << 32) | (op & 0xFFFFFFFF)
     uniq, inv = np.unique(key, return_inverse=True)
     dur = dev.dur[sel].astype(np.float64)
