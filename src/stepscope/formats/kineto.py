@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from stepscope.errors import TraceFormatError
 from stepscope.formats.kineto_columns import (
+    F_COLL,
     F_DEVICE,
     F_GPU_ANN,
     F_HOST,
@@ -38,6 +39,7 @@ from stepscope.formats.kineto_columns import (
 from stepscope.formats.kineto_schema import DeviceProps, DistributedInfo, Document, Event
 from stepscope.io.source import RawSource
 from stepscope.model.trace import (
+    Collectives,
     DeviceOps,
     DeviceProperties,
     GpuAnnotations,
@@ -49,7 +51,7 @@ from stepscope.model.trace import (
     TraceMeta,
 )
 
-READER_VERSION = "kineto-1"
+READER_VERSION = "kineto-2"  # 2: collectives table
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -454,6 +456,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         gpu_annotations=GpuAnnotations.from_columns(_sorted(tables[F_GPU_ANN])),
         syncs=Syncs.from_columns(_sorted(tables[F_SYNC])),
         memory=MemoryRecords.from_columns(_sorted(tables[F_MEMORY])),
+        collectives=Collectives.from_columns(_sorted(tables[F_COLL])),
     )
 
 

@@ -1,6 +1,7 @@
 """The format-free, columnar representation every analysis works on."""
 
 from stepscope.model.trace import (
+    Collectives,
     DeviceOps,
     DeviceProperties,
     GpuAnnotations,
@@ -13,6 +14,7 @@ from stepscope.model.trace import (
 )
 
 __all__ = [
+    "Collectives",
     "DeviceOps",
     "DeviceProperties",
     "GpuAnnotations",
