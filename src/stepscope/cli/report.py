@@ -14,7 +14,9 @@ from stepscope.report.build import build_report
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...)"
+        "path", nargs="+",
+        help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...); a directory, "
+        "a cloud prefix or several files make a run of many ranks",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument(
@@ -32,9 +34,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
     )
+    from stepscope.cli.report_run import add_run_arguments
+
+    add_run_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.report_run import is_run_args, run_many
+
+    if is_run_args(args):
+        return run_many(args)
+    args.path = args.path[0]
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal
     if show_progress:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from stepscope.analysis.distributed import Distributed
+
 from ..context import Context
 from ..finding import Finding
 from . import (
@@ -18,6 +20,9 @@ from . import (
     occupancy,
     optimizer,
     pageable,
+    rank_imbalance,
+    rank_overlap,
+    straggler,
     sync,
     tensor_cores,
 )
@@ -38,4 +43,13 @@ RULES: dict[str, RuleFn] = {
     "h2d-not-overlapped": h2d_overlap.check,
     "cpu-ops-in-gpu-job": cpu_ops.check,
     "low-occupancy": occupancy.check,
+}
+
+# Multi-rank rules: they read a run's distributed view (analysis.distributed), not one trace.
+RunRuleFn = Callable[[Distributed], "Finding | None"]
+
+RUN_RULES: dict[str, RunRuleFn] = {
+    "straggler": straggler.check_run,
+    "low-comm-overlap": rank_overlap.check_run,
+    "rank-imbalance": rank_imbalance.check_run,
 }
