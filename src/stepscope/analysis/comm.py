@@ -154,7 +154,7 @@ def _comm_and_compute(trace: Trace) -> tuple[iv.Union, iv.Union, bool]:
         kernels = d.kind == DEV_KERNEL
         comm_mask = trace.string_ids(is_collective_kernel)[d.name] & kernels
         if len(rows) and on_device:  # kernels carrying collective args count too
-            comm_mask |= np.isin(d.ts, c.ts[rows]) & kernels
+            comm_mask |= np.isin(d.ts, c.ts[rows]) & np.isin(d.name, c.name[rows]) & kernels
         comm = iv.union(d.ts[comm_mask], d.end[comm_mask])
         comp = iv.union(d.ts[kernels & ~comm_mask], d.end[kernels & ~comm_mask])
         return comp, comm, True
