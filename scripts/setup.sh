@@ -10,4 +10,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[torch,test,lightning]"
+.venv/bin/python -m pip install --quiet -e ".[torch,test,lightning,dask,cloud-test]"
+# Azure Blob emulator for the cloud tests (Azurite from npm), project-local and git-ignored;
+# the tests skip the Azure case with the reason when node/npm is missing.
+if command -v npm >/dev/null 2>&1 && [ ! -x .cloud-emulators/node_modules/.bin/azurite-blob ]; then
+  mkdir -p .cloud-emulators
+  npm install --silent --no-audit --no-fund --prefix .cloud-emulators azurite@3 || true
+fi

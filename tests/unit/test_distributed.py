@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.distributed_builders import NELEMS, write_run
 
 from stepscope.advice.rules import rank_imbalance, rank_overlap, straggler
 from stepscope.analysis.comm import dtype_bytes, rank_summary
@@ -15,7 +16,6 @@ from stepscope.formats import load_trace
 from stepscope.model.run import assign_ranks, rank_from_name
 from stepscope.report.build import build_report
 from stepscope.report.run import build_run_report, find_run
-from tests.distributed_builders import NELEMS, write_run
 
 
 def _run(tmp_path: Path, compute: list[float], **kw: object):  # type: ignore[no-untyped-def]

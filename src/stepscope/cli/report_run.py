@@ -43,9 +43,9 @@ def run_many(args: argparse.Namespace) -> int:
             def tick(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            report = build_run_report(run, progress=tick, **common)  # type: ignore[arg-type]
+            report = build_run_report(run, progress=tick, **common)
     else:
-        report = build_run_report(run, **common)  # type: ignore[arg-type]
+        report = build_run_report(run, **common)
     if args.format == "json":
         import msgspec
 

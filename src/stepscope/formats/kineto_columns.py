@@ -17,13 +17,13 @@ import numpy.typing as npt
 from stepscope.formats.kineto_comms import collective_rows
 from stepscope.formats.kineto_schema import EMPTY_ARGS, Event
 from stepscope.model.trace import (
-    Collectives,
     DEV_KERNEL,
     DEV_MEMCPY,
     DEV_MEMSET,
     HOST_ANNOTATION,
     HOST_OP,
     HOST_PYTHON,
+    Collectives,
 )
 
 Columns = dict[str, npt.NDArray[Any]]

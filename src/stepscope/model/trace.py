@@ -258,7 +258,8 @@ class Collectives(_Table):
 
 
 def empty_collectives() -> Collectives:
-    return Collectives.from_columns({k: np.empty(0, dtype=v) for k, v in Collectives.DTYPES.items()})
+    cols = {k: np.empty(0, dtype=v) for k, v in Collectives.DTYPES.items()}
+    return Collectives.from_columns(cols)
 
 
 @dataclass(frozen=True)
