@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from stepscope.errors import TraceSourceError
+from stepscope.io.cloud_errors import storage_error
 from stepscope.io.source import is_url, local_path
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
@@ -55,7 +56,7 @@ def list_traces(path: str, storage_options: dict[str, Any] | None = None) -> lis
         except FileNotFoundError:
             raise TraceSourceError(f"{path}: no such prefix") from None
         except Exception as exc:  # credentials, network: one line, never the secret
-            raise TraceSourceError(f"{path}: cannot list ({type(exc).__name__})") from None
+            raise TraceSourceError(storage_error(path, exc, "list")) from None
         found = sorted(f"{scheme}://{e}" for e in entries
                        if _is_trace_name(str(e).rsplit("/", 1)[-1]))
     if not found:
