@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.cloud_emulators import (
     AZURITE_KEY,
     BUCKET,

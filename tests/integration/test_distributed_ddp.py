@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import ROOT
 
 from stepscope.analysis.comm import rank_summary
 from stepscope.formats import load_trace
 from stepscope.report.run import build_run_report, find_run
-from tests.conftest import ROOT
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
