@@ -43,7 +43,7 @@ def test_dlrm_run_figures() -> None:
     top = d.stragglers[0]
     assert top.rank == 7 and top.last_arrivals == 5
     assert top.wait_caused_ns / 1000 == pytest.approx(35543, rel=0.01)
-    assert {f.id for f in rep.findings} == {"straggler", "low-comm-overlap"}
+    assert [f.id for f in rep.findings] == ["straggler"]  # its waiting is sync, not transfer
 
 
 def test_nccl_collective_sizes() -> None:
