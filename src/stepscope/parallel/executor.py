@@ -67,7 +67,7 @@ def _dask(fn: Callable[[T], R], items: Sequence[T], workers: int | None, schedul
     cluster = None
     try:
         if scheduler:
-            client = Client(scheduler, timeout=30)
+            client = Client(scheduler, timeout=10)
         else:
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
                                    threads_per_worker=1, processes=True,
