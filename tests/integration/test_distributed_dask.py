@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.distributed_builders import write_run
 
 from stepscope.report.run import build_run_report, find_run
-from tests.distributed_builders import write_run
 
 distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed")
 
@@ -28,8 +28,9 @@ def test_dask_local_cluster_and_scheduler_equal_serial(tmp_path: Path) -> None:
 
 
 def test_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
-    from stepscope.errors import StepscopeError
     from tests.cloud_emulators import free_port
+
+    from stepscope.errors import StepscopeError
 
     write_run(tmp_path, [1000, 2000])
     with pytest.raises(StepscopeError, match="cannot reach the Dask scheduler"):

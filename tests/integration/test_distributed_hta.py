@@ -10,9 +10,9 @@ different definition (docs/metrics.md).
 from __future__ import annotations
 
 import pytest
+from tests.conftest import shared_trace
 
 from stepscope.report.run import build_run_report, find_run
-from tests.conftest import shared_trace
 
 PTS = 0.5
 

@@ -7,11 +7,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.builders import TraceBuilder
 
 from stepscope.errors import StepscopeError
-from stepscope.formats import load_trace
 from stepscope.formats.kineto_comms import normalise_collective
-from tests.builders import TraceBuilder
 
 
 def test_gloo_range_sizes_from_input_dims(tmp_path: Path) -> None:
@@ -53,7 +52,8 @@ _value = st.one_of(st.none(), st.integers(-(2**70), 2**70), st.text(max_size=8),
                    st.lists(st.lists(st.integers(-(2**40), 2**40), max_size=3), max_size=2))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(args=st.dictionaries(
     st.sampled_from(["Collective name", "In msg nelems", "Out msg nelems", "Group size",
                      "dtype", "Process Group Name", "Input Dims", "Input type"]),

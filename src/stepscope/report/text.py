@@ -11,6 +11,7 @@ from rich.text import Text
 
 from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.report.build import Report
+from stepscope.report.text_distributed import render_rank_part
 
 LABELS = {
     "kernel": "Kernel",
@@ -94,6 +95,7 @@ def render_text(report: Report, console: Console | None = None) -> None:
     _operators(console, data)
     _kernels(console, data)
     _temporal(console, data)
+    render_rank_part(console, data)
 
 
 def _findings(console: Console, report: Report) -> None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.report.run import RunReport
+if TYPE_CHECKING:
+    from stepscope.report.run import RunReport
 
 
 def _ms(us: float) -> str:
@@ -64,3 +65,20 @@ def render_run_text(report: RunReport, console: Console | None = None, top: int 
                        "-" if c["algbw_gbps"] is None else f"{c['algbw_gbps']:.3f}",
                        "-" if c["busbw_gbps"] is None else f"{c['busbw_gbps']:.3f}")
         console.print(ct)
+
+
+def render_rank_part(console: Console, data: dict[str, Any]) -> None:
+    """Single trace of a distributed job: this rank's communication split (no-op otherwise)."""
+    part = data.get("distributed")
+    if not part:
+        return
+    overlap = part["comm_overlap_pct"]
+    console.print()
+    console.print(
+        f"[bold]Distributed[/] (rank {part['rank']} of {part['world_size']}, "
+        f"{escape(str(part['backend']))}): computation {_ms(part['computation_us'])} ms · "
+        f"overlap {_ms(part['overlap_us'])} ms · communication {_ms(part['communication_us'])} "
+        f"ms · other {_ms(part['other_us'])} ms · comm/compute overlap "
+        f"{'-' if overlap is None else f'{overlap:.1f} %'} · {part['calls']} collective calls; "
+        "report the run's folder for stragglers and sync/transfer"
+    )
