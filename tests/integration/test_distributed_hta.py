@@ -39,7 +39,13 @@ def test_dlrm_run_figures() -> None:
     d = rep.distributed
     assert d.world_size == 8 and d.rank_source == "distributedInfo" and d.backend == "nccl"
     assert d.unmatched_calls == 0
-    assert {c.collective for c in d.collectives} == {"sendrecv", "allreduce"}
+    # kernels carry no args here: collective and sizes come from the nccl:* host ranges
+    colls = {c.collective: c for c in d.collectives}
+    assert set(colls) == {"alltoall", "allreduce"}
+    assert colls["allreduce"].calls == 3 and colls["alltoall"].calls == 5
+    assert colls["allreduce"].bytes_per_call == pytest.approx(828417.3, abs=0.1)
+    assert colls["allreduce"].busbw_gbps == pytest.approx(
+        colls["allreduce"].algbw_gbps * 1.75)
     top = d.stragglers[0]
     assert top.rank == 7 and top.last_arrivals == 5
     assert top.wait_caused_ns / 1000 == pytest.approx(35543, rel=0.01)

@@ -47,6 +47,10 @@ def test_straggler_sync_transfer_and_bandwidth(tmp_path: Path) -> None:
     assert coll.algbw_gbps == pytest.approx(NELEMS * 4 / 1_000_000, rel=1e-3)  # bytes/ns
     assert coll.busbw_gbps == pytest.approx(coll.algbw_gbps * 1.5, rel=1e-6)
     assert [s.last_rank for s in d.steps] == [2, 2]
+    assert [(c.step, c.last_rank, c.ranks) for c in d.calls] == [("1", 2, 4), ("2", 2, 4)]
+    assert d.calls[0].wait_ns == pytest.approx(9_000_000, abs=1000)
+    assert d.calls[0].max_wait_ns == pytest.approx(3_000_000, abs=1000)
+    assert d.calls[0].nbytes == NELEMS * 4
     assert d.imbalance.slowest_rank == 2
     assert d.imbalance.max_over_mean == pytest.approx(8 / 3.5 * 1.0, rel=1e-3)
     ids = [f.id for f in rep.findings]

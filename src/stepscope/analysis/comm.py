@@ -126,12 +126,26 @@ def _calls(trace: Trace, starts: np.ndarray, ends: np.ndarray, names: list[str])
             calls.append(_call(coll, pg, counters, int(c.ts[i]), int(c.dur[i]), n,
                                n * size if n >= 0 and size else -1, dtype, int(c.group_size[i]),
                                starts, ends, names))
-    elif trace.has_gpu:  # communication kernels without collective args: no sizes
+    elif trace.has_gpu:  # communication kernels without collective args
         d = trace.device
         mask = trace.string_ids(is_collective_kernel)[d.name] & (d.kind == DEV_KERNEL)
-        for i in np.flatnonzero(mask).tolist():
+        kernels = np.flatnonzero(mask)
+        # Older traces put sizes on the host's nccl:* ranges only. When there are exactly as
+        # many ranges as kernels, the i-th range launched the i-th kernel: take its collective,
+        # sizes and dtype, and the kernel's timing.
+        host = rows if len(rows) == len(kernels) else np.empty(0, dtype=np.int64)
+        for j, i in enumerate(kernels.tolist()):
             coll = kernel_collective(trace.name(int(d.name[i])))
-            calls.append(_call(coll, "", counters, int(d.ts[i]), int(d.dur[i]), -1, -1, "", -1,
+            n, dtype, group, pg = -1, "", -1, ""
+            if len(host):
+                h = int(host[j])
+                coll = trace.name(int(c.collective[h])) or coll
+                n = int(max(c.in_nelems[h], c.out_nelems[h]))
+                dtype, group, pg = (trace.name(int(c.dtype[h])), int(c.group_size[h]),
+                                    trace.name(int(c.pg[h])))
+            size = dtype_bytes(dtype)
+            calls.append(_call(coll, pg, counters, int(d.ts[i]), int(d.dur[i]), n,
+                               n * size if n >= 0 and size else -1, dtype, group,
                                starts, ends, names))
     return calls
 

@@ -83,6 +83,22 @@ class StepStraggler:
 
 
 @dataclass(frozen=True)
+class MatchedCall:
+    """One collective matched across ranks: who arrived last and what the others waited."""
+
+    collective: str
+    pg: str
+    seq: int
+    step: str  # the step of the last arriver's call
+    ranks: int
+    nbytes: int  # -1 unknown
+    last_rank: int
+    wait_ns: int  # summed over the other ranks
+    max_wait_ns: int
+    transfer_ns: int
+
+
+@dataclass(frozen=True)
 class Imbalance:
     computation_max_ns: int
     computation_min_ns: int
@@ -100,6 +116,7 @@ class Distributed:
     stragglers: tuple[Straggler, ...]  # slowest first
     collectives: tuple[CollectiveRow, ...]
     steps: tuple[StepStraggler, ...]
+    calls: tuple[MatchedCall, ...]  # in (collective, group, sequence) order
     imbalance: Imbalance
     unmatched_calls: int  # calls present on some ranks only
     failed: tuple[str, ...]  # one-line errors of ranks that could not be read
@@ -128,7 +145,8 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
     unmatched = 0
     coll_acc: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     coll_meta: dict[tuple[str, str], tuple[int, str]] = {}
-    for (coll, pg, _seq), by_rank in sorted(groups.items()):
+    matched: list[MatchedCall] = []
+    for (coll, pg, seq), by_rank in sorted(groups.items()):
         durs = np.array([c.dur_ns for c in by_rank.values()], dtype=np.int64)
         members = list(by_rank)
         acc = coll_acc[(coll, pg)]
@@ -157,6 +175,11 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
             sync[r] += c.dur_ns - shortest
         caused[last] += waited
         last_count[last] += 1
+        matched.append(MatchedCall(
+            collective=coll, pg=pg, seq=seq, step=by_rank[last].step, ranks=len(members),
+            nbytes=max(nbytes, default=-1), last_rank=last, wait_ns=waited,
+            max_wait_ns=int(durs.max()) - shortest, transfer_ns=shortest,
+        ))
         step_wait[by_rank[last].step][last] += waited
     rows = []
     comp: dict[int, int] = {}
@@ -207,7 +230,7 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
     return Distributed(
         world_size=world, backend=backends.pop() if len(backends) == 1 else None,
         rank_source=rank_source, ranks=tuple(rows), stragglers=tuple(stragglers),
-        collectives=tuple(collectives), steps=steps, imbalance=imbalance,
+        collectives=tuple(collectives), steps=steps, calls=tuple(matched), imbalance=imbalance,
         unmatched_calls=unmatched, failed=tuple(failed),
     )
 

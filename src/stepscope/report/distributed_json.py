@@ -55,6 +55,13 @@ def distributed_json(d: Distributed) -> dict[str, Any]:
             {"step": s.step, "last_rank": s.last_rank, "wait_us": _us(s.wait_ns)}
             for s in d.steps
         ],
+        "calls": [
+            {"collective": c.collective, "process_group": c.pg, "seq": c.seq, "step": c.step,
+             "ranks": c.ranks, "bytes": c.nbytes, "last_rank": c.last_rank,
+             "wait_us": _us(c.wait_ns), "max_wait_us": _us(c.max_wait_ns),
+             "transfer_us": _us(c.transfer_ns)}
+            for c in d.calls
+        ],
         "imbalance": {
             "computation_max_us": _us(d.imbalance.computation_max_ns),
             "computation_min_us": _us(d.imbalance.computation_min_ns),
