@@ -46,6 +46,10 @@ def test_straggler_found(ddp_run: Path) -> None:
     assert d.stragglers[0].share_pct > 60
     assert d.stragglers[0].computation_excess_ns > 0  # the extra matmuls are computation
     assert d.imbalance.slowest_rank == SLOW
+    # the extra work is matmuls and tanh: they lead the straggler's slower operators
+    slower = [name for name, _ in d.stragglers[0].slower_ops]
+    assert slower and set(slower[:2]) <= {"aten::mm", "aten::matmul", "aten::tanh", "aten::mul"}
+    assert "aten::" in rep.findings[0].evidence[-1]
     assert rep.findings and rep.findings[0].id == "straggler"
     assert f"Rank {SLOW}" in rep.findings[0].title
     waits = {r.rank: r.sync_ns for r in d.ranks}

@@ -88,6 +88,9 @@ class RankSummary:
     on_device: bool  # communication measured on device kernels (else host ranges)
     steps: tuple[StepComm, ...]
     calls: tuple[Call, ...]
+    # (operator, self time ns: device self on GPU traces, host self on CPU), largest first,
+    # communication wrappers excluded: what a straggler's extra time is spent in
+    top_ops: tuple[tuple[str, int], ...] = ()
 
     def total(self, field: str) -> int:
         return int(sum(getattr(s, field) for s in self.steps))
@@ -185,6 +188,26 @@ def _is_comm_wrapper(name: str) -> bool:
         "torch.distributed.all_reduce", "torch.distributed.broadcast")
 
 
+TOP_OPS = 15
+
+
+def _top_ops(trace: Trace) -> tuple[tuple[str, int], ...]:
+    from stepscope.analysis.operators import operator_stats
+
+    rows = operator_stats(trace)
+    gpu = trace.has_gpu
+    out = []
+    for r in rows:
+        if _is_comm_wrapper(r.name):
+            continue
+        ns = round((r.device_self_us if gpu else r.host_self_us) * 1000)
+        if ns > 0:
+            out.append((r.name, ns))
+        if len(out) == TOP_OPS:
+            break
+    return tuple(out)
+
+
 def rank_summary(trace: Trace) -> RankSummary:
     """Per-step computation/communication split and the collective calls of one rank."""
     steps = find_steps(trace)
@@ -206,5 +229,5 @@ def rank_summary(trace: Trace) -> RankSummary:
     return RankSummary(
         path=trace.meta.path, rank=trace.meta.rank, world_size=trace.meta.world_size,
         backend=trace.meta.backend, on_device=on_device, steps=rows,
-        calls=tuple(_calls(trace, starts, ends, names)),
+        calls=tuple(_calls(trace, starts, ends, names)), top_ops=_top_ops(trace),
     )

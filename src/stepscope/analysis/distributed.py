@@ -57,6 +57,8 @@ class Straggler:
     computation_ns: int
     computation_excess_ns: int  # own computation − median computation of all ranks
     share_pct: float  # of all waiting in the run
+    # operators where this rank spends more than the median rank: (name, excess ns), top 3
+    slower_ops: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -192,12 +194,14 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
             comm_overlap_pct=s.comm_overlap_pct, steps=len(s.steps),
         ))
     med = median(comp.values()) if comp else 0
+    summaries = dict(ranked)
     total_wait = sum(caused.values())
     stragglers = sorted(
         (Straggler(rank=r, wait_caused_ns=caused[r], last_arrivals=last_count[r],
                    matched_calls=sum(1 for g in groups.values() if r in g and len(g) > 1),
                    computation_ns=comp[r], computation_excess_ns=int(comp[r] - med),
-                   share_pct=100.0 * caused[r] / total_wait if total_wait else 0.0)
+                   share_pct=100.0 * caused[r] / total_wait if total_wait else 0.0,
+                   slower_ops=_slower_ops(r, summaries))
          for r in ranks if caused[r] > 0),
         key=lambda s: (-s.wait_caused_ns, s.rank),
     )
@@ -237,3 +241,18 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
 
 def _step_key(step: str) -> tuple[int, str]:
     return (int(step), "") if step.isdigit() else (1 << 62, step)
+
+
+def _slower_ops(rank: int, summaries: dict[int, RankSummary]) -> tuple[tuple[str, int], ...]:
+    """The rank's top operators that take longer than on the median rank (over all steps)."""
+    own = summaries[rank]
+    others = [dict(s.top_ops) for r, s in summaries.items() if r != rank]
+    if not others:
+        return ()
+    excess = []
+    for name, ns in own.top_ops:
+        typical = median(o.get(name, 0) for o in others)
+        if ns > typical:
+            excess.append((name, int(ns - typical)))
+    excess.sort(key=lambda x: -x[1])
+    return tuple(excess[:3])

@@ -38,6 +38,7 @@ def distributed_json(d: Distributed) -> dict[str, Any]:
                 "computation_us": _us(s.computation_ns),
                 "computation_excess_us": _us(s.computation_excess_ns),
                 "share_pct": _r(s.share_pct),
+                "slower_ops": [{"name": n, "excess_us": _us(ns)} for n, ns in s.slower_ops],
             }
             for s in d.stragglers
         ],

@@ -28,17 +28,22 @@ def check_run(dist: Distributed) -> Finding | None:
         else "its computation is not longer than the others': look at its input pipeline, "
         "host (CPU contention, GC) or hardware (a slower/throttled GPU, a slower link)"
     )
+    steps = mean_steps(dist)
+    evidence = [
+        f"rank {top.rank} arrived last at {top.last_arrivals} of {top.matched_calls} "
+        f"matched collectives and caused {top.share_pct:.0f} % of all waiting "
+        f"({fmt_us(top.wait_caused_ns / 1000)} summed over ranks)",
+        f"what makes it slow: {cause}",
+    ]
+    if top.computation_excess_ns > 0 and top.slower_ops:
+        evidence.append("longer than on the median rank: " + ", ".join(
+            f"{name} +{fmt_us(ns / 1000 / steps)}/step" for name, ns in top.slower_ops))
     return Finding(
         id="straggler",
         title=f"Rank {top.rank} is a straggler: the other ranks wait for it at collectives",
         saving_us=saving_ns / 1000.0, saving_pct=pct,
         estimate="the waiting it causes at collectives, averaged over the other ranks and steps",
-        evidence=(
-            f"rank {top.rank} arrived last at {top.last_arrivals} of {top.matched_calls} "
-            f"matched collectives and caused {top.share_pct:.0f} % of all waiting "
-            f"({fmt_us(top.wait_caused_ns / 1000)} summed over ranks)",
-            f"what makes it slow: {cause}",
-        ),
+        evidence=tuple(evidence),
         fix=f"Profile rank {top.rank} alone and remove what makes it slower (uneven data "
             "sharding or sequence lengths, a slow data loader worker, another process on its "
             "host or GPU); balance the work per rank.",
