@@ -115,6 +115,15 @@ def test_processes_equal_serial_and_cli_json(tmp_path: Path,
     assert out["source"]["format"] == "run" and out["source"]["traces"] == 3
 
 
+def test_link_peak_pct(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(tmp_path, [1000, 1000])  # 4 MB in 1 ms: algbw 4 GB/s, busbw 4 GB/s (n = 2)
+    assert main(["report", str(tmp_path), "--format", "json", "--executor", "serial",
+                 "--link-gbps", "8"]) == 0
+    (coll,) = json.loads(capsys.readouterr().out)["distributed"]["collectives"]
+    assert coll["busbw_gbps"] == pytest.approx(4.0, rel=1e-3)
+    assert coll["link_peak_pct"] == pytest.approx(50.0, abs=0.1)
+
+
 def test_list_of_files_and_bad_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = write_run(tmp_path, [1000, 2000])
     bad = tmp_path / "rank2.json"

@@ -134,8 +134,12 @@ def _matched(summaries: Sequence[tuple[int, RankSummary]]) -> dict[tuple[str, st
 
 
 def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str = "order",
-                failed: Sequence[str] = ()) -> Distributed:
-    """The distributed view of ``ranked`` (rank, summary) pairs."""
+                failed: Sequence[str] = (), link_gbps: float | None = None) -> Distributed:
+    """The distributed view of ``ranked`` (rank, summary) pairs.
+
+    ``link_gbps``: the per-rank peak of the link collectives use (GB/s, as busbw), when the
+    user knows it; traces do not say which link (NVLink, PCIe, network) carried a call.
+    """
     ranks = [r for r, _ in ranked]
     groups = _matched(ranked)
     world = len(ranked)
@@ -217,7 +221,8 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
             collective=coll, pg=pg, group_size=group, calls=int(acc["calls"]),
             ranks=int(acc["ranks"]), bytes_per_call=bytes_per, dtype=dtype,
             time_ns=int(acc["time"]), transfer_ns=int(acc["transfer"]), algbw_gbps=algbw,
-            busbw_gbps=busbw, link_peak_pct=None,
+            busbw_gbps=busbw,
+            link_peak_pct=100.0 * busbw / link_gbps if busbw is not None and link_gbps else None,
         ))
     steps = tuple(
         StepStraggler(step=step, last_rank=max(w, key=lambda r: w[r]), wait_ns=sum(w.values()))

@@ -19,6 +19,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                        help="worker processes (pool or Dask LocalCluster; default: CPU count)")
     group.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="address of an existing Dask scheduler (implies --executor dask)")
+    group.add_argument("--link-gbps", type=float, default=None, metavar="GBPS",
+                       help="peak bandwidth of the collectives' link per rank (GB/s): adds "
+                       "%% of link peak to the collectives (bus bandwidth / peak)")
 
 
 def is_run_args(args: argparse.Namespace) -> bool:
@@ -34,7 +37,7 @@ def run_many(args: argparse.Namespace) -> int:
     run = find_run(args.path)
     err = Console(stderr=True)
     common = dict(executor=executor, workers=args.workers, scheduler=args.scheduler,
-                  use_cache=not args.no_cache)
+                  use_cache=not args.no_cache, link_gbps=args.link_gbps)
     if args.format == "text" and err.is_terminal:
         with Progress(TextColumn("ranks"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err, transient=True) as progress:

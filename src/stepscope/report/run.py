@@ -52,6 +52,7 @@ class RunReport:
 def build_run_report(run: Run, *, executor: str = "processes", workers: int | None = None,
                      scheduler: str | None = None, use_cache: bool = True,
                      storage_options: dict[str, Any] | None = None,
+                     link_gbps: float | None = None,
                      progress: Callable[[int, int], None] | None = None) -> RunReport:
     from stepscope.advice.run import advise_run
 
@@ -64,5 +65,5 @@ def build_run_report(run: Run, *, executor: str = "processes", workers: int | No
         raise TraceSourceError(f"{run.location}: no rank could be read ({failed[0]})")
     ranks, source = assign_ranks([p for p, _ in ok], [s.rank for _, s in ok])
     ranked = sorted(zip(ranks, (s for _, s in ok), strict=True), key=lambda rs: rs[0])
-    dist = analyse_run(ranked, rank_source=source, failed=failed)
+    dist = analyse_run(ranked, rank_source=source, failed=failed, link_gbps=link_gbps)
     return RunReport(run, dist, advise_run(dist))
