@@ -38,6 +38,8 @@ def test_straggler_sync_transfer_and_bandwidth(tmp_path: Path) -> None:
     assert rows[0].transfer_ns == pytest.approx(2_000_000, abs=1000)
     assert rows[0].sync_ns == pytest.approx(6_000_000, abs=1000)
     assert rows[2].sync_ns == 0
+    assert [(st.step, st.sync_ns, st.transfer_ns, st.computation_ns) for st in rows[0].per_step] \
+        == [("1", 3_000_000, 1_000_000, 1_000_000), ("2", 3_000_000, 1_000_000, 1_000_000)]
     assert rows[0].computation_ns == 2_000_000 and rows[2].computation_ns == 8_000_000
     assert rows[0].communication_ns == pytest.approx(8_000_000, abs=1000)
     assert rows[0].comm_overlap_pct == 0.0

@@ -35,6 +35,17 @@ def bus_factor(collective: str, n: int) -> float:
 
 
 @dataclass(frozen=True)
+class RankStep:
+    step: str
+    computation_ns: int
+    overlap_ns: int
+    communication_ns: int
+    other_ns: int
+    sync_ns: int  # of the matched calls starting in this step on this rank
+    transfer_ns: int
+
+
+@dataclass(frozen=True)
 class RankRow:
     rank: int
     path: str
@@ -46,6 +57,7 @@ class RankRow:
     transfer_ns: int
     comm_overlap_pct: float | None
     steps: int
+    per_step: tuple[RankStep, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,6 +164,8 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
     coll_acc: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     coll_meta: dict[tuple[str, str], tuple[int, str]] = {}
     matched: list[MatchedCall] = []
+    step_sync: dict[tuple[int, str], int] = defaultdict(int)
+    step_transfer: dict[tuple[int, str], int] = defaultdict(int)
     for (coll, pg, seq), by_rank in sorted(groups.items()):
         durs = np.array([c.dur_ns for c in by_rank.values()], dtype=np.int64)
         members = list(by_rank)
@@ -179,6 +193,8 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
         for r, c in by_rank.items():
             transfer[r] += shortest
             sync[r] += c.dur_ns - shortest
+            step_sync[(r, c.step)] += c.dur_ns - shortest
+            step_transfer[(r, c.step)] += shortest
         caused[last] += waited
         last_count[last] += 1
         matched.append(MatchedCall(
@@ -196,6 +212,12 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
             overlap_ns=s.total("overlap_ns"), communication_ns=s.total("communication_ns"),
             other_ns=s.total("other_ns"), sync_ns=sync[rank], transfer_ns=transfer[rank],
             comm_overlap_pct=s.comm_overlap_pct, steps=len(s.steps),
+            per_step=tuple(
+                RankStep(st.step, st.computation_ns, st.overlap_ns, st.communication_ns,
+                         st.other_ns, step_sync.get((rank, st.step), 0),
+                         step_transfer.get((rank, st.step), 0))
+                for st in s.steps
+            ),
         ))
     med = median(comp.values()) if comp else 0
     summaries = dict(ranked)

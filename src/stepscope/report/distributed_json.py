@@ -28,6 +28,13 @@ def distributed_json(d: Distributed) -> dict[str, Any]:
                 "communication_us": _us(r.communication_ns), "other_us": _us(r.other_ns),
                 "sync_us": _us(r.sync_ns), "transfer_us": _us(r.transfer_ns),
                 "comm_overlap_pct": _r(r.comm_overlap_pct),
+                "per_step": [
+                    {"step": st.step, "computation_us": _us(st.computation_ns),
+                     "overlap_us": _us(st.overlap_ns),
+                     "communication_us": _us(st.communication_ns), "other_us": _us(st.other_ns),
+                     "sync_us": _us(st.sync_ns), "transfer_us": _us(st.transfer_ns)}
+                    for st in r.per_step
+                ],
             }
             for r in d.ranks
         ],
