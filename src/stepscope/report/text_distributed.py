@@ -53,6 +53,13 @@ def render_run_text(report: RunReport, console: Console | None = None, top: int 
                        f"{s['last_arrivals']}/{s['matched_calls']}",
                        _ms(s["computation_excess_us"]))
         console.print(st)
+    if d["steps"]:
+        pt = Table(title="Per step: who made the others wait", title_justify="left")
+        for col in ("step", "last rank", "others waited ms"):
+            pt.add_column(col, justify="right")
+        for s in d["steps"][:top]:
+            pt.add_row(escape(s["step"] or "-"), str(s["last_rank"]), _ms(s["wait_us"]))
+        console.print(pt)
     if d["collectives"]:
         ct = Table(title="Collectives", title_justify="left")
         for col in ("collective", "group", "calls", "bytes/call", "time ms", "transfer ms",
