@@ -18,8 +18,10 @@ from stepscope.report.views import VIEWS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", help="trace file (.json, .json.gz, nsys .sqlite/.nsys-rep, ncu .csv) or URL "
-        "(s3://, gs://, az://, ...)"
+        "path", nargs="+",
+        help="trace file (.json, .json.gz, nsys .sqlite/.nsys-rep, ncu .csv, trtexec outputs) or "
+        "URL (s3://, gs://, az://, ...); a directory, a cloud prefix or several files make a "
+        "run of many ranks",
     )
     parser.add_argument(
         "--format",
@@ -67,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
     )
+    from stepscope.cli.report_run import add_run_arguments
+
+    add_run_arguments(parser)
 
 
 def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
@@ -77,12 +82,18 @@ def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.report_run import is_run_args, run_many
     from stepscope.formats.trtexec_load import is_trtexec_output
 
-    if is_trtexec_output(args.path):  # trtexec exports/log (file or folder): own report
+    if len(args.path) == 1 and is_trtexec_output(args.path[0]):
+        # trtexec exports/log (a file or a folder of them): the TensorRT report
         from stepscope.cli.report_tensorrt import run_tensorrt
 
+        args.path = args.path[0]
         return run_tensorrt(args)
+    if is_run_args(args):  # a directory, prefix or several files: a run of many ranks
+        return run_many(args)
+    args.path = args.path[0]
 
     from stepscope.formats.ncu import is_ncu_file, load_ncu
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from stepscope.errors import TraceFormatError
 from stepscope.formats.kineto_columns import (
+    F_COLL,
     F_DEVICE,
     F_GPU_ANN,
     F_HOST,
@@ -40,6 +41,7 @@ from stepscope.formats.kineto_lenient import repair_event
 from stepscope.formats.kineto_schema import DistributedInfo, Document, Event
 from stepscope.io.source import RawSource
 from stepscope.model.trace import (
+    Collectives,
     DeviceOps,
     DeviceProperties,
     GpuAnnotations,
@@ -51,7 +53,8 @@ from stepscope.model.trace import (
     TraceMeta,
 )
 
-READER_VERSION = "kineto-3"  # 2: input types, strides, concrete inputs; 3: repaired odd fields
+# 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table
+READER_VERSION = "kineto-4"
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -465,6 +468,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         gpu_annotations=GpuAnnotations.from_columns(_sorted(tables[F_GPU_ANN])),
         syncs=Syncs.from_columns(_sorted(tables[F_SYNC])),
         memory=MemoryRecords.from_columns(_sorted(tables[F_MEMORY])),
+        collectives=Collectives.from_columns(_sorted(tables[F_COLL])),
     )
 
 

@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.formats.kineto_comms import collective_rows
 from stepscope.formats.kineto_schema import EMPTY_ARGS, Event
 from stepscope.model.trace import (
     DEV_KERNEL,
@@ -23,12 +24,14 @@ from stepscope.model.trace import (
     HOST_ANNOTATION,
     HOST_OP,
     HOST_PYTHON,
+    Collectives,
 )
 
 Columns = dict[str, npt.NDArray[Any]]
 
 # Event families (F_TRACE spans and _NO_FAMILY get no table)
 F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE, F_MEMORY, _NO_FAMILY = range(8)
+F_COLL = 8  # collective calls: built from the host and device buckets, not a category
 
 # Per family, the columns holding ids into the chunk's string table (remapped on merge).
 STRING_COLUMNS: dict[int, tuple[str, ...]] = {
@@ -39,6 +42,7 @@ STRING_COLUMNS: dict[int, tuple[str, ...]] = {
     F_GPU_ANN: ("name",),
     F_SYNC: ("name",),
     F_MEMORY: ("tid",),
+    F_COLL: ("name", "collective", "dtype", "pg"),
 }
 
 # category (lower-case) -> (family, kind)
@@ -346,6 +350,31 @@ _CAT = attrgetter("cat")
 _IS_X = "X".__eq__
 
 
+def _collectives(
+    host: list[Event], device: list[Event], strings: Strings, skipped: Counter[str]
+) -> Columns:
+    rows = collective_rows(host, device, skipped)
+    if not rows:
+        return {k: np.empty(0, dtype=v) for k, v in Collectives.DTYPES.items()}
+    ts_us, dur_us, on_dev, names, colls, ins, outs, dtypes, groups, pgs = zip(*rows, strict=True)
+    ts = np.array(ts_us, dtype=np.float64)
+    dur = np.array(dur_us, dtype=np.float64)
+    keep = np.isfinite(ts) & np.isfinite(dur) & (ts >= 0) & (dur >= 0) & (ts < MAX_TS_US)
+    def sid(values: tuple[str | None, ...]) -> npt.NDArray[np.int32]:
+        return np.array([-1 if v is None else strings.id(v) for v in values], dtype=np.int32)
+    cols: Columns = {
+        "ts": us_to_ns(np.where(keep, ts, 0.0)),
+        "dur": np.rint(np.where(keep, dur, 0.0) * 1000.0).astype(np.int64),
+        "on_device": np.array(on_dev, dtype=np.int8),
+        "name": sid(names), "collective": sid(colls),
+        "in_nelems": _ints(list(ins)), "out_nelems": _ints(list(outs)),
+        "dtype": sid(dtypes),
+        "group_size": np.clip(_ints(list(groups)), -1, 2**31 - 1).astype(np.int32),
+        "pg": sid(pgs),
+    }
+    return {k: v[keep] for k, v in cols.items()}
+
+
 def build_chunk(events: list[Event]) -> ChunkResult:
     """Split events by family and build their columns.
 
@@ -397,6 +426,7 @@ def build_chunk(events: list[Event]) -> ChunkResult:
         F_GPU_ANN: _ranges_on_device(buckets[F_GPU_ANN], strings, skipped, False),
         F_SYNC: _ranges_on_device(buckets[F_SYNC], strings, skipped, True),
         F_MEMORY: _memory(buckets[F_MEMORY], strings, skipped),
+        F_COLL: _collectives(buckets[F_HOST], buckets[F_DEVICE], strings, skipped),
     }
     repairs: Counter[str] = Counter()
     _count_string_bytes(buckets[F_RUNTIME], repairs)

@@ -38,6 +38,13 @@ class Args(msgspec.Struct, gc=False):
     addr: int = msgspec.field(default=-1, name="Addr")
     total_allocated: int = msgspec.field(default=-1, name="Total Allocated")
     total_reserved: int = msgspec.field(default=-1, name="Total Reserved")
+    # collective communication args (record_param_comms, NCCL kernels, c10d ops)
+    coll_name: str | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: int = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: int = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: int = msgspec.field(default=-1, name="Group size")
+    dtype: str | None = None
+    pg_name: int | str | None = msgspec.field(default=None, name="Process Group Name")
 
 
 EMPTY_ARGS = Args()

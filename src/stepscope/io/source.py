@@ -143,7 +143,9 @@ def _read_url(path: str, storage_options: dict[str, Any] | None) -> RawSource:
     except FileNotFoundError:
         raise TraceSourceError(f"{path}: no such object") from None
     except Exception as exc:  # network and credential errors come in many types
-        raise TraceSourceError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+        from stepscope.io.cloud_errors import storage_error
+
+        raise TraceSourceError(storage_error(path, exc)) from None
     if not blob:
         raise TraceFormatError(f"{path}: file is empty")
     version = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified")

@@ -1,6 +1,7 @@
 """The format-free, columnar representation every analysis works on."""
 
 from stepscope.model.trace import (
+    Collectives,
     DeviceDetails,
     DeviceOps,
     DeviceProperties,
@@ -16,6 +17,7 @@ from stepscope.model.trace import (
 )
 
 __all__ = [
+    "Collectives",
     "DeviceDetails",
     "DeviceOps",
     "DeviceProperties",

@@ -314,6 +314,46 @@ def _empty(cls: type[T]) -> Callable[[], T]:
 
 
 @dataclass(frozen=True)
+class Collectives(_Table):
+    """Collective calls with their communication arguments (one row per event carrying them).
+
+    Rows come from ``record_param_comms`` / ``nccl:*`` / ``gloo:*`` host ranges and from
+    device kernels that carry Kineto's collective args (``Collective name``, ``In msg nelems``,
+    ``dtype``, ``Group size``, ``Process Group Name``). For gloo ranges without those args the
+    element count comes from ``Input Dims`` and the dtype from ``Input type``.
+    """
+
+    ts: I64
+    dur: I64
+    on_device: I8  # 1: a device kernel, 0: a host range
+    name: I32  # the event's own name
+    collective: I32  # normalised collective name ("allreduce", "allgather", ...), -1 unknown
+    in_nelems: I64
+    out_nelems: I64
+    dtype: I32  # dtype as written ("Float", "float", "BFloat16", ...), -1 unknown
+    group_size: I32
+    pg: I32  # "Process Group Name", -1 unknown
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "ts": np.int64,
+        "dur": np.int64,
+        "on_device": np.int8,
+        "name": np.int32,
+        "collective": np.int32,
+        "in_nelems": np.int64,
+        "out_nelems": np.int64,
+        "dtype": np.int32,
+        "group_size": np.int32,
+        "pg": np.int32,
+    }
+
+
+def empty_collectives() -> Collectives:
+    cols = {k: np.empty(0, dtype=v) for k, v in Collectives.DTYPES.items()}
+    return Collectives.from_columns(cols)
+
+
+@dataclass(frozen=True)
 class DeviceProperties:
     id: int
     name: str
@@ -370,6 +410,7 @@ class Trace:
     nvtx: NvtxRanges = field(default_factory=_empty(NvtxRanges))
     osrt: OsCalls = field(default_factory=_empty(OsCalls))
     device_details: DeviceDetails = field(default_factory=_empty(DeviceDetails))
+    collectives: Collectives = field(default_factory=empty_collectives)
     _masks: dict[Callable[[str], object], npt.NDArray[np.bool_]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -384,6 +425,7 @@ class Trace:
         "nvtx": NvtxRanges,
         "osrt": OsCalls,
         "device_details": DeviceDetails,
+        "collectives": Collectives,
     }
 
     def name(self, string_id: int) -> str:

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.report.build import Report
+from stepscope.report.text_distributed import render_rank_part
 from stepscope.report.text_efficiency import render_efficiency
 from stepscope.report.text_findings import render_findings
 from stepscope.report.text_layout import (
@@ -72,6 +73,7 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
         render_memory_and_modules(console, data)
         render_nsys(data, console, report.top)
         render_ncu(data.get("ncu"), console, report.top)
+        render_rank_part(console, data)
 
 
 def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from stepscope.analysis.distributed import Distributed
+
 from ..context import Context
 from ..finding import Finding
 from ..tensorrt_context import TrtContext
@@ -30,6 +32,9 @@ from . import (
     occupancy,
     optimizer,
     pageable,
+    rank_imbalance,
+    rank_overlap,
+    straggler,
     sync,
     tensor_cores,
     trt_enqueue,
@@ -81,4 +86,13 @@ TRT_RULES: dict[str, TrtRuleFn] = {
     "trt-transfer-bound": trt_transfers.check,
     "trt-unstable-timings": trt_unstable.check,
     "trt-small-batch": trt_small_batch.check,
+}
+
+# Multi-rank rules: they read a run's distributed view (analysis.distributed), not one trace.
+RunRuleFn = Callable[[Distributed], "Finding | None"]
+
+RUN_RULES: dict[str, RunRuleFn] = {
+    "straggler": straggler.check_run,
+    "low-comm-overlap": rank_overlap.check_run,
+    "rank-imbalance": rank_imbalance.check_run,
 }

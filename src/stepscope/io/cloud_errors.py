@@ -1,0 +1,28 @@
+"""One-line messages for cloud storage failures; never the credentials or signed URLs."""
+
+from __future__ import annotations
+
+_DENIED = ("403", "401", "forbidden", "accessdenied", "access denied", "invalidaccesskeyid",
+           "signaturedoesnotmatch", "authenticationfailed", "authorizationfailure",
+           "invalid_grant", "unauthorized", "credential")
+_UNREACHABLE = ("connect", "timeout", "timed out", "name resolution", "unreachable")
+
+CREDENTIAL_HINTS = {
+    "s3": "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)",
+    "gs": "GOOGLE_APPLICATION_CREDENTIALS",
+    "gcs": "GOOGLE_APPLICATION_CREDENTIALS",
+    "az": "AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_NAME / _KEY",
+    "abfs": "AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_NAME / _KEY",
+}
+
+
+def storage_error(path: str, exc: BaseException, action: str = "read") -> str:
+    """``path: access denied ...`` / ``cannot reach ...`` / ``cannot read (TypeName)``."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    scheme = path.split("://", 1)[0].lower() if "://" in path else ""
+    if isinstance(exc, PermissionError) or any(tok in text for tok in _DENIED):
+        hint = CREDENTIAL_HINTS.get(scheme, "the storage credentials")
+        return f"{path}: access denied; check the credentials ({hint})"
+    if isinstance(exc, (ConnectionError, TimeoutError)) or any(t in text for t in _UNREACHABLE):
+        return f"{path}: cannot reach the storage service ({type(exc).__name__})"
+    return f"{path}: cannot {action} ({type(exc).__name__})"

@@ -1,0 +1,69 @@
+"""A run's report: summarise every rank (any executor), reduce, advise; JSON and text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepscope.advice.finding import Finding
+from stepscope.analysis.comm import RankSummary
+from stepscope.analysis.distributed import Distributed, analyse_run
+from stepscope.errors import TraceSourceError
+from stepscope.io.listing import is_run_location, list_traces
+from stepscope.model.run import Run, assign_ranks
+from stepscope.parallel.executor import map_ranks
+from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
+from stepscope.report.distributed_json import distributed_json
+
+SCHEMA = "stepscope.report/1"
+
+
+def find_run(locations: Sequence[str], storage_options: dict[str, Any] | None = None) -> Run:
+    """A directory or prefix of rank traces, or an explicit list of trace paths."""
+    if len(locations) == 1:
+        loc = locations[0]
+        return Run(loc, tuple(list_traces(loc, storage_options)))
+    if not locations:
+        raise TraceSourceError("no trace given")
+    return Run(locations[0], tuple(locations))
+
+
+def is_run(locations: Sequence[str], storage_options: dict[str, Any] | None = None) -> bool:
+    return len(locations) > 1 or is_run_location(locations[0], storage_options)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run: Run
+    distributed: Distributed
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "source": {"path": self.run.location, "format": "run", "traces": len(self.run.paths),
+                       "partial": bool(self.distributed.failed)},
+            "distributed": distributed_json(self.distributed),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def build_run_report(run: Run, *, executor: str = "processes", workers: int | None = None,
+                     scheduler: str | None = None, use_cache: bool = True,
+                     storage_options: dict[str, Any] | None = None,
+                     link_gbps: float | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> RunReport:
+    from stepscope.advice.run import advise_run
+
+    tasks = [RankTask(p, use_cache, storage_options) for p in run.paths]
+    results = map_ranks(summarise_rank, tasks, executor=executor, workers=workers,
+                        scheduler=scheduler, progress=progress)
+    ok = [(t.path, r) for t, r in zip(tasks, results, strict=True) if isinstance(r, RankSummary)]
+    failed = [r.error for r in results if isinstance(r, RankFailure)]
+    if not ok:
+        raise TraceSourceError(f"{run.location}: no rank could be read ({failed[0]})")
+    ranks, source = assign_ranks([p for p, _ in ok], [s.rank for _, s in ok])
+    ranked = sorted(zip(ranks, (s for _, s in ok), strict=True), key=lambda rs: rs[0])
+    dist = analyse_run(ranked, rank_source=source, failed=failed, link_gbps=link_gbps)
+    return RunReport(run, dist, advise_run(dist))
