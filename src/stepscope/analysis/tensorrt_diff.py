@@ -161,7 +161,14 @@ def layer_nodes(name: str) -> tuple[str, ...]:
 
 
 def _nodes(r: LayerRow) -> tuple[str, ...]:
-    """ONNX nodes from the layer info's Metadata when present, else those the name lists."""
+    """ONNX nodes from the layer info's Metadata when present, else those the name lists.
+
+    A reformat runs no network node: its name quotes the layer it feeds ("Reformatting
+    CopyNode for Input Tensor 0 to conv + relu"), and reading nodes out of that would make
+    the reformat own half of that layer's nodes and fake a fusion in identical engines.
+    """
+    if r.is_reformat:
+        return ()
     return r.onnx_nodes or layer_nodes(r.name)
 
 
