@@ -112,3 +112,17 @@ def test_code_comments_move_above_instead_of_folding() -> None:
         "loader = DataLoader(ds,", "    # load batches in parallel worker processes",
         "    num_workers=8,", ")"]
     assert comments_above(code, 200) == code
+
+
+def test_names_equal_without_namespaces_stay_distinct() -> None:
+    names = ["KernelExecutor::compile", "CompiledKernel::compile", "x::f(int)", "x::f(float)"]
+    shorts = short_names(names, 12)
+    assert len(set(shorts)) == 4 and all(len(s) <= 12 for s in shorts), shorts
+
+
+def test_names_differing_in_two_places_stay_distinct() -> None:
+    names = [f"resnet50/conv{s}_block{b}_2_conv/Conv2D + resnet50/conv{s}_block{b}_2_relu/Relu"
+             for s in (2, 4, 5) for b in (1, 2, 3)]
+    for width in (18, 24, 40):
+        shorts = short_names(names, width)
+        assert len(set(shorts)) == len(names) and all(len(s) <= width for s in shorts), shorts
