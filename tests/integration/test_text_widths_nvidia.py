@@ -96,3 +96,23 @@ def test_tensorrt_diff_fits_every_width(width: int) -> None:
     assert "B is 3.03x the speed of A" in text
     matched = text.split("Matched layers (77;")[1].split("\n\n")[0]
     assert "−260.1" in matched or width < 80  # the largest change, A → B in µs
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_ncu_section_fits_every_width(width: int) -> None:
+    from pathlib import Path
+
+    from stepscope.analysis.ncu_join import join_ncu
+    from stepscope.formats.ncu import load_ncu
+    from stepscope.report.ncu_json import ncu_json
+    from stepscope.report.text_ncu import render_ncu
+
+    path = Path(__file__).resolve().parent.parent / "data" / "ncu" / "superbench_cublaslt_ncu.log"
+    data = ncu_json(join_ncu(load_ncu(str(path)), None))
+    text = _render(lambda c: render_ncu(data, c, 5), width)
+    lines = _check(text, width)
+    header = "\n".join(lines[2:8])
+    assert "SM" in header and "(%)" in header
+    k = data["kernels"][0]
+    row = next(line for line in lines if line.startswith("cutlass3x"))
+    assert row.split()[1] == f"{k['sm_throughput_pct']:.0f}"  # SM (%), kept at every width

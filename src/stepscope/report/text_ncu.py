@@ -20,6 +20,7 @@ from stepscope.report.text_layout import (
     text_column,
 )
 
+KERNEL_NAME = 28  # narrow terminals drop the limiter and DRAM before the kernel's name
 RULE_TEXT = 160  # characters of a rule's description; the JSON report has all of it
 
 
@@ -45,7 +46,8 @@ def render_ncu(data: dict[str, Any] | None, console: Console, top: int) -> None:
         text_column("limiter", [k["occupancy_limiter"] for k in shown], keep=2),
         Column("speedup (%)", [MISSING if b is None else f"≤{b:.0f}" for b in best], keep=5),
     ]
-    print_table(console, fit_table(console, "kernel", [k["name"] for k in shown], columns))
+    print_table(console, fit_table(console, "kernel", [k["name"] for k in shown], columns,
+                                   min_name=KERNEL_NAME))
     for k in shown:
         opt = [r for r in k["rules"] if r["estimated_speedup_pct"]]
         opt.sort(key=lambda r: -r["estimated_speedup_pct"])
