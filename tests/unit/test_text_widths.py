@@ -126,3 +126,26 @@ def test_names_differing_in_two_places_stay_distinct() -> None:
     for width in (18, 24, 40):
         shorts = short_names(names, width)
         assert len(set(shorts)) == len(names) and all(len(s) <= width for s in shorts), shorts
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 200])
+def test_memory_command_text_fits(tmp_path: Path, width: int) -> None:
+    import json
+    import pickle
+
+    from tests.unit.test_memory_files import built_snapshot
+
+    from stepscope.cli.memory import analyse, render_memory_text
+
+    snap = tmp_path / "s.pickle"
+    snap.write_bytes(pickle.dumps(built_snapshot(oom=True), protocol=4))
+    timeline = tmp_path / "t.raw.json"
+    timeline.write_text(json.dumps([[1000, 2, 64, 4], [2000, 2, 1 << 20, 1]]))
+    for path in (snap, timeline):
+        out = io.StringIO()
+        render_memory_text(analyse(str(path)), Console(file=out, width=width, color_system=None))
+        lines = out.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= width
+        assert not any(re.fullmatch(r"\s*(MiB|GiB|B|[\d,.]+)\s*", line) for line in lines)
+    rows = [line.split() for line in lines]
+    assert ["optimizer_state", "1.00"] in rows  # MiB, the unit in the header

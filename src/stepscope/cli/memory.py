@@ -63,7 +63,7 @@ def render_memory_text(out: dict[str, Any], console: Console) -> None:
                 if b]
         if cats:
             print_table(console, fit_table(
-                console, "category at the peak", [c for c, _ in cats],
+                console, "category", [c for c, _ in cats],
                 [bytes_column("size", [b for _, b in cats], keep=9)], indent=2), indent=2)
         return
     for f in out["findings"]:
@@ -74,7 +74,7 @@ def render_memory_text(out: dict[str, Any], console: Console) -> None:
             hanging(console, "  • ", Text(line))
         fix = Text("fix: ", style="bold green")
         fix.append(f["fix"]["text"])
-        hanging(console, "  ", fix)
+        hanging(console, "  ", fix, extra=2)
     for d in r["devices"]:
         say(console, f"[bold]GPU {d['device']}[/]: reserved {fmt_bytes(d['reserved_bytes'])}, "
                      f"allocated {fmt_bytes(d['allocated_bytes'])}, inactive "
