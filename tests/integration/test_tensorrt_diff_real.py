@@ -39,6 +39,8 @@ def test_identical_engines_show_no_difference() -> None:
     assert c.fusions == ()  # reformats quoting the layer they feed once faked 76 fusions
     text = _text(c)
     assert "Fusion differences" not in text and "fuses" not in text
+    assert "Matched layers (103; no layer's time changed; slowest first)" in text
+    assert c.matched[0].a_ms == pytest.approx(0.4332, abs=1e-4)  # Conv__435 + conv1_relu
 
 
 def test_fp32_vs_fp16_shows_only_the_real_differences() -> None:

@@ -253,7 +253,8 @@ def compare_engines(a: TrtAnalysis, b: TrtAnalysis) -> EngineComparison:
     for na, nb in paired.items():
         matched.append(_delta(na if na == nb else f"{na} ⇄ {nb}", ia[na], ib[nb]))
     paired_b = set(paired.values())
-    matched.sort(key=lambda d: (-abs(d.delta_ms), d.name))
+    # equal changes (identical engines: all zero): the slower layers first
+    matched.sort(key=lambda d: (-abs(d.delta_ms), -max(d.a_ms or 0.0, d.b_ms or 0.0), d.name))
     only_a = sorted(
         (_delta(n, ia[n], None) for n in ia if n not in ib and n not in paired),
         key=lambda d: (-(d.a_ms or 0.0), d.name),

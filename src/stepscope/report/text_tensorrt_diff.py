@@ -42,7 +42,9 @@ def render_engine_diff(c: EngineComparison, console: Console | None = None, top:
         say(console, f"B is [bold]{c.speedup:.2f}x[/] the speed of A per inference")
     if c.matched:
         console.print()
-        say(console, f"[bold]Matched layers[/] ({len(c.matched)}; largest changes first)")
+        same = all(d.delta_ms == 0.0 for d in c.matched)
+        order = "no layer's time changed; slowest first" if same else "largest changes first"
+        say(console, f"[bold]Matched layers[/] ({len(c.matched)}; {order})")
         _matched(console, c.matched[:top])
     for label, rows, side in (("Only in A", c.only_a, "a"), ("Only in B", c.only_b, "b")):
         if rows:
