@@ -20,6 +20,22 @@ def column_unit(values_us: Iterable[float]) -> tuple[str, float, str]:
     return "µs", 1.0, "{:,.1f}"
 
 
+def column_unit_ns(values_ns: Iterable[float]) -> tuple[str, float, str]:
+    """``column_unit`` for columns kept in ns (Nsight Systems): ns while every value is
+    under a microsecond, then µs, then ms, as for µs columns."""
+    largest = max(values_ns, default=0.0)
+    if largest >= 1e6:
+        return "ms", 1e6, "{:,.2f}"
+    if largest >= 1e3:
+        return "µs", 1e3, "{:,.1f}"
+    return "ns", 1.0, "{:,.0f}"
+
+
+def format_ns(ns: float) -> str:
+    """ns as one value with its unit, as ``format_us`` and '212 ns' under a microsecond."""
+    return format_us(ns / 1e3) if ns >= 1e3 else f"{ns:,.0f} ns"
+
+
 _BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
 

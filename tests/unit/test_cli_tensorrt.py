@@ -184,8 +184,10 @@ def test_nsys_text(
     )
     assert main(["report", str(tmp_path), "--nsys", str(db), "--top", "5"]) == 0
     out = capsys.readouterr().out
-    assert "GPU (nsys)" in out and "1 outside any layer range" in out
-    assert "nsys: ampere_h16816cudnn_x 1.200 ms ×4" in out
+    assert "(nsys)" in out and "1 outside any layer range" in out
+    row = next(line for line in out.splitlines() if line.startswith("Conv_1 + Relu_2"))
+    assert row.split()[-1] == "1.20"  # GPU (nsys) in ms, the unit in the header
+    assert "nsys: ampere_h16816cudnn_x 1.20 ms ×4" in out
 
 
 def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

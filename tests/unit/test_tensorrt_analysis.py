@@ -355,3 +355,16 @@ def test_iteration_series_buckets() -> None:
     assert s.enqueue_mean_ms == pytest.approx((0.5, 0.5))
     full = iteration_series(t)
     assert full.bucket == 1 and full.compute_mean_ms == (1.0, 3.0, 2.0, 2.0, 5.0)
+
+
+def test_identical_engines_with_reformats_have_no_fusion_differences() -> None:
+    rows = [
+        ("Reformatting CopyNode for Input Tensor 0 to Conv_1 + Relu_2", 0.05, "Reformat",
+         "FP32", "FP16"),
+        ("Conv_1 + Relu_2", 0.3, "CaskConvolution", "FP16", "FP16"),
+    ]
+    a = analyse_tensorrt(run(rows, name="a"))
+    b = analyse_tensorrt(run(rows, name="b"))
+    c = compare_engines(a, b)
+    assert c.fusions == () and not c.only_a and not c.only_b
+    assert [d.delta_ms for d in c.matched] == [0.0, 0.0]

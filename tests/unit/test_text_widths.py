@@ -112,3 +112,40 @@ def test_code_comments_move_above_instead_of_folding() -> None:
         "loader = DataLoader(ds,", "    # load batches in parallel worker processes",
         "    num_workers=8,", ")"]
     assert comments_above(code, 200) == code
+
+
+def test_names_equal_without_namespaces_stay_distinct() -> None:
+    names = ["KernelExecutor::compile", "CompiledKernel::compile", "x::f(int)", "x::f(float)"]
+    shorts = short_names(names, 12)
+    assert len(set(shorts)) == 4 and all(len(s) <= 12 for s in shorts), shorts
+
+
+def test_names_differing_in_two_places_stay_distinct() -> None:
+    names = [f"resnet50/conv{s}_block{b}_2_conv/Conv2D + resnet50/conv{s}_block{b}_2_relu/Relu"
+             for s in (2, 4, 5) for b in (1, 2, 3)]
+    for width in (18, 24, 40):
+        shorts = short_names(names, width)
+        assert len(set(shorts)) == len(names) and all(len(s) <= width for s in shorts), shorts
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 200])
+def test_memory_command_text_fits(tmp_path: Path, width: int) -> None:
+    import json
+    import pickle
+
+    from tests.unit.test_memory_files import built_snapshot
+
+    from stepscope.cli.memory import analyse, render_memory_text
+
+    snap = tmp_path / "s.pickle"
+    snap.write_bytes(pickle.dumps(built_snapshot(oom=True), protocol=4))
+    timeline = tmp_path / "t.raw.json"
+    timeline.write_text(json.dumps([[1000, 2, 64, 4], [2000, 2, 1 << 20, 1]]))
+    for path in (snap, timeline):
+        out = io.StringIO()
+        render_memory_text(analyse(str(path)), Console(file=out, width=width, color_system=None))
+        lines = out.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= width
+        assert not any(re.fullmatch(r"\s*(MiB|GiB|B|[\d,.]+)\s*", line) for line in lines)
+    rows = [line.split() for line in lines]
+    assert ["optimizer_state", "1.00"] in rows  # MiB, the unit in the header

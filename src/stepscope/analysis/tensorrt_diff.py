@@ -161,7 +161,14 @@ def layer_nodes(name: str) -> tuple[str, ...]:
 
 
 def _nodes(r: LayerRow) -> tuple[str, ...]:
-    """ONNX nodes from the layer info's Metadata when present, else those the name lists."""
+    """ONNX nodes from the layer info's Metadata when present, else those the name lists.
+
+    A reformat runs no network node: its name quotes the layer it feeds ("Reformatting
+    CopyNode for Input Tensor 0 to conv + relu"), and reading nodes out of that would make
+    the reformat own half of that layer's nodes and fake a fusion in identical engines.
+    """
+    if r.is_reformat:
+        return ()
     return r.onnx_nodes or layer_nodes(r.name)
 
 
@@ -246,7 +253,8 @@ def compare_engines(a: TrtAnalysis, b: TrtAnalysis) -> EngineComparison:
     for na, nb in paired.items():
         matched.append(_delta(na if na == nb else f"{na} ⇄ {nb}", ia[na], ib[nb]))
     paired_b = set(paired.values())
-    matched.sort(key=lambda d: (-abs(d.delta_ms), d.name))
+    # equal changes (identical engines: all zero): the slower layers first
+    matched.sort(key=lambda d: (-abs(d.delta_ms), -max(d.a_ms or 0.0, d.b_ms or 0.0), d.name))
     only_a = sorted(
         (_delta(n, ia[n], None) for n in ia if n not in ib and n not in paired),
         key=lambda d: (-(d.a_ms or 0.0), d.name),

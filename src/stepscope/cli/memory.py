@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from stepscope.analysis.memory_timeline import category_timeline
 from stepscope.analysis.snapshot import snapshot_analysis
@@ -17,8 +17,9 @@ from stepscope.formats.memory_timeline import looks_like_timeline, timeline_from
 from stepscope.formats.snapshot import PICKLE_PROTO, loads_plain, snapshot_from_data
 from stepscope.io.source import read_source
 from stepscope.report.memory_json import snapshot_json, timeline_json
-from stepscope.report.text import format_us
+from stepscope.report.text_layout import bytes_column, fit_table, hanging, print_table, say
 from stepscope.units import format_bytes as fmt_bytes
+from stepscope.units import format_us
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,36 +49,50 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
         return 0
-    console = Console()
+    render_memory_text(out, Console())
+    return 0
+
+
+def render_memory_text(out: dict[str, Any], console: Console) -> None:
+    """The text form of :func:`analyse`'s result, wrapped to the console's width."""
     r = out["result"]
     if out["kind"] == "timeline":
-        console.print(f"[bold]Memory timeline[/]: peak {fmt_bytes(r['peak_bytes'])} at "
-                      f"{format_us(r['peak_us'])}")
-        for cat, b in sorted(r["at_peak_bytes"].items(), key=lambda kv: -kv[1]):
-            if b:
-                console.print(f"  {cat:<16} {fmt_bytes(b):>12}")
-        return 0
+        say(console, f"[bold]Memory timeline[/]: peak {fmt_bytes(r['peak_bytes'])} at "
+                     f"{format_us(r['peak_us'])}")
+        cats = [(c, b) for c, b in sorted(r["at_peak_bytes"].items(), key=lambda kv: -kv[1])
+                if b]
+        if cats:
+            print_table(console, fit_table(
+                console, "category", [c for c, _ in cats],
+                [bytes_column("size", [b for _, b in cats], keep=9)], indent=2), indent=2)
+        return
     for f in out["findings"]:
-        console.print(f"[bold red]{escape(f['title'])}[/] [{f['severity']}]")
+        head = Text(f["title"], style="bold red")
+        head.append(f" [{f['severity']}]", style="")
+        hanging(console, "", head)
         for line in f["evidence"]:
-            console.print(f"  • {escape(line)}")
-        console.print(f"  [bold green]fix:[/] {escape(f['fix']['text'])}")
+            hanging(console, "  • ", Text(line))
+        fix = Text("fix: ", style="bold green")
+        fix.append(f["fix"]["text"])
+        hanging(console, "  ", fix, extra=2)
     for d in r["devices"]:
-        console.print(f"[bold]GPU {d['device']}[/]: reserved {fmt_bytes(d['reserved_bytes'])}, "
-                      f"allocated {fmt_bytes(d['allocated_bytes'])}, inactive "
-                      f"{fmt_bytes(d['inactive_bytes'])} ({d['fragmentation_pct']:.1f} %; "
-                      f"{d['split_inactive_blocks']} split blocks, "
-                      f"{fmt_bytes(d['split_inactive_bytes'])})")
+        say(console, f"[bold]GPU {d['device']}[/]: reserved {fmt_bytes(d['reserved_bytes'])}, "
+                     f"allocated {fmt_bytes(d['allocated_bytes'])}, inactive "
+                     f"{fmt_bytes(d['inactive_bytes'])} ({d['fragmentation_pct']:.1f} %; "
+                     f"{d['split_inactive_blocks']} split blocks, "
+                     f"{fmt_bytes(d['split_inactive_bytes'])})")
         if d["peak_allocated_bytes"] is not None:
-            console.print(f"  trace: {d['trace_entries']:,} entries, peak allocated "
-                          f"{fmt_bytes(d['peak_allocated_bytes'])}")
+            say(console, f"  trace: {d['trace_entries']:,} entries, peak allocated "
+                         f"{fmt_bytes(d['peak_allocated_bytes'])}")
         for o in d["ooms"]:
-            console.print(f"  [red]out of memory[/]: asked {fmt_bytes(o['requested_bytes'])} "
-                          f"with {fmt_bytes(o['allocated_bytes'])} allocated, "
-                          f"{fmt_bytes(o['device_free_bytes'])} free on the device")
+            say(console, f"  [red]out of memory[/]: asked {fmt_bytes(o['requested_bytes'])} "
+                         f"with {fmt_bytes(o['allocated_bytes'])} allocated, "
+                         f"{fmt_bytes(o['device_free_bytes'])} free on the device")
         for title, sites in (("live now", d["sites"]), ("live at the peak", d["peak_sites"])):
             if sites:
-                console.print(f"  top allocation sites, {title}:")
-                for s in sites[:5]:
-                    console.print(f"    {fmt_bytes(s['bytes']):>12}  {escape(s['site'][:100])}")
-    return 0
+                say(console, f"  top allocation sites, {title}:")
+                top = sites[:5]
+                print_table(console, fit_table(
+                    console, "site", [s["site"] for s in top],
+                    [bytes_column("size", [s["bytes"] for s in top], keep=9)], indent=4),
+                    indent=4)

@@ -164,8 +164,8 @@ def _gpu(console: Console, diff: Diff) -> None:
     console.print()
     say(console, "[bold]GPU metrics[/]")
     for g in rows:
-        b = "n/a" if g.base is None else f"{g.base:.2f} %"
-        n = "n/a" if g.new is None else f"{g.new:.2f} %"
+        b = MISSING if g.base is None else f"{g.base:.2f} %"
+        n = MISSING if g.new is None else f"{g.new:.2f} %"
         d = "" if g.delta is None else f" ({g.delta:+.2f} points)"
         say(console, f"  GPU {escape(g.device)} {g.metric}: {b} → {n}{d}")
 

@@ -20,7 +20,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.units import bytes_unit, column_unit
+from stepscope.units import bytes_unit, column_unit, column_unit_ns
 
 MIN_NAME = 16  # narrowest name column before columns are dropped
 MAX_NAME = 100  # wider names push the numbers too far from short names to read across
@@ -121,11 +121,22 @@ def short_names(names: Sequence[str], width: int) -> list[str]:
         fulls = {names[i] for i in members}
         if len(fulls) < 2:
             continue
-        plains = [_plain(names[i]) for i in members]
-        for k, i in enumerate(members):
-            others = [p for j, p in enumerate(plains) if j != k and p != plains[k]]
-            pos = max(_common_prefix(plains[k], o) for o in others)
-            shorts[i] = _around(plains[k], width, pos)
+        # the shortest spelling under which they still differ ('A::compile' and
+        # 'B::compile' are both 'compile' once namespaces go)
+        plains = next(
+            p for p in ([_plain(names[i]) for i in members],
+                        [strip_params(names[i].removeprefix("void ")) for i in members],
+                        [names[i] for i in members])
+            if len(set(p)) == len(fulls))
+        # Show each around where it last parts from a neighbour; names that differ in two
+        # places (conv5_block1, conv2_block1, conv5_block2) may need the first place, or
+        # a window over both.
+        parts = [[_common_prefix(p, o) for o in plains if o != p] for p in plains]
+        tries = [[_around(p, width, pick(at)) for p, at in zip(plains, parts, strict=True)]
+                 for pick in (max, min, lambda at: (min(at) + max(at)) // 2)]
+        best = next((t for t in tries if len(set(t)) == len(set(plains))), tries[0])
+        for i, short in zip(members, best, strict=True):
+            shorts[i] = short
     return shorts
 
 
@@ -154,10 +165,25 @@ class Column:
         return text[:head] + "…" + text[-(self.width - head - 1):]
 
 
-def time_column(header: str, values_us: Sequence[float], keep: int = 0) -> Column:
-    """Durations in one unit for the column, named in the header: 'self (ms)'."""
-    unit, div, fmt = column_unit(values_us)
-    return Column(f"{header} ({unit})", [fmt.format(v / div) for v in values_us], keep)
+def time_column(header: str, values_us: Sequence[float | None], keep: int = 0) -> Column:
+    """Durations in one unit for the column, named in the header: 'self (ms)'; None reads
+    MISSING."""
+    unit, div, fmt = column_unit(v for v in values_us if v is not None)
+    return Column(f"{header} ({unit})",
+                  [MISSING if v is None else fmt.format(v / div) for v in values_us], keep)
+
+
+def ns_column(header: str, values_ns: Sequence[float], keep: int = 0) -> Column:
+    """``time_column`` for durations in ns (Nsight Systems): 'total (ms)', 'med (ns)'."""
+    unit, div, fmt = column_unit_ns(values_ns)
+    return Column(f"{header} ({unit})", [fmt.format(v / div) for v in values_ns], keep)
+
+
+def text_column(header: str, values: Sequence[str | None], keep: int = 0,
+                max_width: int | None = None) -> Column:
+    """Left-aligned words (a type, a precision); missing values read MISSING."""
+    return Column(header, [MISSING if v is None or v == "" else v for v in values], keep,
+                  justify="left", max_width=max_width)
 
 
 def bytes_column(header: str, values: Sequence[float], keep: int = 0) -> Column:

@@ -6,11 +6,22 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
+from stepscope.report.text_layout import (
+    MISSING,
+    Column,
+    fit_table,
+    hanging,
+    pct_column,
+    print_table,
+    say,
+    short_name,
+    text_column,
+)
 
-def _pct(x: float | None) -> str:
-    return "" if x is None else f"{x:.0f} %"
+KERNEL_NAME = 28  # narrow terminals drop the limiter and DRAM before the kernel's name
+RULE_TEXT = 160  # characters of a rule's description; the JSON report has all of it
 
 
 def render_ncu(data: dict[str, Any] | None, console: Console, top: int) -> None:
@@ -18,24 +29,32 @@ def render_ncu(data: dict[str, Any] | None, console: Console, top: int) -> None:
         return
     kernels = data["kernels"]
     console.print()
-    console.print(f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {len(kernels)} "
-                  f"kernel launch(es), {data['matched']} matched to the trace")
-    width = max(16, console.width - 66)
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    for col in ("SM", "memory", "DRAM", "occ. ach/theo", "limiter", "speedup"):
-        table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=width)
-    for k in kernels[:top]:
-        occ = f"{_pct(k['achieved_occupancy_pct'])}/{_pct(k['theoretical_occupancy_pct'])}"
-        best = k["best_speedup_pct"]
-        table.add_row(_pct(k["sm_throughput_pct"]), _pct(k["memory_throughput_pct"]),
-                      _pct(k["dram_throughput_pct"]), occ, escape(k["occupancy_limiter"] or ""),
-                      "" if best is None else f"≤{best:.0f} %", escape(k["name"]))
-    console.print(table)
-    for k in kernels[:top]:
+    say(console, f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {len(kernels)} "
+                 f"kernel launch(es), {data['matched']} matched to the trace")
+    shown = kernels[:top]
+    if not shown:
+        return
+    best = [k["best_speedup_pct"] for k in shown]
+    columns = [
+        pct_column("SM", [k["sm_throughput_pct"] for k in shown], keep=7, digits=0),
+        pct_column("memory", [k["memory_throughput_pct"] for k in shown], keep=6, digits=0),
+        pct_column("DRAM", [k["dram_throughput_pct"] for k in shown], keep=3, digits=0),
+        pct_column("occ. achieved", [k["achieved_occupancy_pct"] for k in shown], keep=4,
+                   digits=0),
+        pct_column("occ. theoretical", [k["theoretical_occupancy_pct"] for k in shown],
+                   keep=1, digits=0),
+        text_column("limiter", [k["occupancy_limiter"] for k in shown], keep=2),
+        Column("speedup (%)", [MISSING if b is None else f"≤{b:.0f}" for b in best], keep=5),
+    ]
+    print_table(console, fit_table(console, "kernel", [k["name"] for k in shown], columns,
+                                   min_name=KERNEL_NAME))
+    for k in shown:
         opt = [r for r in k["rules"] if r["estimated_speedup_pct"]]
         opt.sort(key=lambda r: -r["estimated_speedup_pct"])
         for r in opt[:3]:
-            console.print(f"  [dim]{escape(k['name'][:40])}[/] {escape(r['name'])} "
-                          f"(≤{r['estimated_speedup_pct']:.0f} %): "
-                          f"{escape(r['description'][:160])}")
+            desc = r["description"]
+            if len(desc) > RULE_TEXT:
+                desc = desc[: RULE_TEXT - 1] + "…"
+            line = Text(short_name(k["name"], 40), style="dim")
+            line.append(f" {r['name']} (≤{r['estimated_speedup_pct']:.0f} %): {desc}")
+            hanging(console, "  ", line, extra=2)

@@ -6,9 +6,18 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
-from stepscope.report.text_layout import short_name
+from stepscope.report.text_layout import (
+    bytes_column,
+    count_column,
+    fit_table,
+    hanging,
+    ns_column,
+    pct_column,
+    print_table,
+    say,
+)
 
 TITLES = (
     ("cuda_api_sum", "CUDA API summary (cuda_api_sum)", "name"),
@@ -18,19 +27,12 @@ TITLES = (
     ("nvtx_sum", "NVTX ranges (nvtx_sum)", "name"),
     ("osrt_sum", "OS runtime calls (osrt_sum)", "name"),
 )
-NAME_WIDTH = 60
 
 
-def _ns(v: float) -> str:
-    if v >= 1e6:
-        return f"{v / 1e6:,.2f} ms"
-    if v >= 1e3:
-        return f"{v / 1e3:,.1f} µs"
-    return f"{v:,.0f} ns"
-
-
-def _short(name: str, width: int) -> str:
-    return short_name(name, width)
+def _label(r: dict[str, Any], label: str) -> str:
+    """The row's name; NVTX start/end ranges carry their style ('[StartEnd]')."""
+    name = str(r[label])
+    return name if r.get("style", "PushPop") == "PushPop" else f"{name} [{r['style']}]"
 
 
 def render_nsys(data: dict[str, Any], console: Console, top: int) -> None:
@@ -38,46 +40,46 @@ def render_nsys(data: dict[str, Any], console: Console, top: int) -> None:
     if not nsys:
         return
     export = nsys["export"]
-    width = max(16, min(NAME_WIDTH, console.width - 62))
     console.print()
-    console.print(f"[bold]Nsight Systems[/] export (schema {escape(str(export['schema_version']))}"
-                  f", {escape(str(export['producer']))})")
+    say(console, f"[bold]Nsight Systems[/] export (schema "
+                 f"{escape(str(export['schema_version']))}, {escape(str(export['producer']))})")
     for d in export.get("diagnostics", [])[:5]:
-        console.print(f"  [dim]nsys {escape(d)}[/]")
+        hanging(console, "  ", Text(f"nsys {d}", style="dim"), extra=2)
     for key, title, label in TITLES:
         rows = nsys[key][:top]
         if not rows:
             continue
         console.print()
-        console.print(f"[bold]{title}[/]")
-        table = Table(show_edge=False, box=None, pad_edge=False)
-        for col in ("time %", "total", "count", "avg", "med", "max"):
-            table.add_column(col, justify="right", no_wrap=True)
-        table.add_column(label, overflow="ellipsis", no_wrap=True, max_width=width)
-        for r in rows:
-            name = r[label] if "style" not in r or r["style"] == "PushPop" else \
-                f"{r[label]} [{r['style']}]"
-            table.add_row(f"{r['time_pct']:.1f}", _ns(r["total_ns"]), f"{r['count']:,}",
-                          _ns(r["avg_ns"]), _ns(r["med_ns"]), _ns(r["max_ns"]),
-                          escape(_short(name, width)))
-        console.print(table)
+        say(console, f"[bold]{title}[/]")
+        columns = [
+            pct_column("time", [r["time_pct"] for r in rows], keep=6),
+            ns_column("total", [r["total_ns"] for r in rows], keep=7),
+            count_column("count", [r["count"] for r in rows], keep=5),
+            ns_column("avg", [r["avg_ns"] for r in rows], keep=4),
+            ns_column("med", [r["med_ns"] for r in rows], keep=2),
+            ns_column("max", [r["max_ns"] for r in rows], keep=3),
+        ]
+        print_table(console, fit_table(console, label, [_label(r, label) for r in rows],
+                                       columns))
     proj = nsys["nvtx_gpu_proj_sum"][:top]
     if proj:
         console.print()
-        console.print("[bold]NVTX ranges projected onto the GPU (nvtx_gpu_proj_sum)[/]")
-        table = Table(show_edge=False, box=None, pad_edge=False)
-        for col in ("GPU proj.", "range", "instances", "GPU ops"):
-            table.add_column(col, justify="right", no_wrap=True)
-        table.add_column("name", overflow="ellipsis", no_wrap=True, max_width=width)
-        for p in proj:
-            table.add_row(_ns(p["total_proj_ns"]), _ns(p["total_range_ns"]),
-                          f"{p['instances']:,}", f"{p['total_gpu_ops']:,}",
-                          escape(_short(p["name"], width)))
-        console.print(table)
+        say(console, "[bold]NVTX ranges projected onto the GPU (nvtx_gpu_proj_sum)[/]")
+        columns = [
+            ns_column("GPU proj.", [p["total_proj_ns"] for p in proj], keep=7),
+            ns_column("range", [p["total_range_ns"] for p in proj], keep=5),
+            count_column("instances", [p["instances"] for p in proj], keep=3),
+            count_column("GPU ops", [p["total_gpu_ops"] for p in proj], keep=4),
+        ]
+        print_table(console, fit_table(console, "name", [p["name"] for p in proj], columns))
     sizes = nsys["cuda_gpu_mem_size_sum"]
     if sizes:
         console.print()
-        console.print("[bold]GPU memory operations by size (cuda_gpu_mem_size_sum)[/]")
-        for r in sizes:
-            console.print(f"  {escape(r['operation'])}: {r['total_bytes'] / 1e6:,.3f} MB in "
-                          f"{r['count']:,} op(s), max {r['max_bytes'] / 1e6:,.3f} MB")
+        say(console, "[bold]GPU memory operations by size (cuda_gpu_mem_size_sum)[/]")
+        columns = [
+            bytes_column("total", [r["total_bytes"] for r in sizes], keep=7),
+            count_column("count", [r["count"] for r in sizes], keep=5),
+            bytes_column("max", [r["max_bytes"] for r in sizes], keep=3),
+        ]
+        print_table(console, fit_table(console, "operation", [r["operation"] for r in sizes],
+                                       columns))

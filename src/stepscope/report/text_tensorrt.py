@@ -2,27 +2,50 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.report.tensorrt import TrtReport
 from stepscope.report.text_findings import render_findings
+from stepscope.report.text_layout import (
+    MISSING,
+    Column,
+    fit_table,
+    hanging,
+    pct_column,
+    print_table,
+    say,
+    short_name,
+    text_column,
+    time_column,
+)
+from stepscope.units import column_unit, format_us
 
-NAME_WIDTH = 60
+LAYER_NAME = 28  # layer names say what runs: narrow terminals drop columns before them
 
 
-def _ms(ms: float | None) -> str:
-    if ms is None:
-        return ""
-    return f"{ms:,.3f} ms" if ms >= 1 else f"{ms * 1000:,.1f} µs"
+def _files(console: Console, files: list[str]) -> None:
+    """The folder once, then the file names (a long shared path folded five times)."""
+    if len(files) > 1:
+        folder = os.path.commonpath(files)
+        hanging(console, "files in ", Text(folder + os.sep, style="dim"), extra=2)
+        hanging(console, "  ", Text(", ".join(os.path.relpath(f, folder) for f in files),
+                                    style="dim"), extra=2)
+    elif files:
+        hanging(console, "file: ", Text(files[0], style="dim"), extra=2)
 
 
-def _short(name: str, width: int = NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+def _us(ms: float | None) -> float | None:
+    return None if ms is None else ms * 1000.0
+
+
+def _t(ms: float | None) -> str:
+    """A time in prose: '433.2 µs', '12.40 ms'; MISSING when unknown."""
+    return MISSING if ms is None else format_us(ms * 1000.0)
 
 
 def render_trt_text(report: TrtReport, console: Console | None = None) -> None:
@@ -30,42 +53,41 @@ def render_trt_text(report: TrtReport, console: Console | None = None) -> None:
     data = report.to_json()
     t = data["tensorrt"]
     console.rule(Text(f"stepscope report — TensorRT engine {t['engine']}", style="bold"))
-    bits = [f"TensorRT {escape(t['trt_version'])}" if t["trt_version"] else "trtexec outputs"]
+    bits = [f"TensorRT {t['trt_version']}" if t["trt_version"] else "trtexec outputs"]
     if data["devices"]:
-        bits.append(escape(str(data["devices"][0]["name"] or "")))
+        bits.append(str(data["devices"][0]["name"] or ""))
     if t["engine_precision"]:
         bits.append(f"engine precision {t['engine_precision']}")
     if t["batch"] is not None:
         bits.append(f"batch {t['batch']}")
-    console.print(" · ".join(b for b in bits if b))
-    console.print("[dim]files: " + escape(", ".join(t["files"])) + "[/]")
+    hanging(console, "", Text(" · ".join(b for b in bits if b)))
+    _files(console, t["files"])
     for w in data["source"]["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        hanging(console, "warning: ", Text(w))
     _summary(console, t)
     render_findings(console, report.findings, unit="inference")
     _layers(console, t, report.top)
     km = t.get("kernel_mapping")
     if km:
-        console.print(
+        console.print()
+        say(console,
             f"[bold]Kernels → layers[/] (nsys {escape(str(t['kernels_source']))}): "
             f"{km['mapped_kernels']:,} kernels in {km['layers_with_kernels']} layers, "
-            f"{km['unmapped_kernels']:,} outside any layer range ({_ms(km['unmapped_ms'])})"
-        )
+            f"{km['unmapped_kernels']:,} outside any layer range ({_t(km['unmapped_ms'])})")
     _mix(console, t)
     if t["trtexec_warnings"]:
         console.print()
-        console.print("[bold]trtexec warnings[/]")
+        say(console, "[bold]trtexec warnings[/]")
         for w in t["trtexec_warnings"][:10]:
-            console.print(f"  {escape(w)}")
+            hanging(console, "  ", Text(w), extra=2)
 
 
 def _summary(console: Console, t: dict[str, Any]) -> None:
     s = t["summary"]
     console.print()
     if s is None:
-        console.print(
-            "[bold]Performance summary[/]: not available (no log, metadata or --exportTimes)"
-        )
+        say(console,
+            "[bold]Performance summary[/]: not available (no log, metadata or --exportTimes)")
         return
     src = {
         "log": "trtexec log",
@@ -75,25 +97,23 @@ def _summary(console: Console, t: dict[str, Any]) -> None:
     head = f"[bold]Performance summary[/] ({src.get(s['source'], s['source'])})"
     if s["throughput_qps"] is not None:
         head += f": throughput {s['throughput_qps']:,.1f} qps"
-    console.print(head)
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    for col in ("metric", "min", "median", "mean", "p99", "max"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    say(console, head)
+    # Latency and enqueue time differ a thousandfold: one unit per row, named in its label.
+    names: list[str] = []
+    cells: list[list[str]] = []
     for name, m in s["metrics"].items():
-        table.add_row(
-            escape(name),
-            _ms(m["min_ms"]),
-            _ms(m["median_ms"]),
-            _ms(m["mean_ms"]),
-            _ms(m["percentiles_ms"].get("p99")),
-            _ms(m["max_ms"]),
-        )
-    console.print(table)
+        row = [m["min_ms"], m["median_ms"], m["mean_ms"], m["percentiles_ms"].get("p99"),
+               m["max_ms"]]
+        unit, div, fmt = column_unit(v * 1000.0 for v in row if v is not None)
+        names.append(f"{name} ({unit})")
+        cells.append([MISSING if v is None else fmt.format(v * 1000.0 / div) for v in row])
+    columns = [Column(h, [c[i] for c in cells], keep) for i, (h, keep) in
+               enumerate((("min", 3), ("median", 5), ("mean", 4), ("p99", 2), ("max", 1)))]
+    print_table(console, fit_table(console, "metric", names, columns))
     if t["timing_cv_pct"] is not None:
-        console.print(
+        say(console,
             f"  GPU compute coefficient of variance: {t['timing_cv_pct']:.2f} % "
-            f"over {t['iterations_timed']:,} timed iterations"
-        )
+            f"over {t['iterations_timed']:,} timed iterations")
 
 
 def _layers(console: Console, t: dict[str, Any], top: int) -> None:
@@ -108,75 +128,58 @@ def _layers(console: Console, t: dict[str, Any], top: int) -> None:
         if t["profiled_iterations"]
         else "per inference"
     )
-    console.print(
+    say(console,
         f"[bold]Layers[/] ({len(rows)}; top {min(top, len(rows))} by time, {what}; "
-        f"sum {_ms(t['layer_total_ms'])})"
-    )
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("layer", overflow="ellipsis", no_wrap=True, max_width=NAME_WIDTH)
-    for col in ("avg", "share", "type", "prec.", "in → out"):
-        table.add_column(col, justify="right" if col in ("avg", "share") else "left", no_wrap=True)
-    gpu = any(r["gpu_ms"] is not None for r in rows)
-    if gpu:
-        table.add_column("GPU (nsys)", justify="right", no_wrap=True)
+        f"sum {_t(t['layer_total_ms'])})")
     shown = order[:top]
-    for r in shown:
-        io = (
+    columns = [
+        Column("#", [str(r["index"]) for r in shown], keep=6),
+        time_column("avg", [_us(r["average_ms"]) for r in shown], keep=9),
+        pct_column("share", [r["share_pct"] for r in shown], keep=8),
+        text_column("type", [r["type"] for r in shown], keep=4),
+        text_column("prec.", [r["precision"] for r in shown], keep=5),
+        text_column("in → out", [
             f"{_dtypes(r['input_types'])} → {_dtypes(r['output_types'])}"
-            if r["input_types"] or r["output_types"]
-            else ""
-        )
-        cells = [
-            str(r["index"]),
-            escape(_short(r["name"], 40)),
-            _ms(r["average_ms"]),
-            "" if r["share_pct"] is None else f"{r['share_pct']:.1f} %",
-            escape(r["type"]),
-            r["precision"] or "",
-            escape(io),
-        ]
-        if gpu:
-            cells.append(_ms(r["gpu_ms"]))
-        table.add_row(*cells)
-    console.print(table)
+            if r["input_types"] or r["output_types"] else None for r in shown], keep=2),
+    ]
+    if any(r["gpu_ms"] is not None for r in rows):
+        columns.append(time_column("GPU (nsys)", [_us(r["gpu_ms"]) for r in shown], keep=7))
+    print_table(console, fit_table(console, "layer", [r["name"] for r in shown], columns,
+                                   min_name=LAYER_NAME))
     console.print()
-    console.print("[bold]What those layers are[/] (decoded names and kernels)")
+    say(console, "[bold]What those layers are[/] (decoded names and kernels)")
     for r in shown:
         what = r["decoded"]["summary"]
         if r["kernel"]:
             what += " | kernel: " + r["kernel"]["summary"]
         if r["gpu_kernels"]:
             what += " | nsys: " + ", ".join(
-                f"{_short(k['name'], 40)} {_ms(k['ms'])} ×{k['launches']}"
+                f"{short_name(k['name'], 40)} {_t(k['ms'])} ×{k['launches']}"
                 for k in r["gpu_kernels"][:3]
             )
-        console.print(f"  {r['index']:>3}  {escape(what)}")
+        hanging(console, f"  {r['index']:>3}  ", Text(what))
 
 
 def _dtypes(types: list[str]) -> str:
-    return ",".join(dict.fromkeys(types)) or "-"
+    return ",".join(dict.fromkeys(types)) or MISSING
 
 
 def _mix(console: Console, t: dict[str, Any]) -> None:
     rf = t["reformats"]
     console.print()
-    console.print(
-        f"[bold]Reformat layers[/]: {rf['layers']} · {_ms(rf['average_ms'])} per inference "
+    say(console,
+        f"[bold]Reformat layers[/]: {rf['layers']} · {_t(rf['average_ms'])} per inference "
         f"({rf['share_pct']:.1f} % of layer time) · {rf['converting_precision']} convert "
-        "the data type"
-    )
+        "the data type")
     mix = t["precision_mix"]
     if mix:
-        console.print(
+        say(console,
             "[bold]Precision mix[/] (by layer time): "
             + ", ".join(
                 f"{escape(s['key'])} {s['share_pct']:.1f} % ({s['layers']} layers)" for s in mix
-            )
-        )
+            ))
     types = t["by_type"][:8]
     if types and any(s["key"] != "unknown" for s in types):
-        console.print(
+        say(console,
             "[bold]By layer type[/]: "
-            + ", ".join(f"{escape(s['key'])} {s['share_pct']:.1f} %" for s in types)
-        )
+            + ", ".join(f"{escape(s['key'])} {s['share_pct']:.1f} %" for s in types))
