@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -345,11 +346,19 @@ def _vendor(devices: tuple[DeviceProperties, ...], strings: list[str], has_devic
 _TRUNCATED = re.compile(r"truncated|unexpected end", re.IGNORECASE)
 
 
+# One read at a time per process: the chunk buffer (_BUFFER) and the fork-shared body
+# (_SHARED) are module state, and msgspec.Raw fields point into the buffer until the chunk's
+# columns are built. The dashboard loads traces on threads; without this, two concurrent
+# reads corrupted each other's strings (input types, shapes). Reads still use processes.
+_READ_LOCK = threading.Lock()
+
+
 def read_kineto(source: RawSource, *, workers: int | None = None,
                 progress: ProgressFn | None = None) -> Trace:
     """Parse a Kineto Chrome-trace JSON into a columnar Trace (raises TraceFormatError)."""
     try:
-        return _read_kineto(source, workers, progress)
+        with _READ_LOCK:
+            return _read_kineto(source, workers, progress)
     except RecursionError:
         raise TraceFormatError(
             f"{source.path}: JSON nested too deeply to be a trace (hostile or corrupt file)"
