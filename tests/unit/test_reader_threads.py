@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.builders import TraceBuilder
 
 from stepscope.formats import kineto, load_trace
-from tests.builders import TraceBuilder
 
 
 def _trace_file(tmp_path: Path, name: str, shape: int) -> Path:
