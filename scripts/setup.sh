@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[torch,test,lightning,web]"
+.venv/bin/python -m pip install --quiet -e ".[torch,test,lightning,web,nsys]"
 # The web front end (dashboard + HTML report): npm packages from the npm registry, built by
 # Vite into src/stepscope/server/static (package data; not committed).
 if command -v npm >/dev/null 2>&1; then

@@ -79,10 +79,19 @@ class TraceBuilder:
         cat: str = "cpu_op",
         input_dims: Any = None,
         stack: str | None = None,
+        input_types: list[str] | None = None,
+        concrete: list[str] | None = None,
+        strides: Any = None,
     ) -> dict[str, Any]:
         args: dict[str, Any] = {"External id": self._ext()}
         if input_dims is not None:
             args["Input Dims"] = input_dims
+        if input_types is not None:
+            args["Input type"] = input_types
+        if concrete is not None:
+            args["Concrete Inputs"] = concrete
+        if strides is not None:
+            args["Input Strides"] = strides
         if stack is not None:
             args["Call stack"] = stack
         return self._complete(cat, name, PID, tid, ts, dur, args)

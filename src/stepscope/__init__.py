@@ -31,7 +31,7 @@ def load(path: str, *, cache: bool = True, storage_options: dict[str, Any] | Non
     return load_trace(path, use_cache=cache, storage_options=storage_options)
 
 
-def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+def build_report(trace: Trace, *, top: int = 15, step: int | None = None) -> Report:
     """Run every analysis and the advisor over ``trace``; ``.to_json()``, ``render_text``."""
     from stepscope.report.build import build_report as _build
 

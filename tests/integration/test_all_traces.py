@@ -127,8 +127,10 @@ def test_report_cli_text(rel: str, reports: dict[str, dict[str, Any]],
     assert "stepscope report" in out
     assert f"{data['source']['events']:,} events" in out
     assert "Step time" in out
-    for g in data["gpu"]:
-        assert f"{g['utilization_pct']:.2f} %" in out
+    for g in data["gpu"]:  # the GPU table's utilization column (%), as in the JSON
+        row = next(line for line in out.splitlines() if line.startswith(f"{g['device']} "))
+        util = g["utilization_pct"]
+        assert (f"{util:.2f}" if util is not None else "–") in row.split()
 
 
 @pytest.mark.parametrize("rel", TRACES)

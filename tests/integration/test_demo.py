@@ -83,7 +83,7 @@ def test_cli_prints_both_reports_and_the_throughputs(tmp_path: Path,
     assert main(["demo", "--outdir", str(tmp_path), "--steps", "4", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert out.index("Run 1/2") < out.index("Run 2/2") < out.index("Before / after")
-    assert out.count("stepscope report —") == 2
+    assert out.count("─ stepscope report ─") == 2
     assert "before: ~" in out and "after:  ~" in out and "samples/sec" in out
     has_html = importlib.util.find_spec("stepscope.report.html") is not None
     for when in ("before", "after"):

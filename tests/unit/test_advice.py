@@ -14,6 +14,7 @@ from tests.builders import TraceBuilder
 from stepscope.advice import RULES, Finding, advise
 from stepscope.advice.context import Context, first_user_frame
 from stepscope.analysis.suite import run_analyses
+from stepscope.report.text_findings import render_finding
 
 GEMM_TC = "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"  # noqa: E501
 
@@ -209,7 +210,7 @@ def test_json_and_text_rendering(tmp_path: Path) -> None:
     assert set(data) == {"id", "title", "severity", "estimated_saving", "evidence",
                          "source_lines", "fix", "references"}
     console = Console(record=True, width=120)
-    fs[0].render_text(console, 1)
+    render_finding(console, fs[0], 1)
     out = console.export_text()
     assert "1. " in out and "fix:" in out
 

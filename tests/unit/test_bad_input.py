@@ -63,9 +63,22 @@ def test_empty_gzip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_truncated_gzip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    full = _good().write(tmp_path, "full.json.gz").read_bytes()
+    """Salvaged like a truncated .json (issue 9): the complete events, with the warning."""
+    b = _good()
+    full = b.write(tmp_path, "full.json.gz").read_bytes()
     p = tmp_path / "cut.json.gz"
     p.write_bytes(full[: len(full) // 2])
+    t = stepscope.load(str(p), cache=False)
+    assert 0 < t.meta.events < len(b.events)
+    assert any("gzip data is truncated" in w for w in t.meta.warnings)
+    assert any("file is truncated" in w for w in t.meta.warnings)
+
+
+def test_gzip_cut_inside_the_header_is_an_error(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    full = _good().write(tmp_path, "full.json.gz").read_bytes()
+    p = tmp_path / "cut.json.gz"
+    p.write_bytes(full[:12])
     with pytest.raises(TraceSourceError, match="truncated"):
         stepscope.load(str(p))
     _assert_one_line_error(p, capsys, "truncated")
@@ -134,7 +147,7 @@ def test_unknown_categories_and_bad_durations_are_counted(tmp_path: Path) -> Non
     assert not names & {"huge", "nots", "far"}
 
 
-def test_wrong_field_types_skip_only_those_events(tmp_path: Path) -> None:
+def test_wrong_field_types_drop_only_those_fields(tmp_path: Path) -> None:
     b = _good()
     b.events += [
         {"ph": "X", "cat": "kernel", "name": 5, "ts": 1, "dur": 1},
@@ -145,10 +158,15 @@ def test_wrong_field_types_skip_only_those_events(tmp_path: Path) -> None:
         "not an event", 17, None, [1, 2],
     ]
     t = b.load(tmp_path)
-    # the out-of-range correlation is kept, with the correlation marked missing (-1)
-    assert len(t.device) == 31
+    # issue 9: an odd field is coerced ("name": 5 -> "5") or dropped ("args": "oops"), the
+    # event kept; the out-of-range correlation is kept, marked missing (-1); "ts": "soon"
+    # leaves an event without a time (skipped), and the four non-objects are skipped
+    assert len(t.device) == 33
     assert sorted(t.device.correlation)[0] == -1
-    assert sum(t.meta.skipped.values()) >= 7
+    assert t.meta.skipped["missing or invalid timestamp"] == 1
+    assert t.meta.skipped["malformed event (not an object, or unrepairable fields)"] == 4
+    (w,) = [w for w in t.meta.warnings if w.startswith("fields of the wrong type")]
+    assert "name: number -> string" in w and "args: dropped" in w and "ts: dropped" in w
 
 
 def _truncate_uncompressed(tmp_path: Path, frac: float) -> tuple[Path, int]:

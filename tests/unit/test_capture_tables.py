@@ -51,9 +51,9 @@ def test_row_limit_and_sources(cpu_prof: Any, tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     stepscope.export_trace(cpu_prof, str(path))
     assert _render(trace, n=3) == _render(str(path), n=3)
-    table = _render(trace, n=3).split("Top operators by input shape")[0]
-    rows = [line for line in table.splitlines() if line.startswith("aten::")]
-    assert len(rows) == 3
+    table = _render(trace, n=3).split("Top operators by self CPU time")[1]
+    body = table.split("\noperator ", 1)[1].split("\n\n")[0].splitlines()[1:]
+    assert len(body) == 3, body  # which operators lead depends on the machine's load
 
 
 def test_gpu_trace_has_the_device_table() -> None:
@@ -81,8 +81,9 @@ def test_numbers_in_the_tables(tmp_path: Path) -> None:
         b.launch(add, "cudaLaunchKernel", 4010, 10, kernel="add_kernel", k_ts=4100, k_dur=500)
     lines = [line.split() for line in _render(b.load(tmp_path)).splitlines()]
     device = lines.index(["Top", "operators", "by", "self", "device", "time"])
-    # name, calls, share of self device time, self/total device, self/total CPU
-    assert lines[device + 2] == ["aten::mm", "1", "75.0%", "1.50", "ms", "1.50", "ms",
-                                 "2.99", "ms", "3.00", "ms"]
-    assert lines[device + 3] == ["aten::add", "1", "25.0%", "500.0", "µs", "500.0", "µs",
-                                 "990.0", "µs", "1.00", "ms"]
+    # name, calls, share of self device time, self/total device, self/total CPU; one unit
+    # per column, in the header (ms once any value in the column reaches 1 ms)
+    header = next(i for i in range(device + 1, len(lines)) if lines[i][:1] == ["operator"])
+    assert lines[header] == ["operator", "calls", "(%)", "(ms)", "(ms)", "(ms)", "(ms)"]
+    assert lines[header + 1] == ["aten::mm", "1", "75.0", "1.50", "1.50", "2.99", "3.00"]
+    assert lines[header + 2] == ["aten::add", "1", "25.0", "0.50", "0.50", "0.99", "1.00"]

@@ -31,8 +31,10 @@ def advise(analyses: Analyses, rules: dict[str, Rule] | None = None) -> list[Fin
             continue
         if out is None:
             continue
+        # memory findings save no time (saving 0) but carry their own severity
         findings.extend(f for f in (out if isinstance(out, list) else [out])
-                        if f.saving_pct >= MIN_SAVING_PCT)
+                        if f.saving_pct >= MIN_SAVING_PCT
+                        or (f.saving_us == 0.0 and f.severity != "low"))
     findings.sort(key=lambda f: (-f.saving_us, f.id))
     if failed:
         findings.append(Finding(

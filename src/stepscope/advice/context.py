@@ -17,8 +17,9 @@ from stepscope.analysis.links import gather
 from stepscope.analysis.optree import NodeTimes
 from stepscope.analysis.suite import Analyses
 from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON
+from stepscope.units import format_us
 
-from .finding import Finding, fmt_us
+from .finding import Finding
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -250,6 +251,7 @@ class Context:
         out: dict[str, float] = {}
         if len(py) == 0:
             return out
+        t_first, t_last = int(host.ts[py].min()), int(host.end[py].max())
         for tid in np.unique(host.tid[host_idx]).tolist():
             frames = py[host.tid[py] == tid]
             q = host_idx[host.tid[host_idx] == tid]
@@ -268,17 +270,41 @@ class Context:
             ok = (k >= 0) & (fend[np.maximum(k, 0)] >= qend)
             if not ok.any():
                 continue
-            names_ = host.name[frames[k[ok]]]
-            ids, inv = np.unique(names_, return_inverse=True)
+            hit = frames[k[ok]]
+            # frames already running when profiling began (and still running at its end)
+            # carry the line where profiling started (prof.step()), not their loop line
+            outer = (host.ts[hit] <= t_first + OUTER_FRAME_NS) & (
+                host.end[hit] >= t_last - OUTER_FRAME_NS)
+            keys = host.name[hit].astype(np.int64) * 2 + outer
+            ids, inv = np.unique(keys, return_inverse=True)
             w = np.bincount(inv, weights=qw[ok])
-            for sid, wt in zip(ids.tolist(), w.tolist(), strict=False):
-                frame = self.trace.strings[sid]
+            for key, wt in zip(ids.tolist(), w.tolist(), strict=False):
+                frame = self.trace.strings[key // 2]
+                if key % 2:
+                    frame = outer_frame_label(frame)
                 out[frame] = out.get(frame, 0.0) + wt
         return out
 
 
+OUTER_FRAME_NS = 1_000_000
+_TRACER_FRAME = re.compile(r"^(.*)\((\d+)\): (.*)$")
+
+
+def outer_frame_label(frame: str) -> str:
+    """'train.py(99): _train' of a frame running the whole capture, named honestly.
+
+    The Python tracer names frames already on the stack when profiling starts with their
+    line at that moment: the prof.step() (or profiler start) line, not the loop's line.
+    """
+    m = _TRACER_FRAME.match(frame)
+    if not m:
+        return frame
+    return (f"{m.group(1)}: {m.group(3)}() — the function running the loop (no loop line "
+            f"in the trace; line {m.group(2)} is where profiling started)")
+
+
 def fmt_ns(ns: float) -> str:
-    return fmt_us(ns / 1000.0)
+    return format_us(ns / 1000.0)
 
 
 def top_by_name(names: npt.NDArray[np.int32], weight: F64, strings: tuple[str, ...],

@@ -5,10 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.syntax import Syntax
-
 SEVERITIES = ("high", "medium", "low")
 HIGH_PCT = 10.0  # saving >= 10 % of the step
 MEDIUM_PCT = 3.0
@@ -55,28 +51,3 @@ class Finding:
             "fix": {"text": self.fix, "code": self.code},
             "references": list(self.references),
         }
-
-    def render_text(self, console: Console, index: int) -> None:
-        colour = {"high": "red", "medium": "yellow", "low": "cyan"}[self.severity]
-        console.print(
-            f"\n[bold]{index}. {escape(self.title)}[/] [{colour}]{self.severity}[/] · "
-            f"saves up to [bold]{fmt_us(self.saving_us)}[/] per step "
-            f"({self.saving_pct:.1f} % of the step) [dim]\\[{escape(self.id)}][/]"
-        )
-        console.print(f"   [dim]estimate: {escape(self.estimate)}[/]")
-        for line in self.evidence:
-            console.print(f"   • {escape(line)}")
-        if self.source_lines:
-            console.print("   [bold]source lines[/] (from with_stack):")
-            for line in self.source_lines:
-                console.print(f"     {escape(line)}")
-        console.print(f"   [bold green]fix:[/] {escape(self.fix)}")
-        if self.code:
-            console.print(Syntax(self.code, "python", theme="ansi_dark", padding=(0, 0, 0, 5),
-                                 background_color="default"))
-        for ref in self.references:
-            console.print(f"   [dim]see {escape(ref)}[/]")
-
-
-def fmt_us(us: float) -> str:
-    return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"

@@ -4,8 +4,8 @@
 - est. SM efficiency: Σ over elementary segments of min(Σ blocks-per-SM of running kernels, 1)
   × segment length, clipped to the window, / |window|
 - est. achieved occupancy: Kineto's per-kernel estimate, weighted by duration inside the window
-- Tensor Core share: kernel time of Tensor-Core kernels / all kernel time (kernels launched
-  by an operator), whole trace
+- Tensor Core share: kernel time of Tensor-Core kernels / all compute kernel time (kernels
+  launched by an operator, communication kernels excluded), whole trace
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def gpu_metrics(
     span = max(hi - lo, 1)
     props: dict[int, DeviceProperties] = {p.id: p for p in trace.meta.devices}
     tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]
-    owned = links.device_runtime >= 0
+    # communication kernels are not compute: they stay out of the Tensor Core denominator
+    owned = (links.device_runtime >= 0) & ~names.mask(trace, names.is_collective_kernel)[dev.name]
     out = []
     for device in np.unique(dev.device[is_kernel]):
         sel = is_kernel & (dev.device == device)

@@ -55,7 +55,16 @@ class Links:
         host = self.trace.host
         candidates = np.flatnonzero((host.kind != HOST_PYTHON) & (host.external_id > 0))
         idx = lookup(self.trace.runtime.external_id, host.external_id[candidates])
-        return gather(candidates, idx, -1)
+        owner = gather(candidates, idx, -1)
+        # graph launches often carry their own correlation id as external id, which no
+        # host op has: tie them to the operator enclosing the call (analysis.graphs)
+        from stepscope.analysis.graphs import enclosing_ops, is_graph_launch
+
+        lost = np.flatnonzero((owner < 0) & self.trace.string_ids(is_graph_launch)[
+            self.trace.runtime.name])
+        if len(lost):
+            owner[lost] = enclosing_ops(self.trace, lost)
+        return owner
 
     @cached_property
     def device_host(self) -> I64:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.classify.communication import is_communication_kernel
+from stepscope.classify.matrix_cores import is_matrix_core_kernel
 from stepscope.model.trace import Trace
 
 COLLECTIVES = (
@@ -36,11 +38,21 @@ COLLECTIVES = (
     "all_to_all_single",
 )
 _COLLECTIVE_HOST = re.compile(r"^(nccl|gloo|rccl|mpi|xccl):(" + "|".join(COLLECTIVES) + r")$")
-# NCCL/RCCL device kernels: ncclKernel_AllReduce..., ncclDevKernel_Generic, ...
-_COLLECTIVE_KERNEL = re.compile(r"^(void )?(nccl|rccl)\w*(Kernel|kernel)")
+# Host ops the trace itself marks as collectives: c10d's record_param_comms (it carries the
+# "Collective name" and process-group args) and the c10d::<collective>_ dispatcher ops.
+# Also the ops of PyTorch symmetric memory (symm_mem::multimem_all_reduce_, ...) and the
+# collective ops vLLM registers (vllm::all_reduce, _C_custom_ar::all_reduce).
+_COLLECTIVE_MARKED = re.compile(
+    r"^(record_param_comms$|c10d::(" + "|".join(COLLECTIVES) + r"|alltoall_base|allgather_"
+    r"|allgather_into_tensor_coalesced|reduce_scatter_tensor_coalesced|allreduce_coalesced)_?$"
+    r"|symm_mem::\w*(all_reduce|all_gather|reduce_scatter|all_to_all|broadcast)\w*$"
+    r"|vllm::(all_reduce|all_gather|reduce_scatter|all_to_all\w*|outplace_all_reduce)$"
+    r"|_C_custom_ar::all_reduce\w*$)"
+)
 
 # Substrings of kernel names that run on Tensor Cores: NVIDIA PyProf's list, as used by
-# torch-tb-profiler (docs/metrics.md: Triton and FlashAttention kernels are not recognised).
+# torch-tb-profiler. Kept for reference: is_tensor_core_kernel uses the larger documented
+# table in stepscope.classify.matrix_cores, which contains these tokens.
 TC_TOKENS = (
     "h884",
     "s884",
@@ -199,15 +211,17 @@ def is_pinned_htod(name: str) -> bool:
 
 
 def is_collective_host(name: str) -> bool:
-    return bool(_COLLECTIVE_HOST.match(name))
+    return bool(_COLLECTIVE_HOST.match(name) or _COLLECTIVE_MARKED.match(name))
 
 
 def is_collective_kernel(name: str) -> bool:
-    return bool(_COLLECTIVE_KERNEL.match(name))
+    """Communication kernels: the table in stepscope.classify.communication."""
+    return is_communication_kernel(name)
 
 
 def is_tensor_core_kernel(name: str) -> bool:
-    return any(tok in name for tok in TC_TOKENS)
+    """Tensor Core / matrix-core kernels: the table in stepscope.classify.matrix_cores."""
+    return is_matrix_core_kernel(name)
 
 
 def is_memory_op_name(name: str) -> bool:

@@ -72,9 +72,15 @@ def _whole_trace(trace: Trace) -> Steps:
     if len(trace.device):
         starts.append(trace.device.ts)
         ends.append(trace.device.end)
+    if not sum(len(x) for x in starts) and len(trace.runtime):
+        # only runtime calls (issue 9): the window they span is what there is to report
+        starts.append(trace.runtime.ts)
+        ends.append(trace.runtime.end)
     s = np.concatenate(starts)
     e = np.concatenate(ends)
     if len(s) == 0:
+        if trace.meta.format == "nsys":  # an export without any event: an empty report
+            return Steps((Step("0", 0, 0, 0, 0, 0),), (), False)
         raise TraceFormatError(f"{trace.meta.path}: trace has no operator or device events")
     lo, hi = int(s.min()), int(e.max())
     return Steps((Step("0", lo, hi, lo, hi, len(trace.device)),), (), False)

@@ -5,15 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stepscope.analysis.breakdown import Breakdown, step_breakdown
+from stepscope.analysis.clock_skew import ClockSkew, clock_skew
+from stepscope.analysis.communication import Communication, communication
+from stepscope.analysis.efficiency import Efficiency, Overrides, efficiency
 from stepscope.analysis.gpu import GpuMetrics, gpu_metrics
+from stepscope.analysis.graphs import Graphs, graphs
 from stepscope.analysis.idle import StreamIdle, idle_breakdown
 from stepscope.analysis.kernels import KernelRow, kernel_stats
 from stepscope.analysis.launches import LaunchStats, launch_stats
 from stepscope.analysis.links import Links
+from stepscope.analysis.memory import MemoryResult, memory_analysis
+from stepscope.analysis.modules import ModulesResult, module_analysis
+from stepscope.analysis.nsys_stats import NsysStats, nsys_stats
 from stepscope.analysis.operators import OperatorRow, operator_stats
 from stepscope.analysis.optree import OpTree
 from stepscope.analysis.steps import Steps, find_steps, select_step
 from stepscope.analysis.temporal import Temporal, temporal_breakdown
+from stepscope.analysis.warmup import Warmup, exclude_warmup, find_warmup
 from stepscope.model.trace import Trace
 
 
@@ -33,14 +41,28 @@ class Analyses:
     temporal: Temporal | None
     idle: list[StreamIdle]
     launches: LaunchStats | None
+    memory: MemoryResult | None = None
+    modules: ModulesResult | None = None
+    efficiency: Efficiency | None = None
+    # issue 9: steady state, communication, clock skew, graphs
+    warmup: Warmup | None = None
+    communication: Communication | None = None
+    clock_skew: ClockSkew | None = None
+    graphs: Graphs | None = None
+    nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
 
 
-def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
+def run_analyses(
+    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None
+) -> Analyses:
     links = Links(trace)
     tree = OpTree(trace, links)
     steps = find_steps(trace, links)
+    warm = find_warmup(trace, steps)
     if step is not None:
         steps = select_step(steps, step)
+    elif warm is not None:
+        steps = exclude_warmup(steps, warm)
     return Analyses(
         trace=trace,
         links=links,
@@ -54,4 +76,12 @@ def run_analyses(trace: Trace, *, step: int | None = None) -> Analyses:
         temporal=temporal_breakdown(trace, links=links),
         idle=idle_breakdown(trace, links),
         launches=launch_stats(trace, links),
+        memory=memory_analysis(trace, steps, tree),
+        modules=module_analysis(trace, links, tree),
+        efficiency=efficiency(trace, tree, steps, peaks),
+        warmup=warm,
+        communication=communication(trace, steps, links),
+        clock_skew=clock_skew(trace, links),
+        graphs=graphs(trace, links),
+        nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
     )

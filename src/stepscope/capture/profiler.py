@@ -33,8 +33,11 @@ class TraceWriter:
         rank: int | None = None,
         storage_options: dict[str, Any] | None = None,
         then: TraceCallback | None = None,
+        memory: bool = False,
     ) -> None:
         self.run_dir = run_dir
+        self.memory = memory
+        self.memory_timelines: list[str] = []
         self.gzip = gzip
         self.rank = rank
         self.storage_options = storage_options
@@ -51,6 +54,11 @@ class TraceWriter:
         path = export_trace(prof, paths.join(self.run_dir, name),
                             storage_options=self.storage_options)
         self.paths.append(path)
+        if self.memory:
+            from stepscope.capture.memory import export_memory_timeline, timeline_path
+
+            self.memory_timelines.append(export_memory_timeline(
+                prof, timeline_path(path), storage_options=self.storage_options))
         if self.then is not None:
             self.then(prof)
 
@@ -75,6 +83,11 @@ class Profile(torch.profiler.profile):  # type: ignore[misc, unused-ignore]
     def trace_paths(self) -> list[str]:
         """Every trace written so far, oldest first."""
         return list(self.writer.paths)
+
+    @property
+    def memory_timelines(self) -> list[str]:
+        """Memory timelines written beside the traces (``profile(..., memory=True)``)."""
+        return list(self.writer.memory_timelines)
 
     @property
     def last_trace(self) -> str | None:
@@ -107,6 +120,7 @@ def profile(
     rank: int | None = None,
     storage_options: dict[str, Any] | None = None,
     on_trace_ready: TraceCallback | None = None,
+    memory: bool = False,
     **torch_kwargs: Any,
 ) -> Profile:
     """A ready profiler: ``with stepscope.profile("logs") as prof: ... prof.step()``.
@@ -114,7 +128,11 @@ def profile(
     ``active=None`` records everything between start and stop (still marking steps).
     ``on_trace_ready`` runs after each trace is written; extra keyword arguments
     (``with_flops``, ``with_modules``, ``experimental_config``, ...) go to torch.
+    ``memory=True`` also writes each cycle's categorised memory timeline beside its trace
+    (``<trace>.memory.raw.json.gz``; it needs shapes, memory and stacks, so turns them on).
     """
+    if memory:
+        record_shapes = profile_memory = with_stack = True
     _check_schedule(wait, warmup, active, repeat, skip_first)
     if active is None:
         schedule: Callable[[int], ProfilerAction] = _record_always
@@ -124,7 +142,7 @@ def profile(
         )
     run_dir = paths.join(logdir, paths.safe_name(run) if run else paths.default_run_name())
     writer = TraceWriter(run_dir, gzip=gzip, rank=rank, storage_options=storage_options,
-                         then=on_trace_ready)
+                         then=on_trace_ready, memory=memory)
     return Profile(
         writer=writer,
         activities=list(activities) if activities is not None else env.default_activities(),

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from stepscope.capture.autostep import Outcome
+    from stepscope.capture.autostep import AutoProfiler, Outcome
 
 CONFIG_ENV = "STEPSCOPE_RUN_CONFIG"
 
@@ -48,7 +48,13 @@ def main(argv: list[str]) -> int:
         print(f"stepscope run: cannot profile with {sys.executable}: {exc} "
               "(run it with the Python of your training environment)", file=sys.stderr)
         return 2
-    auto = AutoProfiler(AutoConfig(**settings))
+    from stepscope.capture.native_noise import quiet_native_profiler
+
+    with quiet_native_profiler():
+        return _profiled(target, AutoProfiler(AutoConfig(**settings)), manifest)
+
+
+def _profiled(target: Target, auto: AutoProfiler, manifest: str | None) -> int:
     auto.install()
     try:
         _run(target)

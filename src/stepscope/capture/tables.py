@@ -13,17 +13,20 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from stepscope.analysis.operators import OperatorRow, operator_stats
 from stepscope.errors import UsageError
 from stepscope.formats.load import load_trace
 from stepscope.model import Trace
-from stepscope.report.text import format_us  # the report's time format
-
-NAME_WIDTH = 60
-SHAPE_WIDTH = 40
-WIDE = 120  # console columns from which total times are shown too
+from stepscope.report.text_layout import (
+    MISSING,
+    Column,
+    count_column,
+    fit_table,
+    pct_column,
+    print_table,
+    time_column,
+)
 
 
 def print_top_tables(prof_or_trace: Any, n: int = 20, *, console: Console | None = None) -> None:
@@ -65,41 +68,22 @@ def as_trace(source: Any) -> Trace:
                      f"got {type(source).__name__}")
 
 
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _table(console: Console, title: str, rows: list[OperatorRow], *, gpu: bool,
            share_of: float, device_share: bool, shapes: bool = False) -> None:
-    table = Table(title=title, title_justify="left", title_style="bold", show_edge=False,
-                  box=None, pad_edge=False)
-    # Totals only where they fit: an 80-column terminal shows the self times in full.
-    wide = console.width >= WIDE + (SHAPE_WIDTH if shapes else 0)
-    headers = ["calls", "share"]
+    """One table in the report's layout: one unit per time column, nothing wraps; the least
+    important columns (totals first) give way on narrow terminals."""
+    columns = [count_column("calls", [r.calls for r in rows], keep=8)]
+    own = [r.device_self_us if device_share else r.host_self_us for r in rows]
+    columns.append(pct_column("share", [100.0 * x / share_of if share_of > 0 else None
+                                        for x in own], keep=7))
     if gpu:
-        headers += ["self device", "total device"] if wide else ["self device"]
-    headers += ["self CPU", "total CPU"] if wide else ["self CPU"]
-    # One line per row: numbers never wrap; names get what is left and are cut with "…".
-    # (counts and shares are at most 6 characters wide, times 9: "142.46 ms")
-    left = console.width - sum(max(len(h), 6 if i < 2 else 9) + 2 for i, h in enumerate(headers))
-    name_width = max(16, min(NAME_WIDTH, left // 2 if shapes else left))
-    table.add_column("operator", no_wrap=True, overflow="ellipsis", max_width=name_width)
+        columns += [time_column("self device", [r.device_self_us for r in rows], keep=6),
+                    time_column("total device", [r.device_total_us for r in rows], keep=2)]
+    columns += [time_column("self CPU", [r.host_self_us for r in rows], keep=5),
+                time_column("total CPU", [r.host_total_us for r in rows], keep=1)]
     if shapes:
-        shape_width = max(12, min(SHAPE_WIDTH, left - name_width - 2))
-        table.add_column("input shapes", no_wrap=True, overflow="ellipsis",
-                         max_width=shape_width)
-    for header in headers:
-        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
-    for r in rows:
-        own = r.device_self_us if device_share else r.host_self_us
-        cells = [escape(_short(r.name, NAME_WIDTH))]
-        if shapes:
-            cells.append(escape(_short(r.input_shape or "", SHAPE_WIDTH)) or "-")
-        cells += [f"{r.calls:,}", f"{100.0 * own / share_of:.1f}%" if share_of > 0 else "-"]
-        if gpu:
-            cells += [format_us(r.device_self_us)]
-            cells += [format_us(r.device_total_us)] if wide else []
-        cells += [format_us(r.host_self_us)] + ([format_us(r.host_total_us)] if wide else [])
-        table.add_row(*cells)
+        columns.insert(0, Column("input shapes", [r.input_shape or MISSING for r in rows],
+                                 keep=9, justify="left", max_width=console.width // 4))
     console.print()
-    console.print(table)
+    console.print(f"[bold]{escape(title)}[/]")
+    print_table(console, fit_table(console, "operator", [r.name for r in rows], columns))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from stepscope.cli.options import add_top
 from stepscope.errors import UsageError
 
 HELP = "profile a built-in workload before and after the advised fixes"
@@ -24,8 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="samples per step (default: %(default)s)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="where the model trains (default: cuda when present)")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="rows per table in the reports (default: %(default)s)")
+    add_top(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "run": "stepscope.cli.run",
     "demo": "stepscope.cli.demo",
     "view": "stepscope.cli.view",
+    "memory": "stepscope.cli.memory",
+    "diff": "stepscope.cli.diff",
 }
 
 HELPS: dict[str, str] = {
@@ -29,6 +31,8 @@ HELPS: dict[str, str] = {
     "run": "profile an unmodified Python script: stepscope run -- python train.py ARGS",
     "demo": "profile a built-in workload before and after the advised fixes",
     "view": "open the web dashboard on a logdir or a trace (http://127.0.0.1:6006)",
+    "memory": "analyse a CUDA memory snapshot (.pickle) or an export_memory_timeline file",
+    "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
 }
 
 

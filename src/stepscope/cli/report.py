@@ -8,22 +8,35 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from stepscope.analysis.efficiency import Overrides
+from stepscope.cli.options import add_top
+from stepscope.errors import UsageError
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
+from stepscope.report.views import VIEWS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", help="trace file (.json, .json.gz) or URL (s3://, gs://, az://, ...)"
+        "path", help="trace file (.json, .json.gz, nsys .sqlite/.nsys-rep, ncu .csv) or URL "
+        "(s3://, gs://, az://, ...)"
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument(
-        "--top",
-        type=int,
-        default=15,
-        metavar="N",
-        help="rows in operator/kernel tables (default 15)",
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: the terminal report; json: the stepscope.report/1 document for scripts "
+        "and CI (default: %(default)s)",
     )
+    parser.add_argument(
+        "--view",
+        choices=VIEWS,
+        default="summary",
+        help="text sections: summary (findings, breakdown, GPU, top tables), operators "
+        "(by name and by input shape), kernels (launch configuration), all "
+        "(default: %(default)s)",
+    )
+    add_top(parser)
     parser.add_argument(
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
@@ -32,13 +45,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write a single-file HTML report (opens offline from file://)",
     )
     parser.add_argument(
+        "--peak-tflops", type=float, default=None, metavar="TFLOPS",
+        help="peak TFLOP/s of the device for every dtype (overrides the GPU peak table)",
+    )
+    parser.add_argument(
+        "--peak-gbps", type=float, default=None, metavar="GBPS",
+        help="peak memory bandwidth in GB/s (overrides the GPU peak table)",
+    )
+    parser.add_argument(
+        "--nsys",
+        default=None,
+        metavar="SQLITE",
+        help="TensorRT runs: nsys SQLite export of the same run, for per-layer GPU time",
+    )
+    parser.add_argument(
+        "--ncu", default=None, metavar="CSV",
+        help="Nsight Compute CSV export (ncu --csv) to join by kernel name",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
     )
 
 
+def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
+    for flag, value in (("--peak-tflops", tflops), ("--peak-gbps", gbps)):
+        if value is not None and not value > 0:
+            raise UsageError(f"{flag} must be a positive number, got {value}")
+    return Overrides(tflops=tflops, gbps=gbps)
+
+
 def run(args: argparse.Namespace) -> int:
+    from stepscope.formats.trtexec_load import is_trtexec_output
+
+    if is_trtexec_output(args.path):  # trtexec exports/log (file or folder): own report
+        from stepscope.cli.report_tensorrt import run_tensorrt
+
+        return run_tensorrt(args)
+
+    from stepscope.formats.ncu import is_ncu_file, load_ncu
+
+    if is_ncu_file(args.path):  # an Nsight Compute export on its own
+        from stepscope.cli.report_ncu import run_ncu_only
+
+        return run_ncu_only(load_ncu(args.path), args.format, args.top)
+    ncu = load_ncu(args.ncu) if getattr(args, "ncu", None) else None
+    peaks = peak_overrides(args.peak_tflops, args.peak_gbps)  # before reading a large file
     err = Console(stderr=True)
     show_progress = args.format == "text" and err.is_terminal
     if show_progress:
@@ -58,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    report = build_report(trace, top=max(args.top, 0), step=args.step)
+    from stepscope.formats.memory_timeline import find_memory_timeline
+
+    report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
+                          memory_timeline=find_memory_timeline(args.path))
     if args.html:
         from stepscope.report.html import write_html
 
@@ -71,5 +127,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         from stepscope.report.text import render_text
 
-        render_text(report, Console())
+        render_text(report, Console(), view=args.view)
     return 0

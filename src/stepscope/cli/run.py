@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import stepscope
+from stepscope.cli.options import add_top
 from stepscope.errors import StepscopeError, UsageError, one_line
 
 HELP = "profile an unmodified Python script: stepscope run -- python train.py ARGS"
@@ -66,8 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks")
     parser.add_argument("--no-report", action="store_true",
                         help="only write the trace; do not print the report")
-    parser.add_argument("--top", type=int, default=20, metavar="N",
-                        help="rows per table in the report (default: %(default)s)")
+    add_top(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="the program: python train.py ARGS (after --)")
 

@@ -16,8 +16,10 @@ from rich.markup import escape
 
 from stepscope.capture.throughput import format_rate
 from stepscope.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
+from stepscope.report.build import DEFAULT_TOP
 
 if TYPE_CHECKING:
+    from stepscope.analysis.diff import Diff
     from stepscope.report.build import Report
 
 HTML_TOP = 20  # rows per table in the HTML report (build_report's default)
@@ -31,6 +33,7 @@ class DemoResult:
     fast_samples_per_s: float
     html_report: str | None = None  # the fixed run's single-file HTML report
     html_before: str | None = None  # the slow run's
+    diff: Diff | None = None  # `stepscope diff before after`
 
     @property
     def speedup(self) -> float:
@@ -38,7 +41,7 @@ class DemoResult:
 
 
 def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size: int = 64,
-             device: str | None = None, quiet: bool = True, top: int = 10,
+             device: str | None = None, quiet: bool = True, top: int = DEFAULT_TOP,
              console: Console | None = None) -> DemoResult:
     """Train the demo workload twice under the profiler; traces go to ``outdir/{before,after}``.
 
@@ -51,7 +54,7 @@ def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size:
     fast, fast_report = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
     html = _write_html(fast.trace, fast_report, os.path.join(outdir, "report-after.html"))
     result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html,
-                        before)
+                        before, _diff(slow.trace, fast.trace))
     if not quiet:
         _summary(console, result)
     return result
@@ -82,6 +85,13 @@ def _report(trace_path: str, top: int) -> Report:
     from stepscope.report.build import build_report
 
     return build_report(load(trace_path), top=top)
+
+
+def _diff(before: str, after: str) -> Diff:
+    from stepscope.analysis.diff import diff_runs
+    from stepscope.report.diff_load import summarise_trace
+
+    return diff_runs(summarise_trace(before), summarise_trace(after))
 
 
 def _write_html(trace_path: str, report: Report | None, out: str) -> str | None:
@@ -129,9 +139,15 @@ def _summary(console: Console, result: DemoResult) -> None:
                   f"~{format_rate(result.fast_samples_per_s)} samples/sec  "
                   f"([bold green]{result.speedup:.1f}x[/])")
     console.print("What changed: " + escape(FIXED.description) + ".")
+    if result.diff is not None:
+        from stepscope.report.diff_text import render_diff_brief
+
+        render_diff_brief(result.diff, console)
     console.print(f"Traces: {escape(result.slow_trace)}\n        {escape(result.fast_trace)}")
     command = stepscope_command()
     console.print(f"Explore one: {escape(command)} report {escape(result.fast_trace)}")
+    console.print(f"Compare:     {escape(command)} diff {escape(result.slow_trace)} "
+                  f"{escape(result.fast_trace)}")
     if command != "stepscope":
         console.print("  (or put it on PATH: source "
                       f"{escape(os.path.join(os.path.dirname(command), 'activate'))})")

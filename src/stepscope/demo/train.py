@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
+from stepscope.capture.native_noise import quiet_native_profiler
 from stepscope.capture.profiler import profile
 from stepscope.capture.ranges import annotate
 from stepscope.capture.throughput import ThroughputMeter
@@ -57,8 +58,9 @@ def train_profiled(variant: Variant, logdir: str, *, steps: int = 8, batch_size:
         # spin-waits that slow 2-thread CPU runs 20x when other processes compete.
         torch.set_num_threads(1)
     try:
-        return _train(variant, logdir, steps=steps, batch_size=batch_size, wait=wait,
-                      warmup=warmup, dev=dev, seed=seed)
+        with quiet_native_profiler():
+            return _train(variant, logdir, steps=steps, batch_size=batch_size, wait=wait,
+                          warmup=warmup, dev=dev, seed=seed)
     finally:
         torch.set_num_threads(threads)
 

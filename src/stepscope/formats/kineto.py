@@ -35,7 +35,9 @@ from stepscope.formats.kineto_columns import (
     Strings,
     build_chunk,
 )
-from stepscope.formats.kineto_schema import DeviceProps, DistributedInfo, Document, Event
+from stepscope.formats.kineto_devices import devices_from_events, read_device_props
+from stepscope.formats.kineto_lenient import repair_event
+from stepscope.formats.kineto_schema import DistributedInfo, Document, Event
 from stepscope.io.source import RawSource
 from stepscope.model.trace import (
     DeviceOps,
@@ -49,7 +51,7 @@ from stepscope.model.trace import (
     TraceMeta,
 )
 
-READER_VERSION = "kineto-1"
+READER_VERSION = "kineto-3"  # 2: input types, strides, concrete inputs; 3: repaired odd fields
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -66,9 +68,12 @@ ProgressFn = Callable[[int, int], None]
 _SNIFF_BYTES = 4096
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def _opening(data: bytes | memoryview) -> bytes:
-    """The first non-blank byte of the file's head (b"" when the head is blank)."""
-    return bytes(data[:_SNIFF_BYTES]).lstrip()[:1]
+    """The first non-blank byte of the file's head after a UTF-8 BOM (b"" when blank)."""
+    return bytes(data[:_SNIFF_BYTES]).removeprefix(UTF8_BOM).lstrip()[:1]
 
 
 def looks_like_kineto(data: bytes | memoryview) -> bool:
@@ -103,30 +108,35 @@ def _chunk_bounds(body: memoryview) -> list[tuple[int, int]]:
     return bounds
 
 
-def _decode_events(piece: bytes | memoryview) -> tuple[list[Event], Counter[str]]:
-    """Typed decode of one '[...]' piece; per-event lenient decode when types are off."""
+def _decode_events(piece: bytes | memoryview) -> tuple[list[Event], Counter[str], Counter[str]]:
+    """Typed decode of one '[...]' piece; per-event repair when field types are off.
+
+    Returns (events, skipped reasons, field repairs).
+    """
     skipped: Counter[str] = Counter()
+    repairs: Counter[str] = Counter()
     try:
-        return _EVENTS.decode(piece), skipped
+        return _EVENTS.decode(piece), skipped, repairs
     except msgspec.ValidationError:
         pass
     except UnicodeDecodeError:
         # strings with bytes that are not UTF-8: keep the events, with U+FFFD for those bytes
         piece = bytes(piece).decode("utf-8", "replace").encode()
-        events, skipped = _decode_events(piece)
+        events, skipped, repairs = _decode_events(piece)
         skipped["invalid UTF-8 in names (replaced by U+FFFD)"] += 1
-        return events, skipped
+        return events, skipped, repairs
     events = []
     for item in _GENERIC.decode(piece):
-        try:
-            events.append(_EVENT.decode(msgspec.json.encode(item)))
-        except (msgspec.MsgspecError, TypeError, OverflowError):
-            skipped["malformed event (wrong field types)"] += 1
-    return events, skipped
+        event = repair_event(item, repairs)
+        if event is None:
+            skipped["malformed event (not an object, or unrepairable fields)"] += 1
+        else:
+            events.append(event)
+    return events, skipped, repairs
 
 
 def _decode_chunk(piece: bytes | memoryview) -> ChunkResult:
-    events, skipped = _decode_events(piece)
+    events, skipped, repairs = _decode_events(piece)
     try:
         result = build_chunk(events)
     except (OverflowError, ValueError):
@@ -135,6 +145,7 @@ def _decode_chunk(piece: bytes | memoryview) -> ChunkResult:
         skipped["malformed event (out-of-range values)"] += len(events) - len(sane)
         result = build_chunk(sane)
     result.skipped.update(skipped)
+    result.repairs.update(repairs)
     return result
 
 
@@ -314,25 +325,6 @@ def _sorted(cols: Columns) -> Columns:
     return {k: v[order] for k, v in cols.items()}
 
 
-def _devices(raw: msgspec.Raw) -> tuple[DeviceProperties, ...]:
-    out = []
-    try:
-        items = msgspec.json.decode(raw, type=list[msgspec.Raw]) if len(raw) else []
-    except msgspec.MsgspecError:
-        return ()
-    for i, item in enumerate(items):
-        try:
-            d = msgspec.json.decode(item, type=DeviceProps)
-        except msgspec.MsgspecError:
-            continue
-        out.append(DeviceProperties(
-            id=d.id if d.id >= 0 else i, name=d.name, total_memory=d.totalGlobalMem,
-            compute_major=d.computeMajor, compute_minor=d.computeMinor, num_sms=d.numSms,
-            max_threads_per_sm=d.maxThreadsPerMultiprocessor, warp_size=d.warpSize,
-        ))
-    return tuple(out)
-
-
 def _vendor(devices: tuple[DeviceProperties, ...], strings: list[str], has_device_ops: bool,
             categories: Counter[str]) -> str:
     if categories.get("mtia_ccp_events") or categories.get("mtia_runtime"):
@@ -364,18 +356,21 @@ def read_kineto(source: RawSource, *, workers: int | None = None,
 def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | None) -> Trace:
     path = source.path
     data = memoryview(source.data)
+    bom = len(UTF8_BOM) if bytes(data[: len(UTF8_BOM)]) == UTF8_BOM else 0
+    data = data[bom:]  # some Windows tools write one; JSON parsers refuse it
     n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     fast = _fast_split(data) if _opening(data) == b"{" else None
     if fast is not None:
         doc, body, offset = fast
-        file_body = (source.local_file, offset) if source.local_file is not None else None
+        file_body = (source.local_file, bom + offset) if source.local_file is not None else None
         try:
             results = _decode_body(body, n_workers, progress, file_body)
         except msgspec.DecodeError:
             pass  # not the shape we guessed: decode it the careful way
         else:
-            return _trace(path, doc, results, [])
+            return _trace(path, doc, results, list(source.notes))
     top, body, warnings = _careful_split(path, data)
+    warnings = [*source.notes, *warnings]
     try:
         results = _decode_body(body, n_workers, progress)
     except msgspec.DecodeError as exc:
@@ -416,20 +411,34 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
     strings, tables = _merge(results)
     categories: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
+    repairs: Counter[str] = Counter()
     spans: list[tuple[int, int]] = []
     n_events = 0
     for res in results:
         categories.update(res.categories)
         skipped.update(res.skipped)
+        repairs.update(res.repairs)
         spans.extend(res.trace_spans)
         n_events += res.events
     if n_events == 0:
-        raise TraceFormatError(f"{path}: trace has no events")
+        what = "; ".join(f"{n} {r}" for r, n in skipped.items())
+        raise TraceFormatError(f"{path}: trace has no events" + (f" ({what})" if what else ""))
+    if not any(len(tables[f]["ts"]) for f in (F_HOST, F_RUNTIME, F_DEVICE)):
+        why = "; ".join([f"{n:,} {r}" for r, n in skipped.items()]
+                        + [f"{n:,} × {r}" for r, n in repairs.items()])
+        raise TraceFormatError(
+            f"{path}: no usable operator, runtime or device events"
+            + (f" ({why})" if why else "")
+        )
+    if repairs:
+        warnings = [*warnings, "fields of the wrong type (kept their events): " + ", ".join(
+            f"{n:,} × {r}" for r, n in sorted(repairs.items())
+        )]
     rank = world = backend = None
     schema = None
     devices: tuple[DeviceProperties, ...] = ()
     if doc is not None:
-        devices = _devices(doc.deviceProperties)
+        devices = read_device_props(doc.deviceProperties, doc.computeProperties)
         schema = doc.schemaVersion if isinstance(doc.schemaVersion, int) else None
         if len(doc.distributedInfo):
             try:
@@ -439,6 +448,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
                 warnings = [*warnings, "distributedInfo is malformed; rank unknown"]
     host = HostOps.from_columns(_sorted(tables[F_HOST]))
     device_ops = DeviceOps.from_columns(_sorted(tables[F_DEVICE]))
+    devices, device_notes = devices_from_events(devices, device_ops.device)
     meta = TraceMeta(
         path=path, format="kineto", events=n_events, schema_version=schema, devices=devices,
         rank=rank, world_size=world, backend=backend,
@@ -446,6 +456,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         window_end=max(e for _, e in spans) if spans else None,
         vendor=_vendor(devices, strings, len(device_ops) > 0, categories),
         categories=dict(categories), skipped=dict(skipped), warnings=tuple(warnings),
+        notes=tuple(device_notes),
     )
     return Trace(
         meta=meta, strings=tuple(strings), host=host,

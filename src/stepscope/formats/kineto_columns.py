@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -31,7 +32,8 @@ F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE, F_MEMORY, _NO_FAMILY = 
 
 # Per family, the columns holding ids into the chunk's string table (remapped on merge).
 STRING_COLUMNS: dict[int, tuple[str, ...]] = {
-    F_HOST: ("name", "pid", "tid", "input_dims", "call_stack"),
+    F_HOST: ("name", "pid", "tid", "input_dims", "call_stack", "input_types", "concrete_inputs",
+             "input_strides"),
     F_RUNTIME: ("name", "pid", "tid"),
     F_DEVICE: ("name",),
     F_GPU_ANN: ("name",),
@@ -111,6 +113,8 @@ class ChunkResult:
     skipped: Counter[str]
     trace_spans: list[tuple[int, int]]  # (start_ns, end_ns) of "PyTorch Profiler (N)" spans
     events: int
+    # "field: what was done" -> count, for fields of the wrong type coerced or dropped
+    repairs: Counter[str] = field(default_factory=Counter)
 
 
 def us_to_ns(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -145,11 +149,24 @@ def _padded3(values: list[list[int] | str | None]) -> npt.NDArray[np.int32]:
     return np.clip(out, -1, 2**31 - 1).astype(np.int32)
 
 
-def _ints(values: list[int]) -> npt.NDArray[np.int64]:
+def _ints(values: list[int] | list[int | str]) -> npt.NDArray[np.int64]:
     arr = np.array(values)
     if arr.dtype != np.int64:  # huge ints become object/uint64: clamp to "missing"
-        arr = np.array([v if -(2**63) <= v < 2**63 else -1 for v in values], dtype=np.int64)
+        ints = [_as_int(v) if isinstance(v, str) else v for v in values]
+        arr = np.array([v if -(2**63) <= v < 2**63 else -1 for v in ints], dtype=np.int64)
     return arr
+
+
+_ARGS = attrgetter("args")
+_BYTES = attrgetter("bytes")
+
+
+def _count_string_bytes(events: list[Event], repairs: Counter[str]) -> None:
+    """Count "bytes" written as a string (roctracer), one C-speed pass over the args."""
+    args = list(filter(None, map(_ARGS, events)))
+    if str in set(map(type, map(_BYTES, args))):
+        n = sum(isinstance(b, str) for b in map(_BYTES, args))
+        repairs["args.bytes: string -> integer"] += n
 
 
 def _floats(values: list[float]) -> npt.NDArray[np.float32]:
@@ -186,6 +203,20 @@ def _times(
     return keep, ts_ns, dur_ns
 
 
+def _compact(text: bytes) -> str:
+    try:
+        return msgspec.json.encode(msgspec.json.decode(text)).decode()
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return text.decode("utf-8", "replace")
+
+
+def _raw_json_ids(raws: list[Any], strings: Strings) -> npt.NDArray[np.int32]:
+    """Intern raw JSON texts, re-encoded compactly (-1 when absent); once per distinct text."""
+    data = [bytes(r) for r in raws]
+    ids = {d: strings.id(_compact(d)) if d else -1 for d in dict.fromkeys(data)}
+    return np.fromiter(map(ids.__getitem__, data), dtype=np.int32, count=len(data))
+
+
 def _host(
     events: list[Event], kinds: npt.NDArray[np.int8], strings: Strings, skipped: Counter[str]
 ) -> Columns:
@@ -197,6 +228,9 @@ def _host(
     dims_ids = {d: strings.id(d.decode("utf-8", "replace").replace(" ", "")) if d else -1
                 for d in dict.fromkeys(dims_raw)}
     dims = np.fromiter(map(dims_ids.__getitem__, dims_raw), dtype=np.int32, count=len(args))
+    types = _raw_json_ids([a.input_types for a in args], strings)
+    concrete = _raw_json_ids([a.concrete_inputs for a in args], strings)
+    strides = _raw_json_ids([a.input_strides for a in args], strings)
     stack_ids = {c: -1 if c is None else strings.id(c)
                  for c in dict.fromkeys(a.call_stack for a in args)}
     stacks = np.fromiter((stack_ids[a.call_stack] for a in args), dtype=np.int32,
@@ -208,6 +242,7 @@ def _host(
         "tid": strings.ids(list(map(str, map(_TID, events)))),
         "kind": np.array(kinds, dtype=np.int8),
         "external_id": ext, "input_dims": dims, "call_stack": stacks,
+        "input_types": types, "concrete_inputs": concrete, "input_strides": strides,
     }
     return {k: v[keep] for k, v in cols.items()}
 
@@ -363,8 +398,12 @@ def build_chunk(events: list[Event]) -> ChunkResult:
         F_SYNC: _ranges_on_device(buckets[F_SYNC], strings, skipped, True),
         F_MEMORY: _memory(buckets[F_MEMORY], strings, skipped),
     }
+    repairs: Counter[str] = Counter()
+    _count_string_bytes(buckets[F_RUNTIME], repairs)
+    _count_string_bytes(buckets[F_DEVICE], repairs)
     spans = []
     if buckets[F_TRACE]:
         keep, ts, dur = _times(buckets[F_TRACE], Counter(), True)
         spans = [(int(t), int(t + d)) for t, d, k in zip(ts, dur, keep, strict=True) if k]
-    return ChunkResult(strings.as_list(), tables, categories, skipped, spans, len(events))
+    return ChunkResult(strings.as_list(), tables, categories, skipped, spans, len(events),
+                       repairs)

@@ -25,9 +25,12 @@ class Args(msgspec.Struct, gc=False):
     block: list[int] | str | None = None
     registers: int = msgspec.field(default=-1, name="registers per thread")
     shared_memory: int = msgspec.field(default=-1, name="shared memory")
-    bytes: int = -1
+    bytes: int | str = -1  # roctracer writes "bytes": "128" (decoded as is, kept fast)
     input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")
+    input_types: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
+    input_strides: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Strides")
     call_stack: str | None = msgspec.field(default=None, name="Call stack")
     device_type: int = msgspec.field(default=-1, name="Device Type")
     device_id: int = msgspec.field(default=-1, name="Device Id")
@@ -57,18 +60,26 @@ class Document(msgspec.Struct, gc=False):
     traceEvents: msgspec.Raw = msgspec.Raw()
     schemaVersion: int | str | None = None
     deviceProperties: msgspec.Raw = msgspec.Raw()
+    computeProperties: msgspec.Raw = msgspec.Raw()  # PyTorch 1.8/1.9 (torch-tb-profiler era)
     distributedInfo: msgspec.Raw = msgspec.Raw()
 
 
 class DeviceProps(msgspec.Struct, gc=False):
+    """One entry of ``deviceProperties`` (or of the older ``computeProperties``)."""
+
     id: int = -1
-    name: str = ""
+    name: str | None = ""
     totalGlobalMem: int = 0
     computeMajor: int = 0
     computeMinor: int = 0
     numSms: int = 0
     maxThreadsPerMultiprocessor: int = 0
     warpSize: int = 0
+    # computeProperties (PyTorch 1.8/1.9) spelled these differently
+    major: int = 0
+    minor: int = 0
+    multiProcessorCount: int = 0
+    maxThreadsPerMultiProcessor: int = 0
 
 
 class DistributedInfo(msgspec.Struct, gc=False):

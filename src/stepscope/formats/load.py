@@ -10,6 +10,8 @@ from stepscope.io import cache
 from stepscope.io.source import read_source
 from stepscope.model.trace import Trace
 
+from . import nsys_load
+
 
 def load_trace(
     path: str,
@@ -20,20 +22,42 @@ def load_trace(
     progress: ProgressFn | None = None,
 ) -> Trace:
     """Read any supported trace at ``path`` (local path or fsspec URL)."""
+    if nsys_load.is_report(path):  # .nsys-rep: exported to SQLite first
+        return nsys_load.load_report(path, use_cache=use_cache)
     source = read_source(path, storage_options)
+    # (a gzip is inflated only when named like an export: Kineto cache hits stay lazy)
+    if (not source.compressed or path.lower().endswith(".sqlite.gz")) and \
+            nsys_load.looks_like_sqlite(source.data):
+        return nsys_load.load_sqlite(source, use_cache=use_cache)
     key = None
     if use_cache:
         key = cache.key_for(source, READER_VERSION)
         cached = cache.load(key, path)
         if cached is not None:
             return cached
+    _reject_trtexec(path, bytes(source.data[:4096]))
     if not looks_like_kineto(source.data):
         if not bytes(source.data[:4096]).strip():
             raise TraceFormatError(f"{path}: file is empty (only whitespace)")
+        if bytes(source.data[:1]) == b"\x80":  # a pickle: a memory snapshot, not a trace
+            raise TraceFormatError(f"{path}: a pickle, not a trace (for a CUDA memory "
+                                   "snapshot use: stepscope memory)")
         raise TraceFormatError(
-            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON)"
+            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON or an "
+            "Nsight Systems SQLite export)"
         )
     trace = read_kineto(source, workers=workers, progress=progress)
     if key is not None:
         cache.store(key, trace)
     return trace
+
+
+def _reject_trtexec(path: str, head: bytes) -> None:
+    """trtexec exports are JSON too: name them instead of failing as a broken trace."""
+    from stepscope.formats.trtexec_load import sniff
+
+    if sniff(head.decode("utf-8", "replace")) not in (None, "output"):
+        raise TraceFormatError(
+            f"{path}: a TensorRT trtexec output, not a profiler trace; `stepscope report` reads "
+            "those from a local file or folder (API: stepscope.formats.trtexec_load.load_trt_run)"
+        )

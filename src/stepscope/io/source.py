@@ -43,6 +43,8 @@ class RawSource:
     stat_key: str | None  # path+size+mtime (or ETag): None when unknown, then only content hashes
     local_file: str | None  # set for uncompressed local files, so workers can pread them
     load: Callable[[], bytes | memoryview] = field(repr=False, compare=False)
+    # problems met while reading that did not stop it (a truncated gzip stream), for warnings
+    notes: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @cached_property
     def data(self) -> bytes | memoryview:
@@ -61,13 +63,30 @@ def local_path(path: str) -> str:
     return os.path.expanduser(path)
 
 
-def _inflate(path: str, blob: bytes | memoryview) -> bytes:
+def _inflate_prefix(blob: bytes | memoryview) -> bytes:
+    """What a cut gzip stream inflates to before the cut (zlib streams it)."""
+    d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        return d.decompress(blob)
+    except zlib.error:
+        return b""
+
+
+def _inflate(path: str, blob: bytes | memoryview, notes: list[str] | None = None) -> bytes:
     try:
         return bytes(gzip_impl.decompress(blob))
     except (EOFError, zlib.error, OSError, ValueError, _ISAL_ERROR) as exc:
         # isal raises its own IsalError (not a zlib.error) for an invalid deflate block
         msg = str(exc) or type(exc).__name__
         if isinstance(exc, EOFError) or "end-of-stream" in msg or "truncated" in msg.lower():
+            # salvaged like a cut .json: the JSON reader keeps the complete events
+            prefix = _inflate_prefix(blob)
+            if prefix.strip() and notes is not None:
+                notes.append(
+                    "gzip data is truncated (incomplete download or copy?); "
+                    f"read the {len(prefix):,} bytes before the cut"
+                )
+                return prefix
             raise TraceSourceError(
                 f"{path}: gzip data is truncated (incomplete download or copy?)"
             ) from None
@@ -90,20 +109,22 @@ def _read_local(path: str) -> RawSource:
     try:
         with open(local, "rb") as fh:
             if fh.read(2) == GZIP_MAGIC:
-                return RawSource(path, True, stat_key, None, lambda: _read_gzip(path, local))
+                notes: list[str] = []
+                return RawSource(path, True, stat_key, None,
+                                 lambda: _read_gzip(path, local, notes), notes)
             view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
     except OSError as exc:
         raise TraceSourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return RawSource(path, False, stat_key, local, lambda: view)
 
 
-def _read_gzip(path: str, local: str) -> bytes:
+def _read_gzip(path: str, local: str, notes: list[str] | None = None) -> bytes:
     try:
         with open(local, "rb") as fh:
             blob = fh.read()
     except OSError as exc:
         raise TraceSourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return _inflate(path, blob)
+    return _inflate(path, blob, notes)
 
 
 def _read_url(path: str, storage_options: dict[str, Any] | None) -> RawSource:
@@ -128,7 +149,9 @@ def _read_url(path: str, storage_options: dict[str, Any] | None) -> RawSource:
     version = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified")
     stat_key = f"{path}|{info.get('size')}|{version}" if version is not None else None
     if blob[:2] == GZIP_MAGIC:
-        return RawSource(path, True, stat_key, None, lambda: _inflate(path, blob))
+        url_notes: list[str] = []
+        return RawSource(path, True, stat_key, None, lambda: _inflate(path, blob, url_notes),
+                         url_notes)
     return RawSource(path, False, stat_key, None, lambda: blob)
 
 

@@ -1,11 +1,14 @@
 """The format-free, columnar representation every analysis works on."""
 
 from stepscope.model.trace import (
+    DeviceDetails,
     DeviceOps,
     DeviceProperties,
     GpuAnnotations,
     HostOps,
     MemoryRecords,
+    NvtxRanges,
+    OsCalls,
     Runtimes,
     Syncs,
     Trace,
@@ -13,11 +16,14 @@ from stepscope.model.trace import (
 )
 
 __all__ = [
+    "DeviceDetails",
     "DeviceOps",
     "DeviceProperties",
     "GpuAnnotations",
     "HostOps",
     "MemoryRecords",
+    "NvtxRanges",
+    "OsCalls",
     "Runtimes",
     "Syncs",
     "Trace",

@@ -19,6 +19,7 @@ I8 = npt.NDArray[np.int8]
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
 
 # HostOps.kind
 HOST_OP = 0  # cpu_op / Operator: an ATen or other PyTorch operator
@@ -73,6 +74,9 @@ class HostOps(_Table):
     external_id: I64
     input_dims: I32  # string id of the JSON text of "Input Dims", -1 when absent
     call_stack: I32  # string id of "Call stack" (frames separated by ';'), -1 when absent
+    input_types: I32  # string id of the JSON text of "Input type" (dtypes), -1 when absent
+    concrete_inputs: I32  # string id of the JSON text of "Concrete Inputs", -1 when absent
+    input_strides: I32  # string id of the JSON text of "Input Strides", -1 when absent
 
     DTYPES: ClassVar[dict[str, Any]] = {
         "name": np.int32,
@@ -84,6 +88,9 @@ class HostOps(_Table):
         "external_id": np.int64,
         "input_dims": np.int32,
         "call_stack": np.int32,
+        "input_types": np.int32,
+        "concrete_inputs": np.int32,
+        "input_strides": np.int32,
     }
 
 
@@ -222,6 +229,90 @@ class MemoryRecords(_Table):
     }
 
 
+# NvtxRanges.style
+NVTX_PUSHPOP = 0  # nvtxRangePush/Pop: nested per thread
+NVTX_STARTEND = 1  # nvtxRangeStart/End: may end on another thread
+
+# DeviceDetails memory kinds (CUPTI's, as nsys exports them): src_kind, dst_kind
+MEM_PAGEABLE = 0
+MEM_PINNED = 1
+MEM_DEVICE = 2
+MEM_ARRAY = 3
+MEM_MANAGED = 4
+
+
+@dataclass(frozen=True)
+class NvtxRanges(_Table):
+    """NVTX ranges (Nsight Systems): push/pop and start/end, with their domain."""
+
+    name: I32  # the range's message (registered strings resolved)
+    ts: I64
+    dur: I64
+    pid: I32
+    tid: I32
+    domain: I32  # string id of the domain name, -1 for the default domain
+    style: I8  # NVTX_PUSHPOP | NVTX_STARTEND
+    payload: F64  # the range's numeric payload (int/uint/double/float), NaN when none
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "pid": np.int32,
+        "tid": np.int32,
+        "domain": np.int32,
+        "style": np.int8,
+        "payload": np.float64,
+    }
+
+
+@dataclass(frozen=True)
+class OsCalls(_Table):
+    """OS runtime calls (libc/pthread: poll, read, pthread_cond_wait, ...) from nsys."""
+
+    name: I32
+    ts: I64
+    dur: I64
+    pid: I32
+    tid: I32
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "name": np.int32,
+        "ts": np.int64,
+        "dur": np.int64,
+        "pid": np.int32,
+        "tid": np.int32,
+    }
+
+
+@dataclass(frozen=True)
+class DeviceDetails(_Table):
+    """Per device op, row-aligned with ``Trace.device`` when not empty (nsys only).
+
+    ``copy_kind`` is CUPTI's memcpy kind (1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP, ...), -1 for
+    kernels and memsets; ``src_kind``/``dst_kind`` are MEM_* (a memset's memory kind is its
+    ``dst_kind``); ``mangled`` is the string id of a kernel's mangled name (-1 if unknown).
+    """
+
+    copy_kind: I8
+    src_kind: I8
+    dst_kind: I8
+    mangled: I32
+    pid: I32
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "copy_kind": np.int8,
+        "src_kind": np.int8,
+        "dst_kind": np.int8,
+        "mangled": np.int32,
+        "pid": np.int32,
+    }
+
+
+def _empty(cls: type[T]) -> Callable[[], T]:
+    return lambda: cls.from_columns({n: np.empty(0, d) for n, d in cls.DTYPES.items()})
+
+
 @dataclass(frozen=True)
 class DeviceProperties:
     id: int
@@ -232,6 +323,14 @@ class DeviceProperties:
     num_sms: int
     max_threads_per_sm: int
     warp_size: int
+    # Optional hardware facts (nsys TARGET_INFO_GPU); 0 when unknown.
+    clock_hz: int = 0
+    memory_bandwidth: int = 0  # bytes/s
+    l2_cache_bytes: int = 0
+    max_warps_per_sm: int = 0
+    max_blocks_per_sm: int = 0
+    max_registers_per_sm: int = 0
+    max_shared_memory_per_sm: int = 0
 
 
 @dataclass(frozen=True)
@@ -250,6 +349,10 @@ class TraceMeta:
     categories: dict[str, int] = field(default_factory=dict)  # events per category as read
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count (partial data)
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # how the reader interpreted the file (not data loss)
+    format_version: str | None = None  # e.g. the nsys export schema version "3.17.1"
+    producer: str | None = None  # e.g. "NVIDIA Nsight Systems 2025.1.1.110"
+    diagnostics: tuple[str, ...] = ()  # the profiler's own warnings/errors (nsys DIAGNOSTIC_EVENT)
 
 
 @dataclass(frozen=True)
@@ -264,6 +367,9 @@ class Trace:
     gpu_annotations: GpuAnnotations
     syncs: Syncs
     memory: MemoryRecords
+    nvtx: NvtxRanges = field(default_factory=_empty(NvtxRanges))
+    osrt: OsCalls = field(default_factory=_empty(OsCalls))
+    device_details: DeviceDetails = field(default_factory=_empty(DeviceDetails))
     _masks: dict[Callable[[str], object], npt.NDArray[np.bool_]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -275,6 +381,9 @@ class Trace:
         "gpu_annotations": GpuAnnotations,
         "syncs": Syncs,
         "memory": MemoryRecords,
+        "nvtx": NvtxRanges,
+        "osrt": OsCalls,
+        "device_details": DeviceDetails,
     }
 
     def name(self, string_id: int) -> str:

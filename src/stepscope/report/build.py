@@ -10,14 +10,25 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.efficiency import Overrides
+from stepscope.analysis.memory_timeline import CategoryTimeline, category_timeline
 from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
+from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
+from stepscope.report.efficiency_json import efficiency_json
+from stepscope.report.memory_json import memory_json, modules_json
+from stepscope.report.ncu_json import ncu_json
+from stepscope.report.nsys_json import nsys_json
+from stepscope.report.real_traces import real_trace_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
+    from stepscope.analysis.ncu_join import NcuJoin
+    from stepscope.model.ncu import NcuReport
 
 SCHEMA = "stepscope.report/1"
+DEFAULT_TOP = 15  # rows per operator/kernel table, for every command
 
 
 def _us(ns: float | int) -> float:
@@ -33,6 +44,8 @@ class Report:
     analyses: Analyses
     top: int
     findings: list[Finding] = field(default_factory=list)
+    memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
+    ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
 
     @property
     def trace(self) -> Trace:
@@ -162,6 +175,12 @@ class Report:
                 "gpu_total_us": _us(a.launches.gpu_total_ns),
             },
             "findings": [f.to_json() for f in self.findings],
+            "memory": memory_json(a.memory, self.top, self.memory_timeline),
+            "modules": modules_json(a.modules),
+            "efficiency": efficiency_json(a.efficiency),
+            **real_trace_json(a),  # issue 9: warm-up, clock skew, communication, graphs
+            "nsys": nsys_json(a),
+            "ncu": ncu_json(self.ncu),
         }
 
 
@@ -203,8 +222,14 @@ def _op_stack_json(a: Analyses, top: int) -> list[dict[str, Any]]:
     ]
 
 
-def build_report(trace: Trace, *, top: int = 20, step: int | None = None) -> Report:
+def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
+                 memory_timeline: MemoryTimeline | None = None,
+                 peaks: Overrides | None = None, ncu: NcuReport | None = None) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
+    from stepscope.analysis.ncu_join import join_ncu
 
-    analyses = run_analyses(trace, step=step)
-    return Report(analyses=analyses, top=top, findings=advise(analyses))
+    analyses = run_analyses(trace, step=step, peaks=peaks)
+    return Report(analyses=analyses, top=top, findings=advise(analyses),
+                  memory_timeline=None if memory_timeline is None
+                  else category_timeline(memory_timeline),
+                  ncu=None if ncu is None else join_ncu(ncu, trace))

@@ -1,16 +1,36 @@
-"""Terminal report (rich): findings first, then the numbers that back them."""
+"""Terminal report (rich): findings first, then the numbers that back them.
+
+Layout rules (one unit per column, no wrapped numbers, columns dropped by importance on
+narrow terminals) live in ``text_layout``; findings in ``text_findings``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.report.build import Report
+from stepscope.report.text_efficiency import render_efficiency
+from stepscope.report.text_findings import render_findings
+from stepscope.report.text_layout import (
+    MISSING,
+    Column,
+    count_column,
+    fit_table,
+    hanging,
+    pct_column,
+    print_table,
+    time_column,
+)
+from stepscope.report.text_ncu import render_ncu
+from stepscope.report.text_nsys import render_nsys
+from stepscope.report.text_real_traces import render_real_traces
+from stepscope.report.views import VIEWS
+from stepscope.units import column_unit
+from stepscope.units import format_us as format_us
 
 LABELS = {
     "kernel": "Kernel",
@@ -22,162 +42,125 @@ LABELS = {
     "cpu_exec": "CPU exec",
     "other": "Other",
 }
-NAME_WIDTH = 70
+KERNEL_NAME = 44  # kernel names need more room than operators to stay distinct
 
 
-def format_us(us: float) -> str:
-    """µs as the reports show them: '89.0 µs', '1.92 ms' (shared with the capture tables)."""
-    return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
-
-
-def _strip_params(name: str) -> str:
-    """Drop a trailing C++ parameter list: 'f<T>(int, float)' -> 'f<T>'."""
-    if not name.endswith(")"):
-        return name
-    depth = 0
-    for i in range(len(name) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(name[i], 0)
-        if depth == 0:
-            return name[:i] if i > 0 else name
-    return name
-
-
-def _collapse_templates(name: str, keep: int = 1) -> str:
-    """Elide template arguments nested deeper than ``keep``: 'a<b<c>, d>' -> 'a<b<…>, d>'."""
-    out = []
-    depth = 0
-    for ch in name:
-        if ch == "<":
-            if depth == keep:
-                out.append("<…")
-            elif depth < keep:
-                out.append(ch)
-            depth += 1
-        elif ch == ">" and depth > 0:
-            depth -= 1
-            if depth <= keep:
-                out.append(">")
-        elif depth <= keep:
-            out.append(ch)
-    return "".join(out).replace("::(anonymous namespace)::", "::")
-
-
-def _short(name: str, width: int = NAME_WIDTH) -> str:
-    """Readable one-line name: kernels lose 'void ', parameters, then template arguments."""
-    if len(name) <= width:
-        return name
-    short = _strip_params(name.removeprefix("void "))
-    if len(short) > width:
-        short = _collapse_templates(short)
-    return short if len(short) <= width else short[: width - 1] + "…"
-
-
-def render_text(report: Report, console: Console | None = None) -> None:
+def render_text(report: Report, console: Console | None = None, *, view: str = "summary") -> None:
+    """Print the report; ``view`` picks the sections (summary, operators, kernels, all)."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     console = console or Console()
     data = report.to_json()
+    _header(console, data)
+    render_real_traces(console, data)
+    if view in ("summary", "all"):
+        render_findings(console, report.findings)
+        _breakdown(console, data)
+        _gpu(console, data)
+    if view in ("summary", "operators", "all"):
+        _operators(console, data["operators"], "Top operators", shapes=False)
+    if view in ("operators", "all"):
+        _operators(console, data["operators_by_shape"], "Top operators by input shape,",
+                   shapes=True)
+    if view in ("summary", "all"):
+        _kernels(console, data)
+    if view in ("kernels", "all"):
+        _kernel_launches(console, data)
+    if view in ("summary", "all"):
+        _temporal(console, data)
+        render_efficiency(console, data)
+        render_memory_and_modules(console, data)
+        render_nsys(data, console, report.top)
+        render_ncu(data.get("ncu"), console, report.top)
+
+
+def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
+    from stepscope.report.text_memory import render_memory_and_modules as render
+
+    render(console, data)
+
+
+def _header(console: Console, data: dict[str, Any]) -> None:
     src = data["source"]
-    title = f"stepscope report — {escape(src['path'])}"
-    console.rule(Text(title, style="bold"))
-    devices = (
-        ", ".join(f"GPU {d['id']}: {escape(d['name'])}" for d in data["devices"]) or "CPU only"
-    )
+    console.rule(Text("stepscope report", style="bold"))
+    hanging(console, "", Text(src["path"]))
+    devices = ", ".join(f"GPU {d['id']}: {d['name'] or 'unnamed'}" for d in data["devices"])
     rank = f" · rank {src['rank']}" if src["rank"] is not None else ""
-    console.print(f"{src['events']:,} events · {src['vendor']} · {devices}{rank}")
+    hanging(console, "", Text(f"{src['events']:,} events · {src['vendor']} · "
+                              f"{devices or 'CPU only'}{rank}"))
     for w in src["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        hanging(console, "", Text("warning: ", style="yellow") + Text(w))
     if src["skipped"]:
-        parts = ", ".join(f"{n:,} {escape(reason)}" for reason, n in src["skipped"].items())
-        console.print(f"[yellow]partial:[/] skipped {parts}")
-    _findings(console, report)
-    _breakdown(console, data)
-    _gpu(console, data)
-    _operators(console, data)
-    _kernels(console, data)
-    _temporal(console, data)
-
-
-def _findings(console: Console, report: Report) -> None:
-    console.print()
-    if not report.findings:
-        console.print("[bold]Findings[/]: none — no rule found a problem worth fixing.")
-        return
-    console.print("[bold]Findings[/] (ranked by estimated saving per step)")
-    for i, f in enumerate(report.findings, 1):
-        f.render_text(console, i)
+        parts = ", ".join(f"{n:,} {reason}" for reason, n in src["skipped"].items())
+        hanging(console, "", Text("partial: ", style="yellow") + Text(f"skipped {parts}"))
 
 
 def _breakdown(console: Console, data: dict[str, Any]) -> None:
     bd = data["breakdown"]
     steps = data["steps"]
     console.print()
-    what = f"{len(steps)} step(s)" if data["profiler_steps"] else "whole trace (no ProfilerStep)"
-    console.print(f"[bold]Step time[/]: {format_us(bd['step_avg_us'])} on average over {what}")
+    what = (f"{len(steps)} step(s)" if data["profiler_steps"]
+            else "the whole trace (no ProfilerStep)")
+    avg = format_us(bd["step_avg_us"])
+    hanging(console, "", Text.assemble(("Step time", "bold"), f": {avg} on average over {what}"))
     if data["steps_dropped"]:
-        console.print(f"  dropped incomplete trailing step(s): {', '.join(data['steps_dropped'])}")
-    table = Table(show_edge=False, pad_edge=False, box=None)
-    table.add_column("category")
-    table.add_column("avg per step", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column("")
-    device_categories = ("kernel", "memcpy", "memset", "communication", "runtime")
-    cpu_only = not data["gpu"] and all(bd["avg_us"][c] == 0 for c in device_categories)
-    for c in CATEGORIES:
-        pct = bd["pct"][c]
-        if bd["avg_us"][c] == 0 and (cpu_only or c in ("communication", "memset", "memcpy")):
-            continue
-        bar = "█" * round(pct / 4)
-        table.add_row(LABELS[c], format_us(bd["avg_us"][c]), f"{pct:5.1f} %", f"[cyan]{bar}[/]")
-    console.print(table)
+        hanging(console, "  ", Text("dropped incomplete trailing step(s): "
+                                    + ", ".join(data["steps_dropped"])))
+    shown = [c for c in CATEGORIES if bd["avg_us"][c] > 0]
+    zero = [LABELS[c] for c in CATEGORIES if bd["avg_us"][c] <= 0]
+    if shown:
+        per_step = time_column("avg per step", [bd["avg_us"][c] for c in shown], keep=2)
+        share = pct_column("share", [bd["pct"][c] for c in shown], keep=1)
+        label_width = max(len(LABELS[c]) for c in shown)
+        bar_room = console.width - label_width - per_step.width - share.width
+        bar_width = max(min(bar_room - 3 * 2, 40), 0)
+        columns = [per_step, share]
+        if bar_width >= 5:
+            bars = ["█" * round(bd["pct"][c] / 100 * bar_width) for c in shown]
+            columns.append(Column("", [b.ljust(bar_width) for b in bars], keep=0,
+                                  justify="left", style="cyan"))
+        print_table(console, fit_table(console, "category", [LABELS[c] for c in shown], columns))
+    if zero:
+        hanging(console, "", Text("zero in this trace: " + ", ".join(zero), style="dim"))
 
 
 def _gpu(console: Console, data: dict[str, Any]) -> None:
-    if not data["gpu"]:
+    gpus = data["gpu"]
+    if not gpus:
         return
     console.print()
-    table = Table(title=None, show_edge=False, box=None, pad_edge=False)
-    for col in ("GPU", "utilization", "est. SM efficiency", "est. occupancy", "Tensor Core time"):
-        table.add_column(col, justify="right" if col != "GPU" else "left")
-
-    def pct(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.2f} %"
-
-    for g in data["gpu"]:
-        name = f"{g['device']}" + (f" {escape(g['name'])}" if g["name"] else "")
-        table.add_row(
-            name,
-            pct(g["utilization_pct"]),
-            pct(g["sm_efficiency_pct"]),
-            pct(g["achieved_occupancy_pct"]),
-            pct(g["tensor_core_pct"]),
-        )
     console.print("[bold]GPU[/] (over the steps)")
-    console.print(table)
+    names = [f"{g['device']} {g['name']}" if g["name"] else f"{g['device']}" for g in gpus]
+    columns = [
+        pct_column("utilization", [g["utilization_pct"] for g in gpus], keep=4, digits=2),
+        pct_column("est. SM efficiency", [g["sm_efficiency_pct"] for g in gpus], keep=3,
+                   digits=2),
+        pct_column("est. occupancy", [g["achieved_occupancy_pct"] for g in gpus], keep=2,
+                   digits=2),
+        pct_column(data.get("tensor_core_metric", "Tensor Core time"),
+                   [g["tensor_core_pct"] for g in gpus], keep=1, digits=2),
+    ]
+    print_table(console, fit_table(console, "GPU", names, columns))
 
 
-def _operators(console: Console, data: dict[str, Any]) -> None:
-    ops = data["operators"]
+def _operators(console: Console, ops: list[dict[str, Any]], title: str, *, shapes: bool) -> None:
     if not ops:
         return
     gpu = any(o["device_total_us"] > 0 for o in ops)
     console.print()
-    console.print(
-        f"[bold]Top operators[/] by {'device' if gpu else 'host'} self time (whole trace)"
-    )
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("operator", overflow="ellipsis", no_wrap=True, max_width=NAME_WIDTH)
-    table.add_column("calls", justify="right")
+    hanging(console, "", Text.assemble(
+        (title, "bold"), f" by {'device' if gpu else 'host'} self time (whole trace)"))
+    columns = [count_column("calls", [o["calls"] for o in ops], keep=3)]
     if gpu:
-        table.add_column("device self", justify="right")
-        table.add_column("device total", justify="right")
-    table.add_column("host self", justify="right")
-    table.add_column("host total", justify="right")
-    for o in ops:
-        cells = [escape(_short(o["name"])), f"{o['calls']:,}"]
-        if gpu:
-            cells += [format_us(o["device_self_us"]), format_us(o["device_total_us"])]
-        cells += [format_us(o["host_self_us"]), format_us(o["host_total_us"])]
-        table.add_row(*cells)
-    console.print(table)
+        columns += [time_column("device self", [o["device_self_us"] for o in ops], keep=5),
+                    time_column("device total", [o["device_total_us"] for o in ops], keep=2)]
+    columns += [time_column("host self", [o["host_self_us"] for o in ops], keep=4),
+                time_column("host total", [o["host_total_us"] for o in ops], keep=1)]
+    names = [o["name"] for o in ops]
+    if shapes:
+        columns.insert(0, Column("input shape", [o.get("input_shape") or MISSING for o in ops],
+                                 keep=6, justify="left", max_width=console.width // 4))
+    print_table(console, fit_table(console, "operator", names, columns))
 
 
 def _kernels(console: Console, data: dict[str, Any]) -> None:
@@ -186,44 +169,75 @@ def _kernels(console: Console, data: dict[str, Any]) -> None:
         return
     console.print()
     console.print("[bold]Top kernels[/] by total time (whole trace)")
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=NAME_WIDTH)
-    for col in ("calls", "total", "mean", "blocks/SM", "occup.", "TC"):
-        table.add_column(col, justify="right")
-    for k in ks:
-        table.add_row(
-            escape(_short(k["name"])),
-            f"{k['calls']:,}",
-            format_us(k["total_us"]),
-            format_us(k["mean_us"]),
-            "" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.1f}",
-            "" if k["achieved_occupancy_pct"] is None else f"{k['achieved_occupancy_pct']:.0f} %",
-            "yes" if k["tensor_cores"] else "",
-        )
-    console.print(table)
+    columns = [
+        count_column("calls", [k["calls"] for k in ks], keep=5),
+        time_column("total", [k["total_us"] for k in ks], keep=6),
+        time_column("mean", [k["mean_us"] for k in ks], keep=4),
+        Column("blocks/SM", [MISSING if k["blocks_per_sm"] is None
+                             else f"{k['blocks_per_sm']:.1f}" for k in ks], keep=1),
+        pct_column("occup.", [k["achieved_occupancy_pct"] for k in ks], keep=3, digits=0),
+        Column("TC", ["yes" if k["tensor_cores"] else "no" for k in ks], keep=2),
+    ]
+    print_table(console, fit_table(console, "kernel", [k["name"] for k in ks], columns,
+                                   min_name=KERNEL_NAME))
+
+
+def _dims(dims: list[int] | None) -> str:
+    return MISSING if not dims else "×".join(str(d) for d in dims)
+
+
+def _kernel_launches(console: Console, data: dict[str, Any]) -> None:
+    ks = data["kernels"]
+    console.print()
+    if not ks:
+        console.print("[bold]Kernel launches[/]: no GPU kernels in this trace.")
+        return
+    console.print("[bold]Kernel launches[/] (configuration of the top kernels)")
+    unit, div, fmt = column_unit([k["max_us"] for k in ks])
+
+    def times(key: str) -> list[str]:
+        return [fmt.format(k[key] / div) for k in ks]
+
+    columns = [
+        count_column("calls", [k["calls"] for k in ks], keep=8),
+        Column(f"min ({unit})", times("min_us"), keep=3),
+        Column(f"mean ({unit})", times("mean_us"), keep=7),
+        Column(f"max ({unit})", times("max_us"), keep=2),
+        Column("grid", [_dims(k["grid"]) for k in ks], keep=6),
+        Column("block", [_dims(k["block"]) for k in ks], keep=6),
+        Column("regs", [MISSING if k["registers_per_thread"] is None
+                        else str(k["registers_per_thread"]) for k in ks], keep=4),
+        Column("smem (B)", [MISSING if k["shared_memory_bytes"] is None
+                            else f"{k['shared_memory_bytes']:,}" for k in ks], keep=4),
+        Column("blocks/SM", [MISSING if k["blocks_per_sm"] is None
+                             else f"{k['blocks_per_sm']:.1f}" for k in ks], keep=5),
+        pct_column("occup.", [k["achieved_occupancy_pct"] for k in ks], keep=5, digits=0),
+        Column("TC", ["yes" if k["tensor_cores"] else "no" for k in ks], keep=1),
+    ]
+    print_table(console, fit_table(console, "kernel", [k["name"] for k in ks], columns,
+                                   min_name=KERNEL_NAME - 12))
 
 
 def _temporal(console: Console, data: dict[str, Any]) -> None:
     console.print()
     for t in data["temporal"]:
-        console.print(
-            f"[bold]GPU time[/] (rank {t['rank']}, {format_us(t['span_us'])} active span): "
+        hanging(console, "", Text.assemble(
+            ("GPU time", "bold"),
+            f" (rank {t['rank']}, {format_us(t['span_us'])} active span): "
             f"compute {t['compute_pct']:.1f} %, non-compute {t['non_compute_pct']:.1f} %, "
-            f"idle {t['idle_pct']:.1f} %"
-        )
+            f"idle {t['idle_pct']:.1f} %"))
     idle = [s for s in data["idle"] if s["idle_us"] > 0]
     if idle:
         worst = max(idle, key=lambda s: s["idle_us"])
-        console.print(
-            f"  idle on stream {worst['stream']} (device {worst['device']}): "
+        hanging(console, "  ", Text(
+            f"idle on stream {worst['stream']} (device {worst['device']}): "
             f"host wait {worst['host_wait_pct']:.0f} %, "
-            f"kernel wait {worst['kernel_wait_pct']:.0f} %, other {worst['other_pct']:.0f} %"
-        )
+            f"kernel wait {worst['kernel_wait_pct']:.0f} %, other {worst['other_pct']:.0f} %"))
     la = data["launches"]
     if la:
-        console.print(
-            f"[bold]Launches[/]: {la['launches']:,} · short kernels {la['short_kernels']:,} · "
+        hanging(console, "", Text.assemble(
+            ("Launches", "bold"),
+            f": {la['launches']:,} · short kernels {la['short_kernels']:,} · "
             f"launch delay mean {format_us(la['launch_delay_mean_us'])}, "
             f"p95 {format_us(la['launch_delay_p95_us'])} · outliers: runtime "
-            f"{la['runtime_outliers']:,}, delay {la['launch_delay_outliers']:,}"
-        )
+            f"{la['runtime_outliers']:,}, delay {la['launch_delay_outliers']:,}"))

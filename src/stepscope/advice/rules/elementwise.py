@@ -39,7 +39,9 @@ def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     if ctx.has_gpu:
         dev = trace.device
-        kernel, dur = ctx.kernel_sel, ctx.device_in_steps
+        # communication kernels are not compute: out of the denominator
+        kernel = ctx.kernel_sel & ~names.mask(trace, names.is_collective_kernel)[dev.name]
+        dur = ctx.device_in_steps
         pw = kernel & names.mask(trace, is_pointwise_kernel)[dev.name]
         total = float(dur[kernel].sum())
         ns = float(dur[pw].sum())

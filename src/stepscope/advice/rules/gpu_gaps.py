@@ -21,6 +21,8 @@ THRESHOLD_PCT = 5.0  # unexplained gap time, % of the step
 def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
+    if ctx.a.graphs is not None and ctx.a.graphs.capture_only:
+        return None  # graph capture: launches are recorded, not run; idle GPU is expected
     trace, gaps = ctx.trace, ctx.gaps
     big = gaps.length >= GAP_NS
     if not big.any():
@@ -65,6 +67,9 @@ def check(ctx: Context) -> Finding | None:
             if best[0] != o:
                 doing += f" › {short(trace.strings[host.name[best[0]]], 60)}"
         evidence.append(f"gap of {fmt_ns(e - s)}: CPU in {doing}")
+    if ctx.a.clock_skew is not None:
+        evidence.append(f"affected by clock skew (up to {fmt_ns(ctx.a.clock_skew.max_ns)}): "
+                        "which gaps the host caused is uncertain by that much")
     return ctx.finding(
         id="gpu-gaps", title="The GPU sits idle in long gaps",
         saving_ns=unexplained,

@@ -11,6 +11,7 @@ from ..finding import Finding
 
 SHORT_SHARE = 0.5  # of launches are "short" (HTA: cpu <= 50 µs and gpu < cpu)
 THRESHOLD_PCT = 5.0  # host-wait GPU idle, % of the step
+QUEUED_DELAY_NS = 50_000  # median launch delay up to this: kernels start right after launch
 
 CODE = """\
 model = torch.compile(model, mode="reduce-overhead")   # captures CUDA graphs
@@ -27,6 +28,8 @@ def check(ctx: Context) -> Finding | None:
     la = ctx.a.launches
     if not ctx.has_gpu or la is None or la.launches == 0:
         return None
+    if ctx.a.graphs is not None and ctx.a.graphs.capture_only:
+        return None  # graph capture: launches are recorded, not run; idle GPU is expected
     if la.short_kernels < SHORT_SHARE * la.launches:
         return None
     gaps = ctx.gaps
@@ -48,8 +51,27 @@ def check(ctx: Context) -> Finding | None:
         f"the GPU idles {fmt_ns(host_wait_ns)} per step waiting for the next launch "
         f"({len(hw) / ctx.n_steps:,.0f} gaps per step, median {fmt_ns(float(np.median(hw)))})"
         if len(hw) else "no host-wait gaps",
-        f"launch delay mean {fmt_ns(la.delay_mean_ns)}, p95 {fmt_ns(la.delay_p95_ns)}",
     ]
+    # A short launch delay supports the claim (kernels start as soon as they are queued: the
+    # GPU was waiting); a long one means a queue of work ahead, the opposite, so it is not shown.
+    if la.delay_p50_ns <= QUEUED_DELAY_NS:
+        evidence.append(f"median launch delay {fmt_ns(la.delay_p50_ns)}: kernels start as soon "
+                        "as they are launched, the GPU has nothing queued")
+    if ctx.a.clock_skew is not None:
+        evidence.append(f"affected by clock skew: kernels start up to "
+                        f"{fmt_ns(ctx.a.clock_skew.max_ns)} before their launch call returns, "
+                        "so launch delays and host-wait gaps are uncertain by that much")
+    g = ctx.a.graphs
+    fix = ("Launch fewer, larger kernels: torch.compile(mode=\"reduce-overhead\") (fusion + "
+           "CUDA graphs), CUDA graphs for static shapes, or a larger batch to give each kernel "
+           "more work.")
+    if g is not None and g.graph_launches:
+        evidence.append(f"CUDA/HIP graphs are already used: {g.graph_launches:,} graph launches, "
+                        f"{g.kernels_per_graph:,.1f} kernels per graph; the short launches are "
+                        "outside the graphs")
+        fix = ("Graphs are already used: capture more of the step in them (the eager launches "
+               "outside the graphs are what waits), fuse the remaining small kernels with "
+               "torch.compile, or give each kernel more work with a larger batch.")
     return ctx.finding(
         id="launch-bound", title="Launch-bound: many short kernels, the GPU waits for the CPU",
         saving_ns=saving,
@@ -57,9 +79,7 @@ def check(ctx: Context) -> Finding | None:
                   "went idle, capped by the CPU time spent in launch calls (what a CUDA graph "
                   "replaces with one launch)."),
         evidence=evidence,
-        fix=("Launch fewer, larger kernels: torch.compile(mode=\"reduce-overhead\") (fusion + "
-             "CUDA graphs), CUDA graphs for static shapes, or a larger batch to give each kernel "
-             "more work."),
+        fix=fix,
         code=CODE,
         references=("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
                     "https://pytorch.org/docs/stable/generated/torch.compile.html"),

@@ -13,7 +13,7 @@ MAX_TC_PCT = 50.0  # of eligible kernel time already on Tensor Cores
 SPEEDUP = 2.0  # assumed speed-up of that work on Tensor Cores (hence saving = half)
 
 CODE_AMP_FP16 = """\
-scaler = torch.cuda.amp.GradScaler()
+scaler = torch.amp.GradScaler("cuda")
 for x, y in loader:
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast("cuda", dtype=torch.float16):
@@ -39,7 +39,9 @@ def check(ctx: Context) -> Finding | None:
         return None
     dev, host = trace.device, trace.host
     owner = ctx.a.tree.device_owner
-    kernel, dur = ctx.kernel_sel, ctx.device_in_steps
+    # communication kernels are not compute: out of the denominator
+    kernel = ctx.kernel_sel & ~names.mask(trace, names.is_collective_kernel)[dev.name]
+    dur = ctx.device_in_steps
     eligible_name = names.mask_in(trace, names.TC_ELIGIBLE_OPS)
     eligible = kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
     tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]

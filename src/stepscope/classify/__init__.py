@@ -1,0 +1,1 @@
+"""Documented pattern tables: kernel classes and GPU peaks, each with its sources."""

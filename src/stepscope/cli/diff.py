@@ -1,0 +1,243 @@
+"""``stepscope diff BASE NEW``: compare two runs, optionally as a CI regression gate.
+
+BASE and NEW are traces, folders of traces (captures pooled), or saved JSON reports
+(``--baseline FILE`` names a stored report as BASE). ``--fail-on`` thresholds make the
+exit status 1 when broken (one line per broken threshold on stderr), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from stepscope.analysis.diff import RunSummary, diff_runs
+from stepscope.analysis.gate import GateResult, evaluate, parse
+from stepscope.analysis.significance import ALPHA
+from stepscope.cli.options import add_top
+from stepscope.errors import TraceFormatError, TraceSourceError, UsageError, one_line
+from stepscope.formats.kineto import looks_like_kineto
+from stepscope.io.source import is_url, read_source
+
+REPORT, TRACE, FOLDER, TENSORRT = "report", "trace", "folder", "tensorrt"
+KIND_WORDS = {
+    REPORT: "a saved stepscope report",
+    TRACE: "a PyTorch profiler trace",
+    FOLDER: "a folder of traces",
+    TENSORRT: "a TensorRT engine export",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="BASE and NEW: traces (.json[.gz]), folders of traces, or saved JSON reports; "
+        "with --baseline only NEW",
+    )
+    parser.add_argument(
+        "--baseline", metavar="FILE", help="a stored JSON report (stepscope report --format "
+        "json, or diff --save-baseline) to use as BASE"
+    )
+    parser.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="exit 1 when broken, e.g. 'step_time>+5%%', 'kernel:aten::mm>+10%%' "
+        "(repeatable; docs/diff.md)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_top(parser)
+    parser.add_argument(
+        "--alpha", type=float, default=ALPHA, help=f"significance level (default {ALPHA})"
+    )
+    parser.add_argument(
+        "--save-baseline",
+        metavar="FILE",
+        help="write NEW's full report (every row, per-step kernel times) as the next baseline",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="re-parse traces")
+
+
+# ---------------------------------------------------------------- input kinds and dispatch
+
+
+def input_kind(path: str) -> str:
+    """What a path holds: REPORT, TRACE, FOLDER or TENSORRT; one-line error otherwise."""
+    from stepscope.formats.trtexec_load import is_trtexec_output
+
+    if not is_url(path) and is_trtexec_output(path):  # trtexec exports, a file or a folder
+        return TENSORRT
+    if not is_url(path) and os.path.isdir(path):
+        return FOLDER
+    if path.endswith((".engine", ".plan")):
+        return TENSORRT
+    head = _head(path)
+    if not head.strip():
+        raise TraceFormatError(f"{path}: file is empty")
+    if b'"schema"' in head and b"stepscope.report/" in head:
+        return REPORT
+    if b'"schema"' in head and b"stepscope.diff/" in head:
+        raise TraceFormatError(f"{path}: is a diff, not a run (give a trace or a report)")
+    trt = (b'"averageMs"', b'"Layers"', b"TensorRT.trtexec", b'"timeMs"')
+    if b'"traceEvents"' not in head and any(tok in head for tok in trt):
+        return TENSORRT
+    if looks_like_kineto(head):
+        return TRACE
+    raise TraceFormatError(
+        f"{path}: not a trace or a stepscope report (expected PyTorch profiler JSON or "
+        "`stepscope report --format json` output)"
+    )
+
+
+HEAD = 8192
+
+
+def _head(path: str) -> bytes:
+    """The first bytes of a file, inflated when gzip, without reading the whole file."""
+    if is_url(path):
+        return bytes(read_source(path).data[:HEAD])
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(HEAD)
+            if raw[:2] != b"\x1f\x8b":
+                return raw
+        with gzip.open(path, "rb") as gz:
+            return gz.read(HEAD)
+    except FileNotFoundError:
+        raise TraceSourceError(f"{path}: no such file") from None
+    except (OSError, EOFError) as exc:
+        raise TraceSourceError(f"{path}: cannot read ({one_line(str(exc))})") from None
+
+
+@dataclass(frozen=True)
+class Side:
+    summary: RunSummary
+    report: dict[str, Any] | None  # the full report JSON when the side is one trace
+
+
+def _load(path: str, kind: str, use_cache: bool) -> Side:
+    from stepscope.report import diff_load
+
+    if kind == REPORT:
+        return Side(diff_load.read_report(path, read_source(path).data), None)
+    if kind == FOLDER:
+        return Side(diff_load.summarise_folder(path, use_cache=use_cache), None)
+    summary, doc = diff_load.trace_summary_and_report(path, use_cache=use_cache)
+    return Side(summary, doc)
+
+
+def _with_status(args: argparse.Namespace, path: str, work: Callable[[], Side]) -> Side:
+    """Run ``work`` under a spinner on a terminal's stderr (text output only)."""
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    if args.format != "text" or not err.is_terminal:
+        return work()
+    with err.status(f"reading and analysing {path}…"):
+        return work()
+
+
+def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
+    """Two TensorRT engines: layer latencies, precisions and fused groups side by side."""
+    from stepscope.cli.diff_tensorrt import run_tensorrt_diff
+
+    if args.fail_on:
+        raise UsageError(f"{base}, {new}: --fail-on gates training runs; it does not apply "
+                         "to TensorRT engine comparisons")
+    return run_tensorrt_diff(base, new, fmt=args.format, top=args.top)
+
+
+def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:
+    use_cache = not args.no_cache
+    b = _with_status(args, base, lambda: _load(base, args.base_kind, use_cache))
+    n = _with_status(args, new, lambda: _load(new, args.new_kind, use_cache))
+    try:
+        diff = diff_runs(b.summary, n.summary, alpha=args.alpha)
+    except ValueError as exc:
+        raise UsageError(f"{base} vs {new}: incompatible runs ({exc})") from None
+    gate = evaluate(diff, args.thresholds)
+    if args.save_baseline:
+        _save_baseline(args.save_baseline, new, n)
+    if args.format == "json":
+        from stepscope.report.diff_json import render_diff_json
+
+        sys.stdout.write(render_diff_json(diff, gate) + "\n")
+    else:
+        from rich.console import Console
+
+        from stepscope.report.diff_text import render_diff_text
+
+        render_diff_text(diff, Console(), top=args.top, gate=gate)
+    return _gate_exit(gate)
+
+
+COMPARERS: dict[str, Callable[[str, str, argparse.Namespace], int]] = {
+    TRACE: _compare_runs,
+    REPORT: _compare_runs,
+    FOLDER: _compare_runs,
+    TENSORRT: _compare_tensorrt,
+}
+RUN_KINDS = frozenset({TRACE, REPORT, FOLDER})  # any two of these compare with each other
+
+
+def pick_comparer(
+    base: str, base_kind: str, new: str, new_kind: str
+) -> Callable[[str, str, argparse.Namespace], int]:
+    """The comparison for a pair of inputs; different kinds of files are refused."""
+    if base_kind == new_kind or (base_kind in RUN_KINDS and new_kind in RUN_KINDS):
+        return COMPARERS[base_kind]
+    raise UsageError(
+        f"cannot compare {KIND_WORDS[base_kind]} ({base}) with {KIND_WORDS[new_kind]} ({new})"
+    )
+
+
+# ---------------------------------------------------------------- output
+
+
+def _save_baseline(out: str, new: str, side: Side) -> None:
+    from stepscope.report.diff_load import baseline_json
+
+    if side.report is None:
+        raise UsageError(f"--save-baseline: NEW ({new}) must be a single trace")
+    try:
+        with open(out, "wb") as fh:
+            fh.write(msgspec.json.encode(baseline_json(side.report, side.summary)))
+    except OSError as exc:
+        raise UsageError(f"--save-baseline {out}: cannot write ({exc.strerror})") from None
+
+
+def _gate_exit(gate: list[GateResult]) -> int:
+    broken = [g for g in gate if g.broken]
+    for g in broken:
+        print(f"stepscope diff: FAIL {g.reason}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = list(args.paths)
+    if args.baseline:
+        if len(paths) != 1:
+            raise UsageError("with --baseline FILE give only NEW (one path)")
+        paths.insert(0, args.baseline)
+    elif len(paths) != 2:
+        raise UsageError(f"expected BASE and NEW, got {len(paths)} path(s)")
+    if not 0.0 < args.alpha < 1.0:
+        raise UsageError(f"--alpha {args.alpha}: must be between 0 and 1")
+    args.thresholds = [parse(t) for t in args.fail_on]
+    base, new = paths
+    base_kind, new_kind = input_kind(base), input_kind(new)
+    if args.baseline and base_kind != REPORT:
+        raise UsageError(
+            f"--baseline {base}: expected a saved JSON report, got {KIND_WORDS[base_kind]}"
+        )
+    args.base_kind, args.new_kind = base_kind, new_kind
+    return pick_comparer(base, base_kind, new, new_kind)(base, new, args)

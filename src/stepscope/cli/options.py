@@ -1,0 +1,22 @@
+"""Options several subcommands share, defined once so their defaults and checks agree."""
+
+from __future__ import annotations
+
+import argparse
+
+from stepscope.report.build import DEFAULT_TOP
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def add_top(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--top", type=positive_int, default=DEFAULT_TOP, metavar="N",
+                        help="rows per table in the report (default: %(default)s)")

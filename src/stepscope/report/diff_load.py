@@ -1,0 +1,243 @@
+"""Turn a trace, a saved ``stepscope.report/1`` JSON or a folder of traces into a RunSummary.
+
+A trace goes through the same report as ``stepscope report`` (all rows, not the top N),
+so a saved report and a fresh trace of the same run summarise identically; a trace
+additionally gives every kernel's per-step samples.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import msgspec
+
+from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.diff import (
+    GPU_METRICS,
+    FindingSummary,
+    ItemSummary,
+    RunSummary,
+    combine_ranks,
+    pool,
+)
+from stepscope.analysis.step_series import kernel_step_series
+from stepscope.errors import TraceFormatError, UsageError
+from stepscope.report.build import SCHEMA, build_report
+
+ALL_ROWS = 1 << 30
+
+
+def _bad(where: str, what: str, x: Any) -> TraceFormatError:
+    return TraceFormatError(f"{where}: malformed stepscope report (expected {what}, got {x!r})")
+
+
+def _f(x: Any, where: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        raise _bad(where, "a number", x)
+    return float(x)
+
+
+def _i(x: Any, where: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+        raise _bad(where, "a count", x)
+    return x
+
+
+def _opt(x: Any) -> float | None:
+    ok = isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    return float(x) if ok else None
+
+
+def _list(doc: dict[str, Any], key: str) -> list[Any]:
+    v = doc.get(key, [])
+    return v if isinstance(v, list) else []
+
+
+def summary_from_report(
+    doc: Any, label: str, *, series: dict[str, tuple[float, ...]] | None = None,
+    complete: bool | None = None,
+) -> RunSummary:
+    """A RunSummary from the JSON of a report (``Report.to_json()`` or a saved file)."""
+    if not isinstance(doc, dict):
+        raise TraceFormatError(f"{label}: not a stepscope report (expected a JSON object)")
+    schema = doc.get("schema")
+    if schema != SCHEMA:
+        raise TraceFormatError(
+            f"{label}: report schema {schema!r} is not supported (expected {SCHEMA!r})"
+        )
+    try:
+        return _summary(doc, label, series, bool(complete))
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise TraceFormatError(
+            f"{label}: malformed stepscope report ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _summary(
+    doc: dict[str, Any], label: str, series: dict[str, tuple[float, ...]] | None,
+    complete: bool,
+) -> RunSummary:
+    steps = doc["steps"]
+    if not isinstance(steps, list) or not steps:
+        raise TraceFormatError(f"{label}: the report has no steps to compare")
+    step_us = tuple(_f(s["duration_us"], label) for s in steps)
+    cats = {
+        c: tuple(_f(s["breakdown_us"].get(c, 0.0), label) for s in steps) for c in CATEGORIES
+    }
+
+    def ops(key: str) -> tuple[ItemSummary, ...]:
+        return tuple(
+            ItemSummary(
+                name=str(o["name"]),
+                calls=_i(o["calls"], label),
+                host_us=_f(o["host_total_us"], label),
+                device_us=_f(o["device_total_us"], label),
+                shape=None if o.get("input_shape") is None else str(o["input_shape"]),
+            )
+            for o in _list(doc, key)
+        )
+
+    kernels = tuple(
+        ItemSummary(
+            name=str(k["name"]),
+            calls=_i(k["calls"], label),
+            host_us=0.0,
+            device_us=_f(k["total_us"], label),
+            per_step=None if series is None else series.get(str(k["name"])),
+        )
+        for k in _list(doc, "kernels")
+    )
+    gpu = {
+        str(g["device"]): {m: _opt(g.get(m)) for m in GPU_METRICS} for g in _list(doc, "gpu")
+    }
+    findings = tuple(
+        FindingSummary(
+            id=str(f["id"]),
+            title=str(f["title"]),
+            severity=str(f["severity"]),
+            saving_us=_f(f["estimated_saving"]["us_per_step"], label),
+        )
+        for f in _list(doc, "findings")
+    )
+    source = doc.get("source")
+    source = source if isinstance(source, dict) else {}
+    world = source.get("world_size")
+    rank = source.get("rank")
+    warnings = []
+    if source.get("partial") is True:
+        warnings.append(f"{label}: partial trace (events skipped or file salvaged)")
+    return RunSummary(
+        label=label,
+        kind="report",
+        steps=tuple(str(s.get("name")) for s in steps),
+        step_us=step_us,
+        category_us=cats,
+        operators=ops("operators"),
+        operators_by_shape=ops("operators_by_shape"),
+        kernels=kernels,
+        gpu=gpu,
+        findings=findings,
+        complete=complete,  # a plain saved report does not say whether --top cut its tables
+        profiler_steps=doc.get("profiler_steps", True) is not False,
+        devices=tuple(str(d.get("name")) for d in _list(doc, "devices")),
+        world_size=world if isinstance(world, int) and not isinstance(world, bool) else None,
+        warnings=tuple(warnings),
+        rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+    )
+
+
+def read_report(path: str, data: bytes | memoryview) -> RunSummary:
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise TraceFormatError(f"{path}: not a stepscope report (expected a JSON object)")
+    raw = doc.get(BASELINE_SERIES)
+    series = None
+    if isinstance(raw, dict):
+        series = {
+            str(k): tuple(float(x) for x in v)
+            for k, v in raw.items()
+            if isinstance(v, list)
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+            and all(math.isfinite(x) for x in v)
+        }
+    complete = doc.get(BASELINE_COMPLETE) is True
+    return summary_from_report(doc, path, series=series, complete=complete)
+
+
+BASELINE_COMPLETE = "complete_tables"  # keys a baseline written by `diff --save-baseline` adds
+BASELINE_SERIES = "kernel_steps"
+BASELINE_SERIES_TOP = 300  # kernels with per-step samples kept in a baseline
+
+
+def baseline_json(doc: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
+    """A full report plus what makes it a complete baseline: every row, per-step kernel time."""
+    kernels = sorted(summary.kernels, key=lambda k: -k.device_us)[:BASELINE_SERIES_TOP]
+    return {
+        **doc,
+        BASELINE_COMPLETE: True,
+        BASELINE_SERIES: {k.name: list(k.per_step) for k in kernels if k.per_step is not None},
+    }
+
+
+def summarise_trace(path: str, *, use_cache: bool = True) -> RunSummary:
+    return trace_summary_and_report(path, use_cache=use_cache)[0]
+
+
+def trace_summary_and_report(
+    path: str, *, use_cache: bool = True
+) -> tuple[RunSummary, dict[str, Any]]:
+    """The summary of a trace and its full report JSON (every row: a complete baseline)."""
+    from stepscope.formats import load_trace
+
+    trace = load_trace(path, use_cache=use_cache)
+    report = build_report(trace, top=ALL_ROWS)
+    doc = report.to_json()
+    series = kernel_step_series(trace, report.analyses.steps)
+    summary = summary_from_report(doc, path, series=series, complete=True)
+    return _as_kind(summary, "trace"), doc
+
+
+def _as_kind(s: RunSummary, kind: str) -> RunSummary:
+    from dataclasses import replace
+
+    return replace(s, kind=kind)
+
+
+TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
+
+
+def summarise_folder(path: str, *, use_cache: bool = True) -> RunSummary:
+    """Every trace in a folder as one run.
+
+    Traces of different ranks of one job (distinct ``rank``, ``world_size`` > 1) are
+    combined step by step (``combine_ranks``: the slowest rank sets the step time); other
+    traces are repeated captures of one workload, pooled (``pool``).
+    """
+    files = sorted(
+        os.path.join(path, f)
+        for f in os.listdir(path)
+        if f.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(path, f))
+    )
+    if not files:
+        raise UsageError(f"{path}: folder has no trace files (*.json, *.json.gz)")
+    runs = [summarise_trace(f, use_cache=use_cache) for f in files]
+    distributed = [r for r in runs if r.world_size and r.world_size > 1 and r.rank is not None]
+    if not distributed:
+        return pool(runs, path)
+    if len(distributed) != len(runs):
+        raise UsageError(f"{path}: mixes traces of a distributed job with single-process ones")
+    ranks = [r.rank for r in runs]
+    if len(set(ranks)) != len(ranks):
+        dup = next(r for r in ranks if ranks.count(r) > 1)
+        raise UsageError(f"{path}: holds several traces of rank {dup}; give one per rank")
+    if len({r.world_size for r in runs}) != 1:
+        raise UsageError(f"{path}: holds traces of jobs with different world sizes")
+    try:
+        return combine_ranks(sorted(runs, key=lambda r: r.rank or 0), path)
+    except ValueError as exc:
+        raise UsageError(f"{path}: {exc}") from None

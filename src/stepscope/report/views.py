@@ -1,0 +1,3 @@
+"""The text report's views (``--view``): which sections each prints."""
+
+VIEWS = ("summary", "operators", "kernels", "all")

@@ -1,0 +1,42 @@
+"""How durations read everywhere stepscope prints them (reports, findings, capture tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def format_us(us: float) -> str:
+    """µs as one value with its unit: '89.0 µs', '1.92 ms'."""
+    return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
+
+
+def column_unit(values_us: Iterable[float]) -> tuple[str, float, str]:
+    """One unit for a whole column, so it never mixes ms and µs: (label, divisor, format).
+
+    ms once any value reaches a millisecond, µs otherwise.
+    """
+    if max(values_us, default=0.0) >= 1000.0:
+        return "ms", 1000.0, "{:,.2f}"
+    return "µs", 1.0, "{:,.1f}"
+
+
+_BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def format_bytes(n: float | None) -> str:
+    """Bytes in binary units: '512 B', '1.50 KiB', '2.60 GiB'; '–' when unknown."""
+    if n is None:
+        return "–"
+    for unit, size in _BYTE_UNITS:
+        if abs(n) >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def bytes_unit(values: Iterable[float]) -> tuple[str, float, str]:
+    """One binary unit for a whole column of byte counts: (label, divisor, format)."""
+    largest = max((abs(v) for v in values), default=0.0)
+    for unit, size in _BYTE_UNITS:
+        if largest >= size:
+            return unit, float(size), "{:,.2f}"
+    return "B", 1.0, "{:,.0f}"
