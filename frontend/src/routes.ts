@@ -8,9 +8,14 @@ import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
 import { Timeline } from "./pages/Timeline";
 import { Findings } from "./pages/Findings";
+import { Memory } from "./pages/Memory";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
-export interface RouteDef { path: string; title: string; page: FunctionComponent<PageProps>; }
+export interface RouteDef {
+  path: string; title: string; page: FunctionComponent<PageProps>;
+  /** Shown only when the report has this page's data (e.g. its key is not null). */
+  when?: (report: Dict) => boolean;
+}
 
 export const ROUTES: RouteDef[] = [
   { path: "overview", title: "Overview", page: Overview },
@@ -18,4 +23,5 @@ export const ROUTES: RouteDef[] = [
   { path: "kernels", title: "Kernels", page: Kernels },
   { path: "timeline", title: "Timeline", page: Timeline },
   { path: "findings", title: "Findings", page: Findings },
+  { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
 ];

@@ -1,0 +1,75 @@
+"""The analysis pages (memory, modules, efficiency, Nsight) in Debian's chromium, on real traces:
+the numbers shown equal the JSON report's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stepscope.formats import load_trace
+from stepscope.report.build import build_report
+from tests.browser.conftest import shot
+from tests.conftest import shared_trace
+
+QWEN = "outside/tracelens-h100-qwen"
+QWEN_FILE = "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+
+
+def _report(path: Path) -> dict[str, Any]:
+    return build_report(load_trace(str(path)), top=1000).to_json()
+
+
+def mib(b: int | None) -> str:
+    return "—" if b is None else f"{b / 1048576:.2f}"
+
+
+def text(page: Any, selector: str) -> str:
+    return str(page.locator(selector).first.inner_text()).strip()
+
+
+def check_memory(page: Any, report: dict[str, Any], name: str) -> None:
+    page.click("#nav-memory")
+    page.wait_for_selector("#memory-chart canvas", timeout=60_000)
+    for d in report["memory"]["devices"]:
+        card = f".card.mem[data-device='{d['device']}']"
+        assert text(page, f"{card} td[data-key='peak_allocated_bytes']") == \
+            f"{mib(d['peak_allocated_bytes'])} MiB"
+        assert text(page, f"{card} td[data-key='peak_us']") == f"{d['peak_us']:.3f} µs"
+        a = d["allocations"]
+        assert text(page, f"{card} td[data-key='allocs']") == f"{a['count']} / {a['frees']}"
+    devs = report["memory"]["devices"]
+    gpu = next(i for i, d in enumerate(devs) if d["device"].startswith("GPU"))
+    page.select_option("#memory-device", str(gpu))
+    d = devs[gpu]
+    page.wait_for_selector("#memory-operators")
+    ops = sorted(d["operators"], key=lambda r: -r["allocation_size_bytes"])
+    row = page.locator("#memory-operators tbody tr").first
+    assert row.locator("td[data-key='name']").inner_text() == ops[0]["name"]
+    assert row.locator("td[data-key='allocation_size_bytes']").inner_text() == \
+        mib(ops[0]["allocation_size_bytes"])
+    assert page.locator("#memory-operators tbody tr").count() == len(ops)
+    if d["allocations"]["largest"]:
+        big = d["allocations"]["largest"][0]
+        row = page.locator("#memory-allocations tbody tr").first
+        assert row.locator("td[data-key='size_bytes']").inner_text() == mib(big["size_bytes"])
+        assert page.locator("#memory-allocations tbody tr").count() == \
+            len(d["allocations"]["largest"])
+    # zoom: the wheel over the curve narrows the x axis (ECharts dataZoom)
+    box = page.locator("#memory-chart").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    before = page.locator("#memory-chart").screenshot()
+    for _ in range(4):
+        page.mouse.wheel(0, -300)
+    page.wait_for_timeout(300)
+    assert page.locator("#memory-chart").screenshot() != before
+    shot(page, f"{name}-memory")
+
+
+def test_memory_page_on_a_real_trace(page: Any, serve: Any) -> None:
+    root = shared_trace(QWEN)
+    report = _report(root / QWEN_FILE)
+    server = serve(str(root))
+    page.goto(server.url + f"#/overview?trace={QWEN_FILE}")
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    check_memory(page, report, "qwen")
+    assert not page.errors, page.errors
