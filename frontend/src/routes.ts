@@ -9,6 +9,7 @@ import { Kernels } from "./pages/Kernels";
 import { Timeline } from "./pages/Timeline";
 import { Findings } from "./pages/Findings";
 import { Memory } from "./pages/Memory";
+import { Modules } from "./pages/Modules";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
 export interface RouteDef {
@@ -24,4 +25,5 @@ export const ROUTES: RouteDef[] = [
   { path: "timeline", title: "Timeline", page: Timeline },
   { path: "findings", title: "Findings", page: Findings },
   { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
+  { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
 ];

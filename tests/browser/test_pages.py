@@ -73,3 +73,47 @@ def test_memory_page_on_a_real_trace(page: Any, serve: Any) -> None:
     page.wait_for_selector("#page-overview", timeout=60_000)
     check_memory(page, report, "qwen")
     assert not page.errors, page.errors
+
+
+def check_modules(page: Any, report: dict[str, Any], name: str) -> None:
+    page.click("#nav-modules")
+    page.wait_for_selector("#modules-table", timeout=60_000)
+    mods = report["modules"]
+    assert text(page, "#module-events") == str(mods["module_events"])
+    assert text(page, "#device-in-modules") == f"{mods['device_us_in_modules']:.3f}"
+    nodes = mods["nodes"]
+    roots = [n for n in nodes if n["parent"] == -1]
+    first = [n for n in nodes if n["depth"] == 0 or n["parent"] in {r["id"] for r in roots}]
+    rows = page.locator("#modules-table tbody tr")
+    assert rows.count() == len(first)  # roots open, their children shown
+    root = page.locator(f"#modules-table tr[data-id='{roots[0]['id']}']")
+    for key in ("host_total_us", "device_total_us", "device_self_us", "max_call_us"):
+        assert root.locator(f"td[data-key='{key}']").inner_text() == f"{roots[0][key]:.3f}"
+    # collapse the root, expand all
+    root.locator("button.twisty").click()
+    assert rows.count() == len(roots)
+    page.click("#modules-expand")
+    assert rows.count() == len(nodes)
+    deep = max(nodes, key=lambda n: (n["depth"], n["device_total_us"]))
+    row = page.locator(f"#modules-table tr[data-id='{deep['id']}']")
+    assert row.locator("td[data-key='name']").inner_text().strip() == deep["name"]
+    assert row.locator("td[data-key='device_total_us']").inner_text() == \
+        f"{deep['device_total_us']:.3f}"
+    # flame view: one box per module wide enough to draw; clicking a child zooms into it
+    boxes = page.locator("#modules-flame svg g")
+    assert boxes.count() > len(roots)
+    shot(page, f"{name}-modules")
+    child = next(n for n in nodes if n["parent"] == roots[0]["id"])
+    page.locator(f"#modules-flame svg g[data-id='{child['id']}']").click()
+    page.wait_for_selector("#flame-reset")
+    assert page.locator("#modules-flame svg g").first.get_attribute("data-id") == str(child["id"])
+
+
+def test_modules_page_on_a_real_trace(page: Any, serve: Any) -> None:
+    root = shared_trace(QWEN)
+    report = _report(root / QWEN_FILE)
+    server = serve(str(root))
+    page.goto(server.url + f"#/modules?trace={QWEN_FILE}")
+    page.wait_for_selector("#page-overview, #page-modules", timeout=60_000)
+    check_modules(page, report, "qwen")
+    assert not page.errors, page.errors
