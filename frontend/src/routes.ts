@@ -10,6 +10,7 @@ import { Timeline } from "./pages/Timeline";
 import { Findings } from "./pages/Findings";
 import { Memory } from "./pages/Memory";
 import { Modules } from "./pages/Modules";
+import { Efficiency } from "./pages/Efficiency";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
 export interface RouteDef {
@@ -25,5 +26,6 @@ export const ROUTES: RouteDef[] = [
   { path: "timeline", title: "Timeline", page: Timeline },
   { path: "findings", title: "Findings", page: Findings },
   { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
+  { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },
   { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
 ];

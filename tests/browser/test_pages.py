@@ -117,3 +117,44 @@ def test_modules_page_on_a_real_trace(page: Any, serve: Any) -> None:
     page.wait_for_selector("#page-overview, #page-modules", timeout=60_000)
     check_modules(page, report, "qwen")
     assert not page.errors, page.errors
+
+
+def check_efficiency(page: Any, report: dict[str, Any], name: str) -> None:
+    page.click("#nav-efficiency")
+    page.wait_for_selector("#roofline-chart canvas", timeout=60_000)
+    e = report["efficiency"]
+    assert text(page, "#mfu") == f"{e['mfu_pct']:.2f}"
+    assert text(page, "#hfu") == f"{e['hfu_pct']:.2f}"
+    assert text(page, "#total-gflop") == f"{e['total_gflop']:.3f}"
+    assert text(page, "#modelled-pct") == f"{e['modelled_time_pct']:.2f}"
+    for fam, v in e["time_by_family_us"].items():
+        assert text(page, f"#efficiency-families tr[data-family='{fam}'] td[data-key='us']") == \
+            f"{v:.3f}"
+    rows = page.locator("#efficiency-points tbody tr")
+    assert rows.count() == len(e["kernels"])
+    top = max(e["kernels"], key=lambda r: r["time_us"])
+    assert rows.first.locator("td[data-key='name']").inner_text() == top["name"]
+    assert rows.first.locator("td[data-key='tflops_per_s']").inner_text() == \
+        f"{top['tflops_per_s']:.3f}"
+    steps = page.locator("#efficiency-steps tbody tr")
+    assert steps.count() == len(e["steps"])
+    assert steps.first.locator("td[data-key='mfu_pct']").inner_text() == \
+        f"{e['steps'][0]['mfu_pct']:.3f}"
+    shot(page, f"{name}-efficiency")
+    page.select_option("#roofline-points", "operators")
+    page.wait_for_selector("#roofline-chart canvas")
+    assert rows.count() == len(e["operators"])
+    top = max(e["operators"], key=lambda r: r["time_us"])
+    assert rows.first.locator("td[data-key='name']").inner_text() == top["name"]
+    assert rows.first.locator("td[data-key='pct_roofline']").inner_text() == \
+        f"{top['pct_roofline']:.2f}"
+
+
+def test_efficiency_page_on_a_real_trace(page: Any, serve: Any) -> None:
+    root = shared_trace(QWEN)
+    report = _report(root / QWEN_FILE)
+    server = serve(str(root))
+    page.goto(server.url + f"#/overview?trace={QWEN_FILE}")
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    check_efficiency(page, report, "qwen")
+    assert not page.errors, page.errors
