@@ -158,3 +158,43 @@ def test_efficiency_page_on_a_real_trace(page: Any, serve: Any) -> None:
     page.wait_for_selector("#page-overview", timeout=60_000)
     check_efficiency(page, report, "qwen")
     assert not page.errors, page.errors
+
+
+def ns(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
+def check_nsight(page: Any, report: dict[str, Any], name: str) -> None:
+    page.click("#nav-nsight")
+    page.wait_for_selector("#nsys-summary", timeout=60_000)
+    nsys = report["nsys"]
+    for key, sort in (("cuda_gpu_kern_sum", "total_ns"), ("cuda_api_sum", "total_ns"),
+                      ("cuda_gpu_mem_size_sum", "total_bytes"), ("nvtx_sum", "total_ns")):
+        page.click(f"#tab-{key}")
+        rows = page.locator("#nsys-summary tbody tr")
+        assert rows.count() == len(nsys[key])
+        top = max(nsys[key], key=lambda r: r[sort])
+        first = rows.first
+        label = "name" if "name" in top else "operation"
+        assert first.locator(f"td[data-key='{label}']").inner_text() == top[label]
+        for col in (sort, "count", "avg_ns" if "avg_ns" in top else "avg_bytes"):
+            assert first.locator(f"td[data-key='{col}']").inner_text() == ns(top[col]), (key, col)
+        if key == "cuda_gpu_kern_sum":
+            shot(page, f"{name}-nsight")
+    if nsys["nvtx_ranges"]:
+        assert page.locator("#nvtx-view rect.range").count() == len(nsys["nvtx_ranges"])
+        page.locator("#nvtx-view").scroll_into_view_if_needed()
+        shot(page, f"{name}-nvtx")
+
+
+def test_nsight_page_on_an_nsys_export(page: Any, serve: Any) -> None:
+    root = shared_trace("nsys/nvidia-fuser")
+    name = "a049892_report1.sqlite"
+    report = _report(root / name)
+    server = serve(str(root))
+    page.goto(server.url + f"#/nsight?trace={name}")
+    page.wait_for_selector("#page-nsight, #page-overview", timeout=120_000)
+    options = page.locator("#trace-select option").all_inner_texts()
+    assert sum(o.endswith("_report1") or "report" in o for o in options) == 3  # the .sqlite files
+    check_nsight(page, report, "nsys-fuser")
+    assert not page.errors, page.errors

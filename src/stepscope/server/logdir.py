@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _TB = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
-_ANY = re.compile(r"^(?P<worker>.+?)\.json(?:\.gz)?$")
+# Nsight Systems exports (`nsys export --type sqlite`) load through the same reader.
+_ANY = re.compile(r"^(?P<worker>.+?)\.(?:json(?:\.gz)?|sqlite)$")
 MAX_DEPTH = 6
 MAX_FILES = 10_000
 
