@@ -198,3 +198,23 @@ def test_nsight_page_on_an_nsys_export(page: Any, serve: Any) -> None:
     assert sum(o.endswith("_report1") or "report" in o for o in options) == 3  # the .sqlite files
     check_nsight(page, report, "nsys-fuser")
     assert not page.errors, page.errors
+
+
+def test_pages_in_the_html_report(page: Any, tmp_path: Path) -> None:
+    """The same pages from the single-file report opened from file:// (data inlined)."""
+    from stepscope.report.html import write_html
+
+    path = shared_trace(QWEN) / QWEN_FILE
+    rep = build_report(load_trace(str(path)), top=1000)
+    out = tmp_path / "report.html"
+    write_html(rep, str(out))
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.as_uri())
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    report = rep.to_json()
+    check_memory(page, report, "html-qwen")
+    check_modules(page, report, "html-qwen")
+    check_efficiency(page, report, "html-qwen")
+    assert all(u.startswith(("file://", "data:", "blob:")) for u in requests), requests
+    assert not page.errors, page.errors
