@@ -51,7 +51,7 @@ function App() {
 
   const go = (page: string, t = trace) => { location.hash = `#/${page}?trace=${encodeURIComponent(t)}`; };
   // Pages whose data the report lacks are hidden (before the report loads, every page is listed).
-  const routes = ROUTES.filter((r) => !r.when || !report || r.when(report));
+  const routes = ROUTES.filter((r) => !r.when || !report || r.when(report, source.mode));
   const route = routes.find((r) => r.path === state.page) ?? routes[0] ?? ROUTES[0];
   const Page = route.page;
   return (

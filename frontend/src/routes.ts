@@ -12,12 +12,13 @@ import { Memory } from "./pages/Memory";
 import { Modules } from "./pages/Modules";
 import { Efficiency } from "./pages/Efficiency";
 import { Nsight } from "./pages/Nsight";
+import { Compare } from "./pages/Compare";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
 export interface RouteDef {
   path: string; title: string; page: FunctionComponent<PageProps>;
   /** Shown only when the report has this page's data (e.g. its key is not null). */
-  when?: (report: Dict) => boolean;
+  when?: (report: Dict, mode: "server" | "static") => boolean;
 }
 
 const isTrace = (r: Dict) => "breakdown" in r;
@@ -31,5 +32,6 @@ export const ROUTES: RouteDef[] = [
   { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
   { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },
   { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
+  { path: "compare", title: "Compare", page: Compare, when: (r, mode) => mode === "server" && isTrace(r) },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
 ];

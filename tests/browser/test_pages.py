@@ -3,6 +3,7 @@ the numbers shown equal the JSON report's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -217,4 +218,39 @@ def test_pages_in_the_html_report(page: Any, tmp_path: Path) -> None:
     check_modules(page, report, "html-qwen")
     check_efficiency(page, report, "html-qwen")
     assert all(u.startswith(("file://", "data:", "blob:")) for u in requests), requests
+    assert not page.errors, page.errors
+
+
+def test_compare_page_on_two_real_runs(page: Any, serve: Any) -> None:
+    from stepscope.analysis.diff import diff_runs
+    from stepscope.report.diff_json import diff_to_json
+    from stepscope.report.diff_load import summary_from_report
+
+    root = shared_trace("kineto_resnet50")
+    base = "num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+    new = "num_workers_4/worker0.1623212756351.pt.trace.json.gz"
+    docs = [_report(root / t) for t in (base, new)]
+    diff = diff_to_json(diff_runs(
+        replace(summary_from_report(docs[0], base, complete=True), kind="trace"),
+        replace(summary_from_report(docs[1], new, complete=True), kind="trace")))
+    server = serve(str(root))
+    page.goto(server.url + f"#/compare?trace={base}")
+    page.wait_for_selector("#diff-new option", state="attached", timeout=60_000)
+    page.select_option("#diff-new", new)
+    page.wait_for_selector("#diff-step-delta", timeout=120_000)
+    st = diff["step_time"]
+    assert text(page, "#diff-step-base") == f"{st['base_us']:.3f}"
+    assert text(page, "#diff-step-new") == f"{st['new_us']:.3f}"
+    assert text(page, "#diff-step-delta") == f"{st['delta_us']:+.3f}"
+    assert text(page, "#diff-verdict") == st["verdict"]
+    rows = page.locator("#diff-categories tbody tr")
+    assert rows.count() == len(diff["categories"])
+    for i, c in enumerate(diff["categories"][:3]):
+        assert rows.nth(i).locator("td[data-key='delta_us']").inner_text() == \
+            f"{c['delta_us']:+.3f}"
+    assert page.locator("#diff-kernels tbody tr").count() == len(diff["kernels"])
+    shot(page, "resnet-compare")
+    # the API answers bad parameters with 4xx
+    assert page.request.get(server.url + "api/diff?base=" + base).status == 400
+    assert page.request.get(server.url + f"api/diff?base={base}&new=../x").status == 404
     assert not page.errors, page.errors
