@@ -13,6 +13,7 @@ import { Modules } from "./pages/Modules";
 import { Efficiency } from "./pages/Efficiency";
 import { Nsight } from "./pages/Nsight";
 import { Compare } from "./pages/Compare";
+import { TensorRT } from "./pages/TensorRT";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
 export interface RouteDef {
@@ -28,6 +29,7 @@ export const ROUTES: RouteDef[] = [
   { path: "operators", title: "Operators", page: Operators, when: isTrace },
   { path: "kernels", title: "Kernels", page: Kernels, when: isTrace },
   { path: "timeline", title: "Timeline", page: Timeline, when: isTrace },
+  { path: "tensorrt", title: "TensorRT", page: TensorRT, when: (r) => !!r.tensorrt },
   { path: "findings", title: "Findings", page: Findings, when: (r) => Array.isArray(r.findings) },
   { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
   { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },

@@ -254,3 +254,41 @@ def test_compare_page_on_two_real_runs(page: Any, serve: Any) -> None:
     assert page.request.get(server.url + "api/diff?base=" + base).status == 400
     assert page.request.get(server.url + f"api/diff?base={base}&new=../x").status == 404
     assert not page.errors, page.errors
+
+
+def test_tensorrt_page_on_trtexec_outputs(page: Any, serve: Any) -> None:
+    from stepscope.formats.trtexec_load import load_trt_run
+    from stepscope.report.tensorrt import build_trt_report
+
+    root = shared_trace("tensorrt/trex/examples/pytorch/resnet/A100")
+    trace = "fp16/resnet.onnx.engine.profile.json"
+    report = build_trt_report(load_trt_run(str(root / trace)), top=1000).to_json()
+    t = report["tensorrt"]
+    server = serve(str(root))
+    page.goto(server.url + f"#/tensorrt?trace={trace}")
+    page.wait_for_selector("#trace-select option", state="attached")
+    # one entry per engine (its 5-6 trex files are one run)
+    assert page.locator("#trace-select option").count() == 5
+    page.wait_for_selector("#page-tensorrt", timeout=60_000)
+    assert text(page, "#trt-engine") == t["engine"]
+    assert text(page, "#trt-precision") == t["engine_precision"]
+    assert text(page, "#trt-inference") == f"{t['inference_ms']:.4f}"
+    for k, m in t["summary"]["metrics"].items():
+        assert text(page, f"#trt-metrics tr[data-metric='{k}'] td[data-key='mean_ms']") == \
+            f"{m['mean_ms']:.4f}"
+    rows = page.locator("#trt-layers tbody tr")
+    assert rows.count() == len(t["layers"])
+    for i in (0, len(t["layers"]) - 1):
+        assert rows.nth(i).locator("td[data-key='name']").inner_text() == t["layers"][i]["name"]
+        assert rows.nth(i).locator("td[data-key='average_ms']").inner_text() == \
+            f"{t['layers'][i]['average_ms']:.4f}"
+    mix = page.locator("#trt-precision-mix tbody tr")
+    assert mix.first.locator("td[data-key='share_pct']").inner_text() == \
+        f"{t['precision_mix'][0]['share_pct']:.2f}"
+    assert page.locator("#page-tensorrt .finding").count() == len(report["findings"])
+    # trace pages are hidden for a TensorRT run; its timeline API answers 404, not 500
+    assert page.locator("#nav-timeline").count() == 0
+    assert page.request.get(server.url + f"api/timeline/meta?trace={trace}").status == 404
+    page.wait_for_selector("#trt-iterations canvas")
+    shot(page, "trt-a100-fp16")
+    assert not page.errors, page.errors

@@ -67,6 +67,9 @@ class _Headers:
         await self.app(scope, receive, send_with)
 
 
+NO_TIMELINE = "this run has no timeline (a TensorRT engine's outputs)"
+
+
 def create_app(config: ViewConfig) -> Starlette:
     store = TraceStore(use_cache=config.use_cache)
     bundle = config.bundle if config.bundle is not None else find_bundle()
@@ -125,7 +128,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None and entry.report is not None
+        if entry.timeline is None or entry.report is None:
+            raise LookupError(NO_TIMELINE)
         meta = entry.timeline.meta()
         meta["steps"] = _steps(entry.report, entry.timeline.origin)
         return _json(meta)
@@ -139,7 +143,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         return _json(entry.timeline.query(start, end, width))
 
     def api_event(request: Request) -> Response:
@@ -147,7 +152,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         if i >= entry.timeline.n:
             raise LookupError("no such event")
         return _json(entry.timeline.event(i))
@@ -159,7 +165,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         return _json(entry.timeline.search(q))
 
     def api_export(request: Request) -> Response:
@@ -170,7 +177,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         body = msgspec.json.encode(entry.timeline.chrome_trace(start, end))
         return Response(body, media_type="application/json", headers={
             "content-disposition": 'attachment; filename="stepscope-window.json"'})
