@@ -1,4 +1,4 @@
-"""TensorRT engines in the dashboard: the same report ``stepscope report DIR --format json`` gives."""
+"""TensorRT engines in the dashboard: the report `stepscope report DIR --format json` gives."""
 
 from __future__ import annotations
 
