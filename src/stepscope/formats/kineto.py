@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -242,8 +243,19 @@ def _decode_all_chunks(
         _BUFFER.clear()  # the parent keeps no 16 MB chunk buffer between reads
 
 
+# _SHARED and _BUFFER are per process: two threads decoding at once (the dashboard loads
+# traces on a thread pool) would decode each other's bytes, so decodes take turns.
+_DECODE_LOCK = threading.Lock()
+
+
 def _decode_body(body: memoryview, workers: int, progress: ProgressFn | None,
                  file_body: FileBody | None = None) -> list[ChunkResult]:
+    with _DECODE_LOCK:
+        return _decode_body_locked(body, workers, progress, file_body)
+
+
+def _decode_body_locked(body: memoryview, workers: int, progress: ProgressFn | None,
+                        file_body: FileBody | None) -> list[ChunkResult]:
     try:
         return _decode_all_chunks(body, workers, progress, file_body)
     except msgspec.DecodeError:
