@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-
 from typing import Any
+
+from tests.conftest import shared_trace
 
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
-from tests.conftest import shared_trace
 
 
 def _report(path: str) -> dict[str, Any]:
