@@ -292,3 +292,31 @@ def test_tensorrt_page_on_trtexec_outputs(page: Any, serve: Any) -> None:
     page.wait_for_selector("#trt-iterations canvas")
     shot(page, "trt-a100-fp16")
     assert not page.errors, page.errors
+
+
+def test_nsight_page_in_the_html_report_with_ncu(page: Any, tmp_path: Path) -> None:
+    """An nsys export with a real Nsight Compute CSV joined, from file://: both tables."""
+    from stepscope.formats.ncu import load_ncu
+    from stepscope.report.html import write_html
+
+    ncu_csv = Path(__file__).resolve().parents[1] / "data" / "ncu" / "superbench_cublaslt_ncu.log"
+    path = shared_trace("nsys/nvidia-fuser") / "ce15be9_report1.sqlite"
+    rep = build_report(load_trace(str(path)), top=1000, ncu=load_ncu(str(ncu_csv)))
+    out = tmp_path / "report.html"
+    write_html(rep, str(out))
+    page.goto(out.as_uri())
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    report = rep.to_json()
+    check_nsight(page, report, "html-nsys")
+    kernels = report["ncu"]["kernels"]
+    rows = page.locator("#ncu-table tbody tr")
+    assert rows.count() == len(kernels) > 0
+    top = max(kernels, key=lambda k: k["duration_ns"] or 0)
+    assert rows.first.locator("td[data-key='name']").inner_text() == top["name"]
+    assert rows.first.locator("td[data-key='duration_ns']").inner_text() == ns(top["duration_ns"])
+    sm = top["sm_throughput_pct"]
+    assert rows.first.locator("td[data-key='sm_throughput_pct']").inner_text() == \
+        ("—" if sm is None else f"{sm:.2f}")
+    page.locator("#ncu-table").scroll_into_view_if_needed()
+    shot(page, "html-nsys-ncu")
+    assert not page.errors, page.errors
