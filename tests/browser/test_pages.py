@@ -320,3 +320,16 @@ def test_nsight_page_in_the_html_report_with_ncu(page: Any, tmp_path: Path) -> N
     page.locator("#ncu-table").scroll_into_view_if_needed()
     shot(page, "html-nsys-ncu")
     assert not page.errors, page.errors
+
+
+def test_memory_page_on_a_legacy_cumulative_trace(page: Any, serve: Any) -> None:
+    """PyTorch < 1.10 records: running-sum curves, the note shown, no matched allocations."""
+    root = shared_trace("kineto_resnet50/num_workers_0")
+    name = "worker0.1623143089861.pt.trace.json.gz"
+    report = _report(root / name)
+    server = serve(str(root))
+    page.goto(server.url + f"#/overview?trace={name}")
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    check_memory(page, report, "resnet-nw0")
+    assert text(page, "#memory-note") == report["memory"]["note"]
+    assert not page.errors, page.errors
