@@ -8,6 +8,8 @@ type D = Record<string, any>;
 /** Bytes as MiB with 2 decimals (the exact count is in the cell's title). */
 export const mib = (b: number | null | undefined) => (b == null ? "—" : (b / 1048576).toFixed(2));
 
+const withUnit = (v: string, unit: string) => (v === "—" ? v : `${v} ${unit}`);
+
 const ALLOC_COLS: Column<D>[] = [
   { key: "size_bytes", label: "size MiB", num: true, value: (r) => r.size_bytes, render: (r) => <span title={`${r.size_bytes} B`}>{mib(r.size_bytes)}</span> },
   { key: "alloc_us", label: "allocated at µs", num: true, value: (r) => r.alloc_us, render: (r) => us(r.alloc_us) },
@@ -68,7 +70,7 @@ function categoryOption(m: D) {
 export function Memory({ report }: PageProps) {
   const mem = report.memory;
   const devices: D[] = mem.devices ?? [];
-  const [dev, setDev] = useState(0);
+  const [dev, setDev] = useState(() => Math.max(0, devices.findIndex((x) => x.device.startsWith("GPU"))));
   const d = devices[Math.min(dev, devices.length - 1)];
   const option = useMemo(() => (d ? curveOption(d) : null), [d]);
   const catOption = useMemo(() => (mem.categories ? categoryOption(mem.categories) : null), [mem]);
@@ -81,10 +83,10 @@ export function Memory({ report }: PageProps) {
             <div class="label">{x.device}{x.cumulative ? " (running sum)" : ""}</div>
             <table class="kv"><tbody>
               <tr><td>peak allocated</td><td class="num" data-key="peak_allocated_bytes" title={`${x.peak_allocated_bytes} B`}>{mib(x.peak_allocated_bytes)} MiB</td></tr>
-              <tr><td>peak reserved</td><td class="num" data-key="peak_reserved_bytes">{mib(x.peak_reserved_bytes)} MiB</td></tr>
+              <tr><td>peak reserved</td><td class="num" data-key="peak_reserved_bytes">{withUnit(mib(x.peak_reserved_bytes), "MiB")}</td></tr>
               <tr><td>peak at</td><td class="num" data-key="peak_us">{us(x.peak_us)} µs</td></tr>
               <tr><td>peak step / operator</td><td data-key="peak_where">{x.peak_step ?? "—"} / {x.peak_operator ?? "—"}</td></tr>
-              <tr><td>% of capacity</td><td class="num" data-key="peak_pct_of_capacity">{x.peak_pct_of_capacity == null ? "—" : x.peak_pct_of_capacity.toFixed(2)} %</td></tr>
+              <tr><td>% of capacity</td><td class="num" data-key="peak_pct_of_capacity">{x.peak_pct_of_capacity == null ? "—" : `${x.peak_pct_of_capacity.toFixed(2)} %`}</td></tr>
               <tr><td>allocations / frees</td><td class="num" data-key="allocs">{x.allocations.count} / {x.allocations.frees}</td></tr>
               <tr><td>never freed</td><td class="num" data-key="unfreed">{x.allocations.unfreed_count} ({mib(x.allocations.unfreed_bytes)} MiB)</td></tr>
             </tbody></table>
