@@ -35,7 +35,11 @@ def kernels_by_operator(trace: Trace, tree: OpTree) -> list[KernelOpRow]:
     if len(sel) == 0:
         return []
     owner = tree.device_owner[sel]
-    op = np.where(owner >= 0, trace.host.name[np.maximum(owner, 0)], -1).astype(np.int64)
+    names = trace.host.name
+    if len(names) == 0:  # kernels without any host op (e.g. an ncu-joined device-only trace)
+        op = np.full(len(sel), -1, dtype=np.int64)
+    else:
+        op = np.where(owner >= 0, names[np.maximum(owner, 0)], -1).astype(np.int64)
     key = (dev.name[sel].astype(np.int64) << 32) | (op & 0xFFFFFFFF)
     uniq, inv = np.unique(key, return_inverse=True)
     dur = dev.dur[sel].astype(np.float64)
