@@ -1,10 +1,11 @@
 import { useEffect, useRef } from "preact/hooks";
 import * as echarts from "echarts/core";
-import { BarChart, PieChart } from "echarts/charts";
-import { GridComponent, LegendComponent, TooltipComponent } from "echarts/components";
+import { BarChart, LineChart, PieChart, ScatterChart } from "echarts/charts";
+import { DataZoomComponent, GridComponent, LegendComponent, MarkLineComponent, MarkPointComponent, TooltipComponent } from "echarts/components";
 import { CanvasRenderer } from "echarts/renderers";
 
-echarts.use([BarChart, PieChart, GridComponent, LegendComponent, TooltipComponent, CanvasRenderer]);
+echarts.use([BarChart, PieChart, LineChart, ScatterChart, GridComponent, LegendComponent, TooltipComponent,
+  DataZoomComponent, MarkLineComponent, MarkPointComponent, CanvasRenderer]);
 
 export function Chart({ option, height = 280, id }: { option: any; height?: number; id?: string }) {
   const el = useRef<HTMLDivElement>(null);

@@ -13,6 +13,8 @@ export interface Source {
   event(trace: string, id: number): Promise<EventInfo>;
   search(trace: string, q: string): Promise<SearchResult>;
   exportWindow(trace: string, start: number, end: number): void;
+  /** `stepscope diff` JSON of two traces of the logdir (server only); status 202 while they load. */
+  diff?(base: string, next: string): Promise<{ status: number; body: any }>;
 }
 
 async function getJson(url: string): Promise<{ status: number; body: any }> {
@@ -40,6 +42,7 @@ export class ServerSource implements Source {
   }
   async event(trace: string, id: number) { return (await getJson(`api/event?trace=${q(trace)}&id=${id}`)).body as EventInfo; }
   async search(trace: string, text: string) { return (await getJson(`api/search?trace=${q(trace)}&q=${q(text)}`)).body as SearchResult; }
+  async diff(base: string, next: string) { return getJson(`api/diff?base=${q(base)}&new=${q(next)}`); }
   exportWindow(trace: string, start: number, end: number) {
     const a = document.createElement("a");
     a.href = `api/export?trace=${q(trace)}&start=${Math.floor(start)}&end=${Math.ceil(end)}`;

@@ -8,14 +8,32 @@ import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
 import { Timeline } from "./pages/Timeline";
 import { Findings } from "./pages/Findings";
+import { Memory } from "./pages/Memory";
+import { Modules } from "./pages/Modules";
+import { Efficiency } from "./pages/Efficiency";
+import { Nsight } from "./pages/Nsight";
+import { Compare } from "./pages/Compare";
+import { TensorRT } from "./pages/TensorRT";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
-export interface RouteDef { path: string; title: string; page: FunctionComponent<PageProps>; }
+export interface RouteDef {
+  path: string; title: string; page: FunctionComponent<PageProps>;
+  /** Shown only when the report has this page's data (e.g. its key is not null). */
+  when?: (report: Dict, mode: "server" | "static") => boolean;
+}
+
+const isTrace = (r: Dict) => "breakdown" in r;
 
 export const ROUTES: RouteDef[] = [
-  { path: "overview", title: "Overview", page: Overview },
-  { path: "operators", title: "Operators", page: Operators },
-  { path: "kernels", title: "Kernels", page: Kernels },
-  { path: "timeline", title: "Timeline", page: Timeline },
-  { path: "findings", title: "Findings", page: Findings },
+  { path: "overview", title: "Overview", page: Overview, when: isTrace },
+  { path: "operators", title: "Operators", page: Operators, when: isTrace },
+  { path: "kernels", title: "Kernels", page: Kernels, when: isTrace },
+  { path: "timeline", title: "Timeline", page: Timeline, when: isTrace },
+  { path: "tensorrt", title: "TensorRT", page: TensorRT, when: (r) => !!r.tensorrt },
+  { path: "findings", title: "Findings", page: Findings, when: (r) => Array.isArray(r.findings) },
+  { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
+  { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },
+  { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
+  { path: "compare", title: "Compare", page: Compare, when: (r, mode) => mode === "server" && isTrace(r) },
+  { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
 ];

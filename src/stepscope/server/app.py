@@ -67,6 +67,9 @@ class _Headers:
         await self.app(scope, receive, send_with)
 
 
+NO_TIMELINE = "this run has no timeline (a TensorRT engine's outputs)"
+
+
 def create_app(config: ViewConfig) -> Starlette:
     store = TraceStore(use_cache=config.use_cache)
     bundle = config.bundle if config.bundle is not None else find_bundle()
@@ -74,10 +77,10 @@ def create_app(config: ViewConfig) -> Starlette:
     def files() -> dict[str, TraceFile]:
         return {f.id: f for f in discover(config.root)}
 
-    def trace_file(request: Request) -> TraceFile:
-        tid = request.query_params.get("trace")
+    def trace_file(request: Request, param: str = "trace") -> TraceFile:
+        tid = request.query_params.get(param)
         if not tid:
-            raise BadRequest("missing parameter 'trace'")
+            raise BadRequest(f"missing parameter {param!r}")
         found = files().get(tid)
         if found is None:
             raise LookupError(f"no trace {tid!r} under the logdir")
@@ -125,7 +128,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None and entry.report is not None
+        if entry.timeline is None or entry.report is None:
+            raise LookupError(NO_TIMELINE)
         meta = entry.timeline.meta()
         meta["steps"] = _steps(entry.report, entry.timeline.origin)
         return _json(meta)
@@ -139,7 +143,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         return _json(entry.timeline.query(start, end, width))
 
     def api_event(request: Request) -> Response:
@@ -147,7 +152,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         if i >= entry.timeline.n:
             raise LookupError("no such event")
         return _json(entry.timeline.event(i))
@@ -159,7 +165,8 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         return _json(entry.timeline.search(q))
 
     def api_export(request: Request) -> Response:
@@ -170,10 +177,28 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         if early:
             return early
-        assert entry.timeline is not None
+        if entry.timeline is None:
+            raise LookupError(NO_TIMELINE)
         body = msgspec.json.encode(entry.timeline.chrome_trace(start, end))
         return Response(body, media_type="application/json", headers={
             "content-disposition": 'attachment; filename="stepscope-window.json"'})
+
+    def api_diff(request: Request) -> Response:
+        from stepscope.server.diff import DiffInputError, diff_reports
+
+        sides = [trace_file(request, "base"), trace_file(request, "new")]
+        entries = [store.get(f.path) for f in sides]
+        for f, e in zip(sides, entries, strict=True):
+            if e.state == "error":
+                return _json({"error": f"{f.id}: {e.error}"}, 422)
+        if any(e.state != "ready" for e in entries):  # the page polls until both are loaded
+            return _json({"base": entries[0].progress(), "new": entries[1].progress()}, 202)
+        assert entries[0].report is not None and entries[1].report is not None
+        try:
+            return _json(diff_reports(entries[0].report, sides[0].id,
+                                      entries[1].report, sides[1].id))
+        except DiffInputError as exc:
+            return _json({"error": str(exc)}, 422)
 
     def static(request: Request) -> Response:
         name = request.path_params.get("name", "")
@@ -217,6 +242,7 @@ def create_app(config: ViewConfig) -> Starlette:
         Route("/api/event", wrap(api_event)),
         Route("/api/search", wrap(api_search)),
         Route("/api/export", wrap(api_export)),
+        Route("/api/diff", wrap(api_diff)),
         Route("/assets/{name}", wrap(static)),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
     ]

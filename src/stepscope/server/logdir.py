@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _TB = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
-_ANY = re.compile(r"^(?P<worker>.+?)\.json(?:\.gz)?$")
+# Nsight Systems exports (`nsys export --type sqlite`) load through the same reader.
+_ANY = re.compile(r"^(?P<worker>.+?)\.(?:json(?:\.gz)?|sqlite)$")
+# trtexec/trex outputs of one engine (`NAME.profile.json`, `NAME.graph.json`, ...) are one run.
+TREX_NAME = re.compile(r"^(?P<engine>.+?)\.(?P<kind>profile\.json|graph\.json|timing\.json|"
+                       r"profile\.metadata\.json|build\.metadata\.json|metadata\.json)$")
+_TREX_PREFERENCE = ("profile.json", "graph.json", "timing.json", "profile.metadata.json",
+                    "build.metadata.json", "metadata.json")
 MAX_DEPTH = 6
 MAX_FILES = 10_000
 
@@ -39,13 +45,28 @@ def discover(root: str) -> list[TraceFile]:
         rel_depth = len(Path(dirpath).relative_to(base).parts)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")) \
             if rel_depth < MAX_DEPTH else []
-        for name in sorted(filenames):
+        for name in trt_representatives(sorted(filenames)):
             p = Path(dirpath) / name
             if _match(name) and not p.is_symlink():
                 found.append(_entry(base, p))
                 if len(found) >= MAX_FILES:
                     return found
     return found
+
+
+def trt_representatives(names: list[str]) -> list[str]:
+    """``names`` with each TensorRT engine's files reduced to one (its profile, else graph...)."""
+    engines: dict[str, list[str]] = {}
+    out: list[str] = []
+    for n in names:
+        m = TREX_NAME.match(n)
+        if m:
+            engines.setdefault(m.group("engine"), []).append(n)
+        else:
+            out.append(n)
+    for engine, files in engines.items():
+        out.append(min(files, key=lambda n: _TREX_PREFERENCE.index(n[len(engine) + 1:])))
+    return sorted(out)
 
 
 def _match(name: str) -> bool:
@@ -55,6 +76,10 @@ def _match(name: str) -> bool:
 def _entry(base: Path, p: Path) -> TraceFile:
     rel = p.relative_to(base)
     run = "/".join(rel.parts[:-1]) or base.name
+    engine = TREX_NAME.match(p.name)
+    if engine:  # one entry per TensorRT engine, named after it
+        return TraceFile(id="/".join(rel.parts), run=run, worker=engine.group("engine"),
+                         span="", path=str(p), size=p.stat().st_size)
     m = _TB.match(p.name) or _ANY.match(p.name)
     assert m is not None
     span = m.groupdict().get("span") or ""

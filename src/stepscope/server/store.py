@@ -66,11 +66,17 @@ class TraceStore:
     def _load(self, path: str, entry: Entry) -> None:
         from stepscope.formats import load_trace
         from stepscope.report.build import build_report
+        from stepscope.server.tensorrt import is_trtexec_run, load_trt_report
 
         def tick(done: int, total: int) -> None:
             entry.done, entry.total = done, total
 
         try:
+            if is_trtexec_run(path):  # a TensorRT engine's outputs: its own report, no timeline
+                entry.state = "reading"
+                entry.report = load_trt_report(path)
+                entry.state = "ready"
+                return
             entry.state = "reading"
             trace = load_trace(path, use_cache=self._use_cache, progress=tick)
             entry.state = "analysing"

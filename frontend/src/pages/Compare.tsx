@@ -1,0 +1,88 @@
+import { useEffect, useState } from "preact/hooks";
+import type { PageProps } from "../routes";
+import { Table, type Column } from "../table";
+import { pct, us } from "../format";
+import type { RunTree } from "../types";
+
+type D = Record<string, any>;
+const signed = (x: number | null | undefined, d = 3) => (x == null ? "—" : (x >= 0 ? "+" : "") + x.toFixed(d));
+const sig = (r: D) => (r.significance == null ? "—" : r.significance.significant ? "yes" : "no");
+
+const CHANGE: Column<D>[] = [
+  { key: "base_us", label: "base µs", num: true, value: (r) => r.base_us, render: (r) => us(r.base_us) },
+  { key: "new_us", label: "new µs", num: true, value: (r) => r.new_us, render: (r) => us(r.new_us) },
+  { key: "delta_us", label: "Δ µs", num: true, value: (r) => r.delta_us, render: (r) => <span class={r.delta_us > 0 ? "worse" : "better"}>{signed(r.delta_us)}</span> },
+  { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct, render: (r) => signed(r.delta_pct, 2) },
+  { key: "share_of_step_change_pct", label: "share of step change %", num: true, value: (r) => r.share_of_step_change_pct, render: (r) => pct(r.share_of_step_change_pct) },
+  { key: "significant", label: "significant", value: sig },
+];
+const CAT_COLS: Column<D>[] = [{ key: "name", label: "category", value: (r) => r.name }, ...CHANGE];
+const ITEM_COLS: Column<D>[] = [
+  { key: "name", label: "name", value: (r) => r.name, render: (r) => <span class="kname">{r.name}</span> },
+  { key: "status", label: "status", value: (r) => r.status },
+  { key: "calls_base", label: "calls base", num: true, value: (r) => r.calls_base ?? "—" },
+  { key: "calls_new", label: "calls new", num: true, value: (r) => r.calls_new ?? "—" },
+  ...CHANGE,
+];
+
+function flat(runs: RunTree | null) {
+  return runs?.runs.flatMap((r) => r.workers.flatMap((w) => w.spans.map((s) => ({ label: `${r.run} / ${w.worker}${s.span ? ` / ${s.span}` : ""}`, trace: s.trace })))) ?? [];
+}
+
+export function Compare({ source, trace }: PageProps) {
+  const [runs, setRuns] = useState<RunTree | null>(null);
+  const [base, setBase] = useState(trace);
+  const [next, setNext] = useState("");
+  const [diff, setDiff] = useState<D | null>(null);
+  const [state, setState] = useState<string>("");
+  useEffect(() => { source.runs().then(setRuns); }, []);
+  const traces = flat(runs);
+  useEffect(() => { if (!next && traces.length > 1) setNext(traces.find((t) => t.trace !== base)?.trace ?? ""); }, [runs]);
+  useEffect(() => {
+    if (!base || !next || !source.diff) return;
+    let alive = true, timer: any;
+    setDiff(null); setState("loading both traces…");
+    const poll = () => source.diff!(base, next).then(({ status, body }) => {
+      if (!alive) return;
+      if (status === 202) { timer = setTimeout(poll, 300); return; }
+      if (status !== 200) { setState(`cannot compare: ${body?.error ?? `HTTP ${status}`}`); return; }
+      setDiff(body); setState("");
+    }).catch((e) => alive && setState(String(e)));
+    poll();
+    return () => { alive = false; clearTimeout(timer); };
+  }, [base, next]);
+  const pick = (id: string, value: string, set: (v: string) => void) => (
+    <select id={id} value={value} onChange={(e) => set((e.target as HTMLSelectElement).value)}>
+      <option value="">—</option>
+      {traces.map((t) => <option key={t.trace} value={t.trace}>{t.label}</option>)}
+    </select>);
+  const st = diff?.step_time;
+  return (
+    <div class="page" id="page-compare">
+      <div class="toolbar"><label>base {pick("diff-base", base, setBase)}</label><label>new {pick("diff-new", next, setNext)}</label></div>
+      {traces.length < 2 && runs && <p>The logdir has one trace: add another run to compare.</p>}
+      {state && <p class={state.startsWith("cannot") ? "error" : "dim"} id="diff-state">{state}</p>}
+      {diff && st && <>
+        <section class="cards">
+          <div class="card"><div class="label">step time base → new</div><div class="big"><span id="diff-step-base">{us(st.base_us)}</span> → <span id="diff-step-new">{us(st.new_us)}</span></div><div class="unit">µs ({diff.base.steps} vs {diff.new.steps} steps)</div></div>
+          <div class="card"><div class="label">change</div><div class={`big ${st.delta_us > 0 ? "worse" : "better"}`} id="diff-step-delta">{signed(st.delta_us)}</div><div class="unit">µs ({signed(st.delta_pct, 2)} %)</div></div>
+          <div class="card"><div class="label">verdict</div><div class="big" id="diff-verdict">{st.verdict}</div><div class="unit">{st.significance ? `p = ${st.significance.p_value ?? "—"} (${st.significance.test})` : "no per-step samples"}</div></div>
+        </section>
+        {diff.main_change && <p id="diff-main">Main change: {diff.main_change}</p>}
+        {diff.warnings.length > 0 && <ul class="warn">{diff.warnings.map((w: string, i: number) => <li key={i}>{w}</li>)}</ul>}
+        <h2>Step breakdown</h2>
+        <Table id="diff-categories" rows={diff.categories} cols={CAT_COLS} />
+        <h2>Operators</h2>
+        <Table id="diff-operators" rows={diff.operators} cols={ITEM_COLS} searchKey={(r) => r.name} />
+        <h2>Kernels</h2>
+        <Table id="diff-kernels" rows={diff.kernels} cols={ITEM_COLS} searchKey={(r) => r.name} />
+        {diff.findings.length > 0 && <><h2>Findings</h2>
+          <table id="diff-findings"><thead><tr><th>finding</th><th>status</th><th class="num">base saving µs</th><th class="num">new saving µs</th></tr></thead>
+            <tbody>{diff.findings.map((f: D) => <tr key={f.id}><td>{f.title}</td><td>{f.status}</td><td class="num">{us(f.base_saving_us)}</td><td class="num">{us(f.new_saving_us)}</td></tr>)}</tbody></table></>}
+        {diff.gpu.length > 0 && <><h2>GPU</h2>
+          <table id="diff-gpu"><thead><tr><th>device</th><th>metric</th><th class="num">base</th><th class="num">new</th><th class="num">Δ</th></tr></thead>
+            <tbody>{diff.gpu.map((g: D, i: number) => <tr key={i}><td>{g.device}</td><td>{g.metric}</td><td class="num">{pct(g.base)}</td><td class="num">{pct(g.new)}</td><td class="num">{signed(g.delta, 2)}</td></tr>)}</tbody></table></>}
+      </>}
+    </div>
+  );
+}

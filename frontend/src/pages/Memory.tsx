@@ -1,0 +1,117 @@
+import { useMemo, useState } from "preact/hooks";
+import type { PageProps } from "../routes";
+import { Chart } from "../chart";
+import { Table, type Column } from "../table";
+import { us } from "../format";
+
+type D = Record<string, any>;
+/** Bytes as MiB with 2 decimals (the exact count is in the cell's title). */
+export const mib = (b: number | null | undefined) => (b == null ? "—" : (b / 1048576).toFixed(2));
+
+const withUnit = (v: string, unit: string) => (v === "—" ? v : `${v} ${unit}`);
+
+const ALLOC_COLS: Column<D>[] = [
+  { key: "size_bytes", label: "size MiB", num: true, value: (r) => r.size_bytes, render: (r) => <span title={`${r.size_bytes} B`}>{mib(r.size_bytes)}</span> },
+  { key: "alloc_us", label: "allocated at µs", num: true, value: (r) => r.alloc_us, render: (r) => us(r.alloc_us) },
+  { key: "free_us", label: "freed at µs", num: true, value: (r) => r.free_us, render: (r) => us(r.free_us) },
+  { key: "lifetime_us", label: "lifetime µs", num: true, value: (r) => r.lifetime_us, render: (r) => us(r.lifetime_us) },
+  { key: "operator", label: "operator", value: (r) => r.operator ?? "—" },
+  { key: "step", label: "step", value: (r) => r.step ?? "—" },
+];
+
+const mibCol = (key: string, label: string): Column<D> =>
+  ({ key, label, num: true, value: (r) => r[key], render: (r) => <span title={`${r[key]} B`}>{mib(r[key])}</span> });
+const OP_COLS: Column<D>[] = [
+  { key: "name", label: "operator", value: (r) => r.name },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  mibCol("size_increase_bytes", "size increase MiB"),
+  mibCol("self_size_increase_bytes", "self size increase MiB"),
+  { key: "allocation_count", label: "allocations", num: true, value: (r) => r.allocation_count },
+  { key: "self_allocation_count", label: "self allocations", num: true, value: (r) => r.self_allocation_count },
+  mibCol("allocation_size_bytes", "allocation size MiB"),
+  mibCol("self_allocation_size_bytes", "self allocation size MiB"),
+];
+
+function curveOption(d: D) {
+  const c = d.curve, t: number[] = c.t_us;
+  const alloc = t.map((x, i) => [x, c.allocated_bytes[i] / 1048576]);
+  const series: D[] = [{
+    name: d.cumulative ? "recorded bytes (running sum)" : "allocated", type: "line", step: "end", showSymbol: false, data: alloc,
+    markPoint: { symbol: "pin", symbolSize: 44, label: { formatter: "peak" },
+      data: [{ name: "peak", coord: [d.peak_us, d.peak_allocated_bytes / 1048576], value: mib(d.peak_allocated_bytes) }] },
+  }];
+  if (c.reserved_bytes) series.push({ name: "reserved", type: "line", step: "end", showSymbol: false,
+    data: t.map((x, i) => [x, c.reserved_bytes[i] / 1048576]) });
+  return {
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(2)} MiB` },
+    legend: { top: 0 },
+    grid: { left: 80, right: 30, top: 36, bottom: 70 },
+    xAxis: { type: "value", name: "µs", min: "dataMin", max: "dataMax" },
+    yAxis: { type: "value", name: "MiB" },
+    dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }, { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 10 }],
+    series,
+  };
+}
+
+function categoryOption(m: D) {
+  const cats: string[] = m.categories, t: number[] = m.t_us;
+  return {
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(2)} MiB` },
+    legend: { type: "scroll", top: 0 },
+    grid: { left: 80, right: 30, top: 36, bottom: 70 },
+    xAxis: { type: "value", name: "µs", min: "dataMin", max: "dataMax" },
+    yAxis: { type: "value", name: "MiB" },
+    dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }, { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 10 }],
+    series: cats.map((cat, j) => ({ name: cat, type: "line", stack: "mem", areaStyle: {}, showSymbol: false, step: "end",
+      data: t.map((x, i) => [x, m.bytes[i][j] / 1048576]) })),
+  };
+}
+
+export function Memory({ report }: PageProps) {
+  const mem = report.memory;
+  const devices: D[] = mem.devices ?? [];
+  const [dev, setDev] = useState(() => Math.max(0, devices.findIndex((x) => x.device.startsWith("GPU"))));
+  const d = devices[Math.min(dev, devices.length - 1)];
+  const option = useMemo(() => (d ? curveOption(d) : null), [d]);
+  const catOption = useMemo(() => (mem.categories ? categoryOption(mem.categories) : null), [mem]);
+  return (
+    <div class="page" id="page-memory">
+      {mem.note && <p class="warn" id="memory-note">{mem.note}</p>}
+      {devices.length > 0 && <>
+        <section class="cards">{devices.map((x, i) => (
+          <div class={`card mem${i === dev ? " selected" : ""}`} key={x.device} data-device={x.device} onClick={() => setDev(i)}>
+            <div class="label">{x.device}{x.cumulative ? " (running sum)" : ""}</div>
+            <table class="kv"><tbody>
+              <tr><td>peak allocated</td><td class="num" data-key="peak_allocated_bytes" title={`${x.peak_allocated_bytes} B`}>{mib(x.peak_allocated_bytes)} MiB</td></tr>
+              <tr><td>peak reserved</td><td class="num" data-key="peak_reserved_bytes">{withUnit(mib(x.peak_reserved_bytes), "MiB")}</td></tr>
+              <tr><td>peak at</td><td class="num" data-key="peak_us">{us(x.peak_us)} µs</td></tr>
+              <tr><td>peak step / operator</td><td data-key="peak_where">{x.peak_step ?? "—"} / {x.peak_operator ?? "—"}</td></tr>
+              <tr><td>% of capacity</td><td class="num" data-key="peak_pct_of_capacity">{x.peak_pct_of_capacity == null ? "—" : `${x.peak_pct_of_capacity.toFixed(2)} %`}</td></tr>
+              <tr><td>allocations / frees</td><td class="num" data-key="allocs">{x.allocations.count} / {x.allocations.frees}</td></tr>
+              <tr><td>never freed</td><td class="num" data-key="unfreed">{x.allocations.unfreed_count} ({mib(x.allocations.unfreed_bytes)} MiB)</td></tr>
+            </tbody></table>
+          </div>))}
+        </section>
+        <h2>Memory curve: <select id="memory-device" value={String(dev)} onChange={(e) => setDev(Number((e.target as HTMLSelectElement).value))}>
+          {devices.map((x, i) => <option key={x.device} value={String(i)}>{x.device}</option>)}</select>
+          <span class="dim"> (wheel or the slider zooms; {d.curve.t_us.length} points)</span></h2>
+        <Chart key={`curve-${dev}`} option={option} height={320} id="memory-chart" />
+      </>}
+      {catOption && <>
+        <h2>By category (peak {mib(mem.categories.peak_bytes)} MiB at {us(mem.categories.peak_us)} µs)</h2>
+        <Chart option={catOption} height={320} id="memory-categories" />
+      </>}
+      {d && <>
+        <h2>Largest allocations ({d.device})</h2>
+        {d.allocations.largest.length === 0 ? <p class="dim">No allocation could be matched to its free in this trace.</p>
+          : <Table key={`a-${dev}`} id="memory-allocations" rows={d.allocations.largest} cols={ALLOC_COLS} initialSort="size_bytes" />}
+        {d.allocations.unfreed.length > 0 && <>
+          <h2>Never freed in the trace</h2>
+          <Table key={`u-${dev}`} id="memory-unfreed" rows={d.allocations.unfreed} cols={ALLOC_COLS} initialSort="size_bytes" />
+        </>}
+        <h2>Per operator ({d.device})</h2>
+        <Table key={`o-${dev}`} id="memory-operators" rows={d.operators} cols={OP_COLS} searchKey={(r) => r.name} initialSort="allocation_size_bytes" />
+      </>}
+    </div>
+  );
+}
