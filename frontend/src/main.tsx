@@ -50,13 +50,14 @@ function App() {
   }, [trace]);
 
   const go = (page: string, t = trace) => { location.hash = `#/${page}?trace=${encodeURIComponent(t)}`; };
-  const route = ROUTES.find((r) => r.path === state.page) ?? ROUTES[0];
+  const shown = ROUTES.filter((r) => !r.show || r.show(runs, trace, source.mode));
+  const route = shown.find((r) => r.path === state.page) ?? ROUTES[0];
   const Page = route.page;
   return (
     <div class="app">
       <header>
         <span class="brand">stepscope</span>
-        <nav>{ROUTES.map((r) => <a key={r.path} id={`nav-${r.path}`} class={r.path === route.path ? "active" : ""}
+        <nav>{shown.map((r) => <a key={r.path} id={`nav-${r.path}`} class={r.path === route.path ? "active" : ""}
           href={`#/${r.path}?trace=${encodeURIComponent(trace)}`}>{r.title}</a>)}</nav>
         {source.mode === "server" && <select id="trace-select" value={trace} onChange={(e) => go(route.path, (e.target as HTMLSelectElement).value)}>
           {traces.map((t) => <option key={t.trace} value={t.trace}>{t.run} / {t.worker}{t.span ? ` / ${t.span}` : ""}</option>)}
