@@ -50,8 +50,10 @@ function App() {
   }, [trace]);
 
   const go = (page: string, t = trace) => { location.hash = `#/${page}?trace=${encodeURIComponent(t)}`; };
-  // Pages whose data the report lacks are hidden (before the report loads, every page is listed).
-  const routes = ROUTES.filter((r) => !r.when || !report || r.when(report, source.mode));
+  // Pages whose data the report lacks are hidden (before the report loads, every page is listed);
+  // a page may also depend on the logdir (Distributed: runs of 2+ rank traces).
+  const routes = ROUTES.filter((r) => (!r.when || !report || r.when(report, source.mode))
+    && (!r.show || r.show(runs, trace, source.mode)));
   const route = routes.find((r) => r.path === state.page) ?? routes[0] ?? ROUTES[0];
   const Page = route.page;
   return (

@@ -2,7 +2,7 @@
 // plug in by adding a route here.
 import type { FunctionComponent } from "preact";
 import type { Source } from "./data";
-import type { Config, Dict } from "./types";
+import type { Config, Dict, RunTree } from "./types";
 import { Overview } from "./pages/Overview";
 import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
@@ -14,12 +14,15 @@ import { Efficiency } from "./pages/Efficiency";
 import { Nsight } from "./pages/Nsight";
 import { Compare } from "./pages/Compare";
 import { TensorRT } from "./pages/TensorRT";
+import { Distributed, rankRun } from "./pages/Distributed";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
 export interface RouteDef {
   path: string; title: string; page: FunctionComponent<PageProps>;
   /** Shown only when the report has this page's data (e.g. its key is not null). */
   when?: (report: Dict, mode: "server" | "static") => boolean;
+  /** Shown only when the logdir says so (default: always). */
+  show?: (runs: RunTree | null, trace: string, mode: string) => boolean;
 }
 
 const isTrace = (r: Dict) => "breakdown" in r;
@@ -36,4 +39,5 @@ export const ROUTES: RouteDef[] = [
   { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
   { path: "compare", title: "Compare", page: Compare, when: (r, mode) => mode === "server" && isTrace(r) },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
+  { path: "distributed", title: "Distributed", page: Distributed, show: (runs, t, mode) => mode === "server" && rankRun(runs, t) !== null },
 ];

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from stepscope.server.bundle import find_bundle
 from stepscope.server.logdir import TraceFile, discover, runs_json
+from stepscope.server.runs import RunStore, rank_files, run_location
 from stepscope.server.store import Entry, TraceStore
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -72,6 +73,7 @@ NO_TIMELINE = "this run has no timeline (a TensorRT engine's outputs)"
 
 def create_app(config: ViewConfig) -> Starlette:
     store = TraceStore(use_cache=config.use_cache)
+    run_store = RunStore(use_cache=config.use_cache)
     bundle = config.bundle if config.bundle is not None else find_bundle()
 
     def files() -> dict[str, TraceFile]:
@@ -199,6 +201,22 @@ def create_app(config: ViewConfig) -> Starlette:
                                       entries[1].report, sides[1].id))
         except DiffInputError as exc:
             return _json({"error": str(exc)}, 422)
+    def api_run(request: Request) -> Response:
+        name = request.query_params.get("run")
+        if not name:
+            raise BadRequest("missing parameter 'run'")
+        all_files = list(files().values())
+        if not any(f.run == name for f in all_files):
+            raise LookupError(f"no run {name!r} under the logdir")
+        ranks = rank_files(all_files, name)
+        if not ranks:
+            raise BadRequest(f"run {name!r} has fewer than 2 rank traces")
+        entry = run_store.get(run_location(ranks), [f.path for f in ranks])
+        if entry.state == "error":
+            return _json({"error": entry.error, **entry.progress()}, 422)
+        if entry.state != "ready":
+            return _json(entry.progress(), 202)
+        return _json(entry.report)
 
     def static(request: Request) -> Response:
         name = request.path_params.get("name", "")
@@ -243,6 +261,7 @@ def create_app(config: ViewConfig) -> Starlette:
         Route("/api/search", wrap(api_search)),
         Route("/api/export", wrap(api_export)),
         Route("/api/diff", wrap(api_diff)),
+        Route("/api/run", wrap(api_run)),
         Route("/assets/{name}", wrap(static)),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
     ]
@@ -251,6 +270,7 @@ def create_app(config: ViewConfig) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         store.close()
+        run_store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.add_middleware(_Headers)

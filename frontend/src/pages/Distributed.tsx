@@ -1,0 +1,133 @@
+// A run of rank traces: per-rank time split, stragglers, last rank per step, collectives and
+// the run's findings, from `api/run` (the `distributed` key of `stepscope report DIR`).
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { PageProps } from "../routes";
+import type { Dict, Progress, RunTree } from "../types";
+import { Table, type Column } from "../table";
+import { Chart } from "../chart";
+import { pct, us } from "../format";
+import { FindingCard } from "./FindingCard";
+
+type K = Record<string, any>;
+
+/** The run holding `trace`, when it has 2 or more workers (ranks). */
+export function rankRun(runs: RunTree | null, trace: string): string | null {
+  const run = runs?.runs.find((r) => r.workers.some((w) => w.spans.some((s) => s.trace === trace)));
+  return run && run.workers.length >= 2 ? run.run : null;
+}
+
+const fixed = (x: number | null | undefined, d: number) => (x == null ? "—" : x.toFixed(d));
+
+const RANKS: Column<K>[] = [
+  { key: "rank", label: "rank", num: true, value: (r) => r.rank },
+  { key: "computation_us", label: "computation µs", num: true, value: (r) => r.computation_us, render: (r) => us(r.computation_us) },
+  { key: "overlap_us", label: "overlap µs", num: true, value: (r) => r.overlap_us, render: (r) => us(r.overlap_us) },
+  { key: "communication_us", label: "communication µs", num: true, value: (r) => r.communication_us, render: (r) => us(r.communication_us) },
+  { key: "sync_us", label: "sync wait µs", num: true, value: (r) => r.sync_us, render: (r) => us(r.sync_us) },
+  { key: "transfer_us", label: "transfer µs", num: true, value: (r) => r.transfer_us, render: (r) => us(r.transfer_us) },
+  { key: "other_us", label: "other µs", num: true, value: (r) => r.other_us, render: (r) => us(r.other_us) },
+  { key: "comm_overlap_pct", label: "comm overlap %", num: true, value: (r) => r.comm_overlap_pct, render: (r) => pct(r.comm_overlap_pct) },
+];
+
+const STRAGGLERS: Column<K>[] = [
+  { key: "rank", label: "rank", num: true, value: (r) => r.rank },
+  { key: "wait_caused_us", label: "wait caused µs", num: true, value: (r) => r.wait_caused_us, render: (r) => us(r.wait_caused_us) },
+  { key: "share_pct", label: "share of waiting %", num: true, value: (r) => r.share_pct, render: (r) => pct(r.share_pct) },
+  { key: "last_arrivals", label: "last arrivals", num: true, value: (r) => r.last_arrivals, render: (r) => `${r.last_arrivals} / ${r.matched_calls}` },
+  { key: "computation_us", label: "computation µs", num: true, value: (r) => r.computation_us, render: (r) => us(r.computation_us) },
+  { key: "computation_excess_us", label: "computation vs mean µs", num: true, value: (r) => r.computation_excess_us, render: (r) => us(r.computation_excess_us) },
+];
+
+const STEPS: Column<K>[] = [
+  { key: "step", label: "step", value: (r) => r.step },
+  { key: "last_rank", label: "last rank", num: true, value: (r) => r.last_rank ?? "—" },
+  { key: "wait_us", label: "wait caused µs", num: true, value: (r) => r.wait_us, render: (r) => us(r.wait_us) },
+];
+
+const COLLECTIVES: Column<K>[] = [
+  { key: "collective", label: "type", value: (r) => r.collective },
+  { key: "process_group", label: "group", value: (r) => `${r.process_group || "default"} (${r.group_size ?? "?"})` },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "bytes_per_call", label: "bytes/call", num: true, value: (r) => r.bytes_per_call, render: (r) => fixed(r.bytes_per_call, 1) },
+  { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
+  { key: "time_us", label: "time µs", num: true, value: (r) => r.time_us, render: (r) => us(r.time_us) },
+  { key: "algbw_gbps", label: "algbw GB/s", num: true, value: (r) => r.algbw_gbps, render: (r) => fixed(r.algbw_gbps, 4) },
+  { key: "busbw_gbps", label: "busbw GB/s", num: true, value: (r) => r.busbw_gbps, render: (r) => fixed(r.busbw_gbps, 4) },
+  { key: "link_peak_pct", label: "% link peak", num: true, value: (r) => r.link_peak_pct, render: (r) => pct(r.link_peak_pct) },
+];
+
+const bar = (name: string, data: number[], color: string) =>
+  ({ name, type: "bar", stack: "t", data, itemStyle: { color }, emphasis: { focus: "series" } });
+
+export function Distributed({ source, trace, config }: PageProps) {
+  const [run, setRun] = useState<string | null | undefined>(undefined);
+  const [data, setData] = useState<Dict | null>(null);
+  const [progress, setProgress] = useState<Progress | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => { source.runs().then((t) => setRun(rankRun(t, trace))).catch((e) => setError(String(e))); }, [trace]);
+  useEffect(() => {
+    if (!run) return;
+    let alive = true, timer: any;
+    const load = () => fetch(`api/run?run=${encodeURIComponent(run)}`).then(async (r) => {
+      const body = await r.json();
+      if (!alive) return;
+      if (r.status === 200) { setData(body); return; }
+      if (r.status === 202) { setProgress(body); timer = setTimeout(load, 300); return; }
+      setError(body?.error ?? `HTTP ${r.status}`);
+    }).catch((e) => alive && setError(String(e)));
+    load();
+    return () => { alive = false; clearTimeout(timer); };
+  }, [run]);
+
+  const charts = useMemo(() => {
+    if (!data) return null;
+    const ranks: K[] = data.distributed.ranks;
+    const cats = ranks.map((r) => `rank ${r.rank}`);
+    const base = { tooltip: { trigger: "axis", axisPointer: { type: "shadow" } }, legend: { top: 0 },
+      grid: { left: 60, right: 20, top: 36, bottom: 30 }, xAxis: { type: "category", data: cats },
+      yAxis: { type: "value", name: "µs" } };
+    return {
+      time: { ...base, series: [
+        bar("computation", ranks.map((r) => r.computation_us), "#4e79a7"),
+        bar("overlap", ranks.map((r) => r.overlap_us), "#59a14f"),
+        bar("communication", ranks.map((r) => r.communication_us), "#e15759"),
+        bar("other", ranks.map((r) => r.other_us), "#bab0ac")] },
+      comm: { ...base, series: [
+        bar("sync wait", ranks.map((r) => r.sync_us), "#f28e2b"),
+        bar("transfer", ranks.map((r) => r.transfer_us), "#76b7b2")] },
+    };
+  }, [data]);
+
+  if (error) return <p class="error" id="run-error">Could not load the run: {error}</p>;
+  if (run === null) return <p>This trace's run has a single rank trace.</p>;
+  if (!data || !charts) {
+    const frac = progress && progress.total ? progress.done / progress.total : 0;
+    return <div id="progress"><p>Loading run {run ?? ""}: {progress?.state ?? "starting"} {progress?.done ?? 0} / {progress?.total ?? "?"} ranks</p>
+      <div class="bar"><div style={{ width: `${Math.round(100 * frac)}%` }} /></div></div>;
+  }
+  const d = data.distributed;
+  return (
+    <div class="page" id="page-distributed">
+      <h2>Distributed run <span class="dim">{run}</span></h2>
+      <p id="run-summary">{d.world_size} ranks · backend <b>{d.backend ?? "—"}</b> · ranks from {d.rank_source}
+        {d.imbalance && <> · computation max/mean <b id="imbalance">{fixed(d.imbalance.max_over_mean, 3)}</b> (slowest rank {d.imbalance.slowest_rank})</>}
+        {d.failed.length > 0 && <span class="error"> · {d.failed.length} rank traces could not be read</span>}</p>
+      <h3>Time per rank (computation, overlap, communication, other)</h3>
+      <Chart option={charts.time} height={280} id="ranks-chart" />
+      <h3>Communication per rank: synchronisation wait vs data transfer</h3>
+      <Chart option={charts.comm} height={240} id="comm-chart" />
+      <Table id="ranks-table" rows={d.ranks} cols={RANKS} />
+      <h3>Stragglers (slowest first)</h3>
+      {d.stragglers.length === 0 ? <p>No rank kept the others waiting.</p>
+        : <Table id="stragglers-table" rows={d.stragglers} cols={STRAGGLERS} />}
+      <h3>Last rank per step</h3>
+      <Table id="steps-table" rows={d.steps} cols={STEPS} />
+      <h3>Collectives</h3>
+      <Table id="collectives-table" rows={d.collectives} cols={COLLECTIVES} searchKey={(r) => `${r.collective} ${r.process_group}`} />
+      <h3>Findings ({data.findings.length})</h3>
+      <div id="run-findings">{data.findings.length === 0 ? <p>No findings.</p> :
+        data.findings.map((f: Dict, i: number) => <FindingCard key={f.id} f={f} config={config} index={i + 1} />)}</div>
+    </div>
+  );
+}

@@ -1,0 +1,67 @@
+"""The Distributed page on a real 8-rank run: its numbers are the run report's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stepscope.report.run import build_run_report, find_run
+from tests.browser.conftest import shot
+from tests.browser.helpers import cell
+from tests.conftest import shared_trace
+
+
+def _cells(page: Any, table: str, i: int, keys: list[str]) -> dict[str, str]:
+    row = page.locator(f"#{table} tbody tr").nth(i)
+    return {k: row.locator(f"td[data-key='{k}']").inner_text().strip() for k in keys}
+
+
+def test_distributed_page_on_dlrm_8_ranks(page: Any, serve: Any) -> None:
+    root = shared_trace("outside/param-dlrm-8rank")
+    want = build_run_report(find_run([str(root)]), executor="serial").to_json()
+    dist = want["distributed"]
+    server = serve(str(root))
+    # bad parameters are 4xx, never 500
+    assert page.request.get(server.url + "api/run").status == 400
+    assert page.request.get(server.url + "api/run?run=nope").status == 404
+    page.goto(server.url + "#/distributed")
+    page.wait_for_selector("#page-distributed", timeout=120_000)
+    assert page.locator("#nav-distributed").count() == 1
+    f3 = "{:.3f}".format
+    ranks = dist["ranks"]
+    assert page.locator("#ranks-table tbody tr").count() == len(ranks) == 8
+    for i, r in enumerate(ranks):
+        got = _cells(page, "ranks-table", i, ["rank", "computation_us", "overlap_us",
+                                              "communication_us", "sync_us", "transfer_us",
+                                              "other_us", "comm_overlap_pct"])
+        assert got == {"rank": str(r["rank"]), "computation_us": f3(r["computation_us"]),
+                       "overlap_us": f3(r["overlap_us"]),
+                       "communication_us": f3(r["communication_us"]),
+                       "sync_us": f3(r["sync_us"]), "transfer_us": f3(r["transfer_us"]),
+                       "other_us": f3(r["other_us"]),
+                       "comm_overlap_pct": f"{r['comm_overlap_pct']:.2f}"}
+    # stragglers slowest first: rank 7 and the wait it causes
+    assert dist["stragglers"][0]["rank"] == 7
+    for i, s in enumerate(dist["stragglers"]):
+        got = _cells(page, "stragglers-table", i, ["rank", "wait_caused_us", "share_pct"])
+        assert got == {"rank": str(s["rank"]), "wait_caused_us": f3(s["wait_caused_us"]),
+                       "share_pct": f"{s['share_pct']:.2f}"}
+    for i, st in enumerate(dist["steps"]):
+        got = _cells(page, "steps-table", i, ["step", "last_rank", "wait_us"])
+        assert got == {"step": st["step"], "last_rank": str(st["last_rank"]),
+                       "wait_us": f3(st["wait_us"])}
+    for i, c in enumerate(dist["collectives"]):
+        got = _cells(page, "collectives-table", i, ["collective", "calls", "bytes_per_call",
+                                                    "time_us", "algbw_gbps", "busbw_gbps"])
+        assert got == {"collective": c["collective"], "calls": str(c["calls"]),
+                       "bytes_per_call": f"{c['bytes_per_call']:.1f}",
+                       "time_us": f3(c["time_us"]), "algbw_gbps": f"{c['algbw_gbps']:.4f}",
+                       "busbw_gbps": f"{c['busbw_gbps']:.4f}"}
+    cards = page.locator("#run-findings .finding")
+    assert cards.count() == len(want["findings"]) >= 1
+    assert cell(page, "#run-findings .finding .title") == want["findings"][0]["title"]
+    page.wait_for_selector("#ranks-chart canvas")
+    page.wait_for_selector("#comm-chart canvas")
+    shot(page, "dlrm-8rank-distributed")
+    page.locator("#collectives-table").scroll_into_view_if_needed()
+    shot(page, "dlrm-8rank-distributed-tables")
+    assert not page.errors, page.errors
