@@ -129,11 +129,6 @@ def combine_ranks(ranks: Sequence[RunSummary], label: str) -> RunSummary:
             )
         return tuple(out)
 
-    findings: dict[str, FindingSummary] = {}
-    for r in ranks:
-        for f in r.findings:
-            if f.id not in findings or f.saving_us > findings[f.id].saving_us:
-                findings[f.id] = f
     gpu = {
         f"{r.rank if r.rank is not None else i}:{dev}": metrics
         for i, r in enumerate(ranks)
@@ -149,7 +144,7 @@ def combine_ranks(ranks: Sequence[RunSummary], label: str) -> RunSummary:
         operators_by_shape=items("operators_by_shape"),
         kernels=items("kernels"),
         gpu=gpu,
-        findings=tuple(findings.values()),
+        findings=_largest_findings(ranks),
         complete=all(r.complete for r in ranks),
         profiler_steps=all(r.profiler_steps for r in ranks),
         devices=ranks[0].devices,
@@ -193,12 +188,6 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
             )
         return tuple(out)
 
-    findings: dict[str, FindingSummary] = {}
-    for r in runs:
-        for f in r.findings:
-            prev = findings.get(f.id)
-            if prev is None or f.saving_us > prev.saving_us:
-                findings[f.id] = f
     return RunSummary(
         label=label,
         kind="traces",
@@ -211,13 +200,24 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
         operators_by_shape=items("operators_by_shape"),
         kernels=items("kernels"),
         gpu=_mean_gpu(runs),
-        findings=tuple(findings.values()),
+        findings=_largest_findings(runs),
         complete=all(r.complete for r in runs),
         profiler_steps=all(r.profiler_steps for r in runs),
         devices=runs[0].devices,
         world_size=runs[0].world_size,
         warnings=tuple(w for r in runs for w in r.warnings),
     )
+
+
+def _largest_findings(runs: Sequence[RunSummary]) -> tuple[FindingSummary, ...]:
+    """One finding per id over the runs: the one with the largest saving (the first on ties)."""
+    out: dict[str, FindingSummary] = {}
+    for r in runs:
+        for f in r.findings:
+            prev = out.get(f.id)
+            if prev is None or f.saving_us > prev.saving_us:
+                out[f.id] = f
+    return tuple(out.values())
 
 
 def _mean_gpu(runs: Sequence[RunSummary]) -> dict[str, dict[str, float | None]]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.analysis.kernels import group_durations
 from stepscope.analysis.optree import OpTree
 from stepscope.model.trace import DEV_KERNEL, Trace
 
@@ -42,12 +43,7 @@ def kernels_by_operator(trace: Trace, tree: OpTree) -> list[KernelOpRow]:
     uniq, inv = np.unique(key, return_inverse=True)
     dur = dev.dur[sel].astype(np.float64)
     m = len(uniq)
-    total = np.bincount(inv, weights=dur, minlength=m)
-    calls = np.bincount(inv, minlength=m)
-    mins = np.full(m, np.inf)
-    np.minimum.at(mins, inv, dur)
-    maxs = np.zeros(m)
-    np.maximum.at(maxs, inv, dur)
+    total, calls, mins, maxs = group_durations(inv, dur, m)
     order = np.lexsort((uniq, -total))
     rows = []
     for i in order.tolist():  # one row per distinct (kernel, operator) pair, not per event

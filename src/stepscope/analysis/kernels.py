@@ -8,11 +8,26 @@ frequent (grid, block, registers, shared memory) of the kernel's calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis import names
 from stepscope.model.trace import DEV_KERNEL, Trace
+
+Arr = npt.NDArray[Any]
+
+
+def group_durations(inverse: Arr, dur: Arr, m: int) -> tuple[Arr, Arr, Arr, Arr]:
+    """Total, count, min and max of ``dur`` per group (``inverse`` from np.unique; m groups)."""
+    total = np.bincount(inverse, weights=dur, minlength=m)
+    calls = np.bincount(inverse, minlength=m)
+    mins = np.full(m, np.inf)
+    np.minimum.at(mins, inverse, dur)
+    maxs = np.zeros(m)
+    np.maximum.at(maxs, inverse, dur)
+    return total, calls, mins, maxs
 
 
 @dataclass(frozen=True)
@@ -41,12 +56,7 @@ def kernel_stats(trace: Trace) -> list[KernelRow]:
     uniq, inverse = np.unique(name, return_inverse=True)
     dur = dev.dur[sel].astype(np.float64)
     m = len(uniq)
-    total = np.bincount(inverse, weights=dur, minlength=m)
-    calls = np.bincount(inverse, minlength=m)
-    mins = np.full(m, np.inf)
-    np.minimum.at(mins, inverse, dur)
-    maxs = np.zeros(m)
-    np.maximum.at(maxs, inverse, dur)
+    total, calls, mins, maxs = group_durations(inverse, dur, m)
     blocks = np.nan_to_num(dev.blocks_per_sm[sel].astype(np.float64), nan=0.0)
     occ = np.nan_to_num(dev.occupancy_pct[sel].astype(np.float64), nan=0.0)
     has_blocks = bool(np.any(blocks > 0))

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.links import Links
-from stepscope.analysis.optree import OpTree
+from stepscope.analysis.optree import OpTree, nest_sorted
 from stepscope.model.trace import HOST_OP, HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
@@ -74,22 +74,9 @@ def nest(tid: Ints, start: I64, end: I64) -> I64:
         idx = np.flatnonzero(tid == t)
         order = np.lexsort((-end[idx], start[idx]))
         idx = idx[order]
-        s, e = start[idx], end[idx]
-        pos = np.arange(len(idx))
-        # ranges open at s_i are its ancestors: depth = i - #(ranges ended by s_i)
-        closed = np.searchsorted(np.sort(e), s, side="right")
-        zero_before = np.concatenate(([0], np.cumsum(e == s)))
-        group_end = np.searchsorted(s, s, side="right")
-        closed -= zero_before[group_end] - zero_before[pos]
-        d = np.maximum(pos - closed, 0)
-        for level in range(1, int(d.max()) + 1 if len(d) else 0):
-            upper = pos[d == level - 1]
-            lower = pos[d == level]
-            if len(upper) == 0 or len(lower) == 0:
-                continue
-            k = np.searchsorted(upper, lower, side="left") - 1
-            ok = k >= 0
-            parent[idx[lower[ok]]] = idx[upper[k[ok]]]
+        _, up = nest_sorted(start[idx], end[idx])
+        ok = up >= 0
+        parent[idx[ok]] = idx[up[ok]]
     return parent
 
 

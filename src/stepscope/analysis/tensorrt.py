@@ -60,10 +60,10 @@ class LayerRow:
         return {
             "name": self.name,
             "index": self.index,
-            "time_ms": _r(self.time_ms, 6),
-            "average_ms": _r(self.average_ms, 6),
-            "median_ms": _r(self.median_ms, 6),
-            "share_pct": _r(self.share_pct, 2),
+            "time_ms": round_finite(self.time_ms, 6),
+            "average_ms": round_finite(self.average_ms, 6),
+            "median_ms": round_finite(self.median_ms, 6),
+            "share_pct": round_finite(self.share_pct, 2),
             "calls": self.calls,
             "type": self.layer_type,
             "precision": self.precision,
@@ -76,10 +76,11 @@ class LayerRow:
             "kernel": None if self.kernel is None else self.kernel.to_json(),
             "reformat": self.is_reformat,
             "converts_precision": self.converts_precision,
-            "gpu_ms": _r(self.gpu_ms, 6),
+            "gpu_ms": round_finite(self.gpu_ms, 6),
             "onnx_nodes": list(self.onnx_nodes),
             "gpu_kernels": [
-                {"name": k, "ms": _r(ms, 6), "launches": n, "decoded": decode_kernel(k).summary}
+                {"name": k, "ms": round_finite(ms, 6), "launches": n,
+                 "decoded": decode_kernel(k).summary}
                 for k, ms, n in self.gpu_kernels
             ],
         }
@@ -151,7 +152,7 @@ class EngineGraphData:
                     "name": n.name,
                     "type": n.type,
                     "precision": n.precision,
-                    "average_ms": _r(n.average_ms, 6),
+                    "average_ms": round_finite(n.average_ms, 6),
                 }
                 for n in self.nodes
             ],
@@ -186,7 +187,7 @@ class IterationSeries:
 
     def to_json(self) -> dict[str, Any]:
         def r(xs: tuple[float, ...]) -> list[float | None]:
-            return [_r(x, 6) for x in xs]
+            return [round_finite(x, 6) for x in xs]
 
         return {
             "iterations": self.iterations,
@@ -246,11 +247,13 @@ class TrtAnalysis:
         return self.layer_total_ms if self.layer_total_ms > 0 else None
 
 
-def _r(x: float | None, nd: int) -> float | None:
+def round_finite(x: float | None, nd: int) -> float | None:
+    """``x`` to ``nd`` decimals for JSON; None for None, NaN and infinities."""
     return None if x is None or not math.isfinite(x) else round(float(x), nd)
 
 
-def _base(name: str) -> str:
+def base_layer_name(name: str) -> str:
+    """A layer's name without the `` [profile N]`` suffix of optimisation profiles."""
     return _PROFILE_SUFFIX.sub("", name)
 
 
@@ -417,7 +420,7 @@ def analyse_tensorrt(run: TrtRun) -> TrtAnalysis:
     by_name: dict[str, EngineLayer] = {}
     for lay in graph_layers:
         by_name.setdefault(lay.name, lay)
-        by_name.setdefault(_base(lay.name), lay)
+        by_name.setdefault(base_layer_name(lay.name), lay)
     notes: list[str] = []
     rows_l: list[LayerRow] = []
     matched: list[EngineLayer | None] = []
@@ -425,7 +428,8 @@ def analyse_tensorrt(run: TrtRun) -> TrtAnalysis:
         prof = run.profile
         total = float(sum(lt.average_ms for lt in prof.layers if math.isfinite(lt.average_ms)))
         for i, lt in enumerate(prof.layers):
-            found: EngineLayer | None = by_name.get(lt.name) or by_name.get(_base(lt.name))
+            found: EngineLayer | None = (by_name.get(lt.name)
+                                         or by_name.get(base_layer_name(lt.name)))
             matched.append(found)
             rows_l.append(_row(i, lt, found, lt.name, total, prof.count))
         if graph_layers:
@@ -492,7 +496,7 @@ def with_gpu_times(
     kernels = kernels or {}
 
     def pick(d: dict[str, Any], name: str) -> Any:
-        return d.get(name, d.get(_base(name)))
+        return d.get(name, d.get(base_layer_name(name)))
 
     rows = tuple(
         dataclasses.replace(r, gpu_ms=pick(gpu_ms, r.name), gpu_kernels=pick(kernels, r.name) or ())
@@ -503,12 +507,12 @@ def with_gpu_times(
 
 def stat_json(s: Stat) -> dict[str, Any]:
     return {
-        "min_ms": _r(s.min, 6),
-        "max_ms": _r(s.max, 6),
-        "mean_ms": _r(s.mean, 6),
-        "median_ms": _r(s.median, 6),
-        "percentiles_ms": {f"p{p:g}": _r(v, 6) for p, v in s.percentiles},
-        "cv_pct": _r(s.cv_pct, 3),
+        "min_ms": round_finite(s.min, 6),
+        "max_ms": round_finite(s.max, 6),
+        "mean_ms": round_finite(s.mean, 6),
+        "median_ms": round_finite(s.median, 6),
+        "percentiles_ms": {f"p{p:g}": round_finite(v, 6) for p, v in s.percentiles},
+        "cv_pct": round_finite(s.cv_pct, 3),
     }
 
 
@@ -517,8 +521,8 @@ def summary_json(s: PerfSummary | None) -> dict[str, Any] | None:
         return None
     return {
         "source": s.source,
-        "throughput_qps": _r(s.throughput_qps, 3),
-        "walltime_s": _r(s.walltime_s, 6),
-        "gpu_compute_total_s": _r(s.gpu_compute_total_s, 6),
+        "throughput_qps": round_finite(s.throughput_qps, 3),
+        "walltime_s": round_finite(s.walltime_s, 6),
+        "gpu_compute_total_s": round_finite(s.gpu_compute_total_s, 6),
         "metrics": {k: stat_json(v) for k, v in s.stats},
     }

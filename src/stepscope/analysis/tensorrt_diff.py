@@ -8,15 +8,11 @@ nodes that A ran in two or more layers is a fusion B gained (and the reverse).
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.analysis.tensorrt import LayerRow, TrtAnalysis
+from stepscope.analysis.tensorrt import LayerRow, TrtAnalysis, base_layer_name, round_finite
 from stepscope.analysis.tensorrt_names import pwn_leaves, split_top
-
-_PROFILE_SUFFIX = re.compile(r" \[profile \d+\]$")
 
 
 @dataclass(frozen=True)
@@ -145,17 +141,13 @@ class EngineComparison:
 
 
 def _r(x: float | None, nd: int = 6) -> float | None:
-    return None if x is None or not math.isfinite(x) else round(float(x), nd)
-
-
-def _base(name: str) -> str:
-    return _PROFILE_SUFFIX.sub("", name)
+    return round_finite(x, nd)
 
 
 def layer_nodes(name: str) -> tuple[str, ...]:
     """Network nodes a layer name lists: ``w + Conv_1 + PWN(Clip_2)`` -> (w, Conv_1, Clip_2)."""
     out: list[str] = []
-    for part in split_top(_base(name), " + "):
+    for part in split_top(base_layer_name(name), " + "):
         out.extend(pwn_leaves(part) if part.startswith("PWN(") else [part])
     return tuple(out)
 
@@ -242,8 +234,8 @@ def _by_nodes(rows: dict[str, LayerRow]) -> dict[frozenset[str], str]:
 
 def compare_engines(a: TrtAnalysis, b: TrtAnalysis) -> EngineComparison:
     """Side-by-side comparison of engine ``a`` (baseline) and engine ``b``."""
-    ia = {_base(r.name): r for r in a.layers}
-    ib = {_base(r.name): r for r in b.layers}
+    ia = {base_layer_name(r.name): r for r in a.layers}
+    ib = {base_layer_name(r.name): r for r in b.layers}
     matched = [_delta(n, ia[n], ib[n]) for n in ia if n in ib]
     # TRT 10 renames Myelin layers between builds (``..._myl3_7``): pair the rest by the
     # ONNX nodes their Metadata lists when those are identical and unique.

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from stepscope.errors import TraceSourceError
-from stepscope.io.cloud_errors import storage_error
+from stepscope.io.cloud_errors import scheme_missing, storage_error
 from stepscope.io.source import is_url, local_path
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
@@ -49,10 +49,7 @@ def list_traces(path: str, storage_options: dict[str, Any] | None = None) -> lis
             entries = fs.ls(fs_path.rstrip("/"), detail=False)
             scheme = path.split("://", 1)[0]
         except ImportError as exc:
-            raise TraceSourceError(
-                f"{path}: support for this URL scheme is not installed ({exc}); "
-                "try `pip install stepscope[s3]`, `[gcs]` or `[azure]`"
-            ) from None
+            raise TraceSourceError(scheme_missing(path, exc)) from None
         except FileNotFoundError:
             raise TraceSourceError(f"{path}: no such prefix") from None
         except Exception as exc:  # credentials, network: one line, never the secret

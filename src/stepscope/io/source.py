@@ -136,10 +136,9 @@ def _read_url(path: str, storage_options: dict[str, Any] | None) -> RawSource:
         with fs.open(fs_path, "rb") as fh:
             blob = fh.read()
     except ImportError as exc:
-        raise TraceSourceError(
-            f"{path}: support for this URL scheme is not installed ({exc}); "
-            "try `pip install stepscope[s3]`, `[gcs]` or `[azure]`"
-        ) from None
+        from stepscope.io.cloud_errors import scheme_missing
+
+        raise TraceSourceError(scheme_missing(path, exc)) from None
     except FileNotFoundError:
         raise TraceSourceError(f"{path}: no such object") from None
     except Exception as exc:  # network and credential errors come in many types

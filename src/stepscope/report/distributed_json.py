@@ -6,14 +6,8 @@ from typing import Any
 
 from stepscope.analysis.comm import RankSummary
 from stepscope.analysis.distributed import Distributed
-
-
-def _us(ns: float | int) -> float:
-    return round(float(ns) / 1000.0, 3)
-
-
-def _r(x: float | None, nd: int = 2) -> float | None:
-    return None if x is None else round(float(x), nd)
+from stepscope.report.rounding import r as _r
+from stepscope.report.rounding import us as _us
 
 
 def distributed_json(d: Distributed) -> dict[str, Any]:

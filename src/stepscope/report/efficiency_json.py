@@ -5,10 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from stepscope.analysis.efficiency import Efficiency, WorkRow
-
-
-def _r(x: float | None, nd: int = 2) -> float | None:
-    return None if x is None else round(float(x), nd)
+from stepscope.report.rounding import r as _r
 
 
 def _row(r: WorkRow) -> dict[str, Any]:

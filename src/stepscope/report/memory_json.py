@@ -9,10 +9,7 @@ from stepscope.analysis.memory import Allocation, MemoryResult
 from stepscope.analysis.memory_timeline import CategoryTimeline
 from stepscope.analysis.modules import ModulesResult, NamedTime
 from stepscope.analysis.snapshot import Site, SnapshotResult
-
-
-def _us(ns: float | int) -> float:
-    return round(float(ns) / 1000.0, 3)
+from stepscope.report.rounding import us as _us
 
 
 def _alloc(a: Allocation, origin: int) -> dict[str, Any]:

@@ -5,10 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from stepscope.analysis.ncu_join import NcuJoin
-
-
-def _r(x: float | None, nd: int = 2) -> float | None:
-    return None if x is None else round(float(x), nd)
+from stepscope.report.rounding import r as _r
 
 
 def ncu_json(join: NcuJoin | None) -> dict[str, Any] | None:

@@ -11,10 +11,7 @@ from typing import Any
 from stepscope.analysis.clock_skew import AFFECTED, SKEW_TOLERANCE_NS
 from stepscope.analysis.suite import Analyses
 from stepscope.analysis.warmup import WARMUP_MIN_NS
-
-
-def _us(ns: float | int) -> float:
-    return round(float(ns) / 1000.0, 3)
+from stepscope.report.rounding import us as _us
 
 
 def matrix_core_label(vendor: str) -> str:

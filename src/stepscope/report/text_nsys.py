@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from stepscope.report.text_layout import (
+    Column,
     bytes_column,
     count_column,
     fit_table,
@@ -35,6 +36,13 @@ def _label(r: dict[str, Any], label: str) -> str:
     return name if r.get("style", "PushPop") == "PushPop" else f"{name} [{r['style']}]"
 
 
+def _table(console: Console, title: str, label: str, names: list[str],
+           columns: list[Column]) -> None:
+    console.print()
+    say(console, f"[bold]{title}[/]")
+    print_table(console, fit_table(console, label, names, columns))
+
+
 def render_nsys(data: dict[str, Any], console: Console, top: int) -> None:
     nsys = data.get("nsys")
     if not nsys:
@@ -49,37 +57,28 @@ def render_nsys(data: dict[str, Any], console: Console, top: int) -> None:
         rows = nsys[key][:top]
         if not rows:
             continue
-        console.print()
-        say(console, f"[bold]{title}[/]")
-        columns = [
+        _table(console, title, label, [_label(r, label) for r in rows], [
             pct_column("time", [r["time_pct"] for r in rows], keep=6),
             ns_column("total", [r["total_ns"] for r in rows], keep=7),
             count_column("count", [r["count"] for r in rows], keep=5),
             ns_column("avg", [r["avg_ns"] for r in rows], keep=4),
             ns_column("med", [r["med_ns"] for r in rows], keep=2),
             ns_column("max", [r["max_ns"] for r in rows], keep=3),
-        ]
-        print_table(console, fit_table(console, label, [_label(r, label) for r in rows],
-                                       columns))
+        ])
     proj = nsys["nvtx_gpu_proj_sum"][:top]
     if proj:
-        console.print()
-        say(console, "[bold]NVTX ranges projected onto the GPU (nvtx_gpu_proj_sum)[/]")
-        columns = [
-            ns_column("GPU proj.", [p["total_proj_ns"] for p in proj], keep=7),
-            ns_column("range", [p["total_range_ns"] for p in proj], keep=5),
-            count_column("instances", [p["instances"] for p in proj], keep=3),
-            count_column("GPU ops", [p["total_gpu_ops"] for p in proj], keep=4),
-        ]
-        print_table(console, fit_table(console, "name", [p["name"] for p in proj], columns))
+        _table(console, "NVTX ranges projected onto the GPU (nvtx_gpu_proj_sum)", "name",
+               [p["name"] for p in proj], [
+                   ns_column("GPU proj.", [p["total_proj_ns"] for p in proj], keep=7),
+                   ns_column("range", [p["total_range_ns"] for p in proj], keep=5),
+                   count_column("instances", [p["instances"] for p in proj], keep=3),
+                   count_column("GPU ops", [p["total_gpu_ops"] for p in proj], keep=4),
+               ])
     sizes = nsys["cuda_gpu_mem_size_sum"]
     if sizes:
-        console.print()
-        say(console, "[bold]GPU memory operations by size (cuda_gpu_mem_size_sum)[/]")
-        columns = [
-            bytes_column("total", [r["total_bytes"] for r in sizes], keep=7),
-            count_column("count", [r["count"] for r in sizes], keep=5),
-            bytes_column("max", [r["max_bytes"] for r in sizes], keep=3),
-        ]
-        print_table(console, fit_table(console, "operation", [r["operation"] for r in sizes],
-                                       columns))
+        _table(console, "GPU memory operations by size (cuda_gpu_mem_size_sum)", "operation",
+               [r["operation"] for r in sizes], [
+                   bytes_column("total", [r["total_bytes"] for r in sizes], keep=7),
+                   count_column("count", [r["count"] for r in sizes], keep=5),
+                   bytes_column("max", [r["max_bytes"] for r in sizes], keep=3),
+               ])

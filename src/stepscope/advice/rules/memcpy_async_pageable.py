@@ -16,7 +16,7 @@ from stepscope.model.trace import DEV_MEMCPY
 
 from ..context import Context, fmt_ns, top_by_name
 from ..finding import Finding
-from ._api_ops import is_async_copy_call, ops_by_api
+from ._api_ops import api_spans, is_async_copy_call, ops_by_api
 
 THRESHOLD_PCT = 1.0
 
@@ -28,8 +28,8 @@ def check(ctx: Context) -> Finding | None:
     ops, calls = ops_by_api(ctx, DEV_MEMCPY, names.is_pageable_copy, is_async_copy_call)
     if not len(ops):
         return None
-    rt, dev = trace.runtime, trace.device
-    api = iv.intersect(iv.union(rt.ts[calls], rt.end[calls]), ctx.window)
+    dev = trace.device
+    api = api_spans(ctx, calls)
     copies = iv.union(dev.ts[ops], dev.end[ops])
     blocked = iv.length(iv.subtract(api, copies)) / ctx.n_steps
     if ctx.pct(blocked) < THRESHOLD_PCT:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.analysis import intervals as iv
 from stepscope.model.trace import DEV_MEMCPY
 
 from ..context import Context, fmt_ns, top_by_name
 from ..finding import Finding
-from ._api_ops import is_memcpy_name, is_sync_copy_call, ops_by_api
+from ._api_ops import is_memcpy_name, is_sync_copy_call, ops_by_api, sync_saving
 
 SMALL_HTOD_BYTES = 64_000
 THRESHOLD_PCT = 1.0
@@ -32,9 +31,7 @@ def check(ctx: Context) -> Finding | None:
         ops, calls = ops[keep], calls[keep]
     if not len(ops):
         return None
-    api = iv.intersect(iv.union(rt.ts[calls], rt.end[calls]), ctx.window)
-    api_ns = iv.length(api) / ctx.n_steps
-    saving = min(api_ns, ctx.idle_per_step)
+    api_ns, saving = sync_saving(ctx, calls)
     if ctx.pct(saving) < THRESHOLD_PCT:
         return None
     evidence = [f"{len(ops) / ctx.n_steps:.1f} synchronous copy call(s) per step block the "

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.analysis import intervals as iv
 from stepscope.model.trace import DEV_MEMSET
 
 from ..context import Context, fmt_ns
 from ..finding import Finding
-from ._api_ops import is_pageable_or_pinned_memset, is_sync_memset_call, ops_by_api
+from ._api_ops import is_pageable_or_pinned_memset, is_sync_memset_call, ops_by_api, sync_saving
 
 THRESHOLD_PCT = 1.0
 
@@ -21,13 +20,10 @@ def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
     trace = ctx.trace
-    rt = trace.runtime
     ops, calls = ops_by_api(ctx, DEV_MEMSET, is_pageable_or_pinned_memset, is_sync_memset_call)
     if not len(ops):
         return None
-    api = iv.intersect(iv.union(rt.ts[calls], rt.end[calls]), ctx.window)
-    api_ns = iv.length(api) / ctx.n_steps
-    saving = min(api_ns, ctx.idle_per_step)
+    api_ns, saving = sync_saving(ctx, calls)
     if ctx.pct(saving) < THRESHOLD_PCT:
         return None
     kinds = sorted({trace.strings[n] for n in trace.device.name[ops]})
