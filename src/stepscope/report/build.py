@@ -21,6 +21,8 @@ from stepscope.report.memory_json import memory_json, modules_json
 from stepscope.report.ncu_json import ncu_json
 from stepscope.report.nsys_json import nsys_json
 from stepscope.report.real_traces import real_trace_json
+from stepscope.report.rounding import r as _r
+from stepscope.report.rounding import us as _us
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
@@ -29,14 +31,6 @@ if TYPE_CHECKING:
 
 SCHEMA = "stepscope.report/1"
 DEFAULT_TOP = 15  # rows per operator/kernel table, for every command
-
-
-def _us(ns: float | int) -> float:
-    return round(float(ns) / 1000.0, 3)
-
-
-def _r(x: float | None, nd: int = 2) -> float | None:
-    return None if x is None else round(float(x), nd)
 
 
 @dataclass(frozen=True)
