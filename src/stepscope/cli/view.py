@@ -52,13 +52,14 @@ def run(args: argparse.Namespace) -> int:
     template = args.source_link or DEFAULT_SOURCE_LINK
     if "{path}" not in template:
         raise ViewError(f"--source-link {template!r}: must contain {{path}}")
+    path_map = parse_path_map(args.path_map)  # every option checked before anything is said
     if find_bundle() is None:
         print("stepscope view: the front end is not built; run scripts/setup.sh "
               "(npm ci + vite build)", file=sys.stderr)
     import uvicorn
 
     config = ViewConfig(root=os.path.abspath(args.path), source_link=template,
-                        path_map=parse_path_map(args.path_map), use_cache=not args.no_cache)
+                        path_map=path_map, use_cache=not args.no_cache)
     app = create_app(config)
     print(f"stepscope view: serving {config.root} at http://{args.host}:{args.port}/ "
           "(Ctrl+C to stop)", file=sys.stderr)
