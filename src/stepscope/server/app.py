@@ -8,7 +8,7 @@ logdir; static files are served from the bundle folder by name, never by joined 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from stepscope.report.timeline import TimelineIndex
 from stepscope.server.bundle import find_bundle
 from stepscope.server.logdir import TraceFile, discover, runs_json
 from stepscope.server.runs import RunStore, rank_files, run_location
@@ -126,62 +127,57 @@ def create_app(config: ViewConfig) -> Starlette:
         entry, early = ready(request)
         return early or _json(entry.report)
 
-    def api_timeline_meta(request: Request) -> Response:
-        entry, early = ready(request)
-        if early:
-            return early
-        if entry.timeline is None or entry.report is None:
-            raise LookupError(NO_TIMELINE)
-        meta = entry.timeline.meta()
-        meta["steps"] = _steps(entry.report, entry.timeline.origin)
-        return _json(meta)
-
-    def api_timeline(request: Request) -> Response:
-        start = int_param(request, "start")
-        end = int_param(request, "end")
-        width = int_param(request, "width", 1000, 1, MAX_WIDTH)
+    def window(request: Request) -> tuple[int, int]:
+        start, end = int_param(request, "start"), int_param(request, "end")
         if end <= start:
             raise BadRequest("'end' must be greater than 'start'")
+        return start, end
+
+    def with_timeline(request: Request,
+                      answer: Callable[[Entry, TimelineIndex], Response]) -> Response:
+        """The answer over a loaded trace's timeline; 202/422 while loading or failed."""
         entry, early = ready(request)
         if early:
             return early
         if entry.timeline is None:
             raise LookupError(NO_TIMELINE)
-        return _json(entry.timeline.query(start, end, width))
+        return answer(entry, entry.timeline)
+
+    def api_timeline_meta(request: Request) -> Response:
+        def answer(entry: Entry, tl: TimelineIndex) -> Response:
+            if entry.report is None:
+                raise LookupError(NO_TIMELINE)
+            return _json({**tl.meta(), "steps": _steps(entry.report, tl.origin)})
+
+        return with_timeline(request, answer)
+
+    def api_timeline(request: Request) -> Response:
+        start, end = window(request)
+        width = int_param(request, "width", 1000, 1, MAX_WIDTH)
+        return with_timeline(request, lambda _, tl: _json(tl.query(start, end, width)))
 
     def api_event(request: Request) -> Response:
         i = int_param(request, "id", lo=0)
-        entry, early = ready(request)
-        if early:
-            return early
-        if entry.timeline is None:
-            raise LookupError(NO_TIMELINE)
-        if i >= entry.timeline.n:
-            raise LookupError("no such event")
-        return _json(entry.timeline.event(i))
+
+        def answer(_: Entry, tl: TimelineIndex) -> Response:
+            if i >= tl.n:
+                raise LookupError("no such event")
+            return _json(tl.event(i))
+
+        return with_timeline(request, answer)
 
     def api_search(request: Request) -> Response:
         q = request.query_params.get("q", "")
         if not q or len(q) > 200:
             raise BadRequest("parameter 'q' must have 1 to 200 characters")
-        entry, early = ready(request)
-        if early:
-            return early
-        if entry.timeline is None:
-            raise LookupError(NO_TIMELINE)
-        return _json(entry.timeline.search(q))
+        return with_timeline(request, lambda _, tl: _json(tl.search(q)))
 
     def api_export(request: Request) -> Response:
-        start = int_param(request, "start")
-        end = int_param(request, "end")
-        if end <= start:
-            raise BadRequest("'end' must be greater than 'start'")
-        entry, early = ready(request)
-        if early:
-            return early
-        if entry.timeline is None:
-            raise LookupError(NO_TIMELINE)
-        body = msgspec.json.encode(entry.timeline.chrome_trace(start, end))
+        start, end = window(request)
+        return with_timeline(request, lambda _, tl: _export(tl, start, end))
+
+    def _export(tl: TimelineIndex, start: int, end: int) -> Response:
+        body = msgspec.json.encode(tl.chrome_trace(start, end))
         return Response(body, media_type="application/json", headers={
             "content-disposition": 'attachment; filename="stepscope-window.json"'})
 
