@@ -1,6 +1,8 @@
 // Numbers are shown exactly as the JSON report has them (µs with 3 decimals, % with 2).
 export const us = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(3));
 export const pct = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(2));
+/** A percentage with its sign: "55.51 %", or "—" alone when the trace has no value. */
+export const pctUnit = (x: number | null | undefined) => (x == null ? "—" : `${x.toFixed(2)} %`);
 export const int = (x: number | null | undefined) => (x == null ? "—" : String(x));
 /** Tick labels: as few digits as the tick step needs. */
 export function tickLabel(ns: number, step: number): string {

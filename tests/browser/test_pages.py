@@ -333,3 +333,25 @@ def test_memory_page_on_a_legacy_cumulative_trace(page: Any, serve: Any) -> None
     check_memory(page, report, "resnet-nw0")
     assert text(page, "#memory-note") == report["memory"]["note"]
     assert not page.errors, page.errors
+
+
+def test_overview_of_an_amd_trace_in_the_html_report(page: Any, tmp_path: Path) -> None:
+    """AMD: the matrix-core label, "—" alone where the trace has no value, warnings as text."""
+    from stepscope.report.html import write_html
+
+    path = shared_trace("outside/tracelens-mi300-qwen") / QWEN_FILE
+    rep = build_report(load_trace(str(path)))
+    out = tmp_path / "mi300.html"
+    write_html(rep, str(out))
+    page.goto(out.as_uri())
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    report = rep.to_json()
+    card = page.locator(".card.gpu").first
+    assert report["tensor_core_metric"] in card.inner_text()
+    assert card.locator("td[data-key='sm_efficiency_pct']").inner_text() == "—"
+    assert card.locator("td[data-key='tensor_core_pct']").inner_text() == \
+        f"{report['gpu'][0]['tensor_core_pct']:.2f} %"
+    assert page.locator("#partial").count() == 0  # nothing was skipped, only repaired
+    assert report["source"]["warnings"][0] in page.locator("#page-overview").inner_text()
+    shot(page, "html-mi300-overview")
+    assert not page.errors, page.errors

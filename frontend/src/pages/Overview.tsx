@@ -1,7 +1,7 @@
 import { useMemo } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Chart } from "../chart";
-import { pct, us } from "../format";
+import { pct, pctUnit, us } from "../format";
 import { FindingCard } from "./FindingCard";
 
 const CAT_COLORS = ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc", "#999"];
@@ -28,14 +28,15 @@ export function Overview({ report, config }: PageProps) {
           <div class="card gpu" key={g.device} data-device={g.device}>
             <div class="label">GPU {g.device}: {g.name}</div>
             <table class="kv"><tbody>
-              <tr><td>utilization</td><td class="num" data-key="utilization_pct">{pct(g.utilization_pct)} %</td></tr>
-              <tr><td>SM efficiency</td><td class="num" data-key="sm_efficiency_pct">{pct(g.sm_efficiency_pct)} %</td></tr>
-              <tr><td>achieved occupancy</td><td class="num" data-key="achieved_occupancy_pct">{pct(g.achieved_occupancy_pct)} %</td></tr>
-              <tr><td>Tensor Cores</td><td class="num" data-key="tensor_core_pct">{pct(g.tensor_core_pct)} %</td></tr>
+              <tr><td>utilization</td><td class="num" data-key="utilization_pct">{pctUnit(g.utilization_pct)}</td></tr>
+              <tr><td>SM efficiency</td><td class="num" data-key="sm_efficiency_pct">{pctUnit(g.sm_efficiency_pct)}</td></tr>
+              <tr><td>achieved occupancy</td><td class="num" data-key="achieved_occupancy_pct">{pctUnit(g.achieved_occupancy_pct)}</td></tr>
+              <tr><td>{report.tensor_core_metric ?? "Tensor Cores"}</td><td class="num" data-key="tensor_core_pct">{pctUnit(g.tensor_core_pct)}</td></tr>
             </tbody></table>
           </div>))}
       </section>
-      {src.partial && <p class="warn">partial data: {JSON.stringify(src.skipped)} {src.warnings.join("; ")}</p>}
+      {Object.keys(src.skipped).length > 0 && <p class="warn" id="partial">partial data: skipped {Object.entries(src.skipped).map(([why, n]) => `${n} ${why}`).join(", ")}</p>}
+      {src.warnings.map((w: string) => <p class="warn">warning: {w}</p>)}
       <h2>Step time breakdown</h2>
       <Chart option={option} id="steps-chart" />
       <table id="breakdown"><thead><tr><th>category</th><th class="num">avg µs per step</th><th class="num">% of step</th></tr></thead>
