@@ -51,9 +51,11 @@ export class ServerSource implements Source {
   }
 }
 
+/** What `report/html.py` inlines: a report (trace or TensorRT; a diff document for
+ * `stepscope diff --html`), and for traces a bounded timeline. */
 interface Embedded {
   report: Dict; config: Config; trace: string;
-  timeline: TimelineMeta & {
+  timeline?: TimelineMeta & {
     columns: { row: number[]; depth: number[]; ts: number[]; dur: number[]; name: number[]; table: number[] };
     strings: string[]; flows: { from: number[]; to: number[] }; counters: { device: number; label: string; values: number[] }[];
   };
@@ -66,11 +68,16 @@ export class StaticSource implements Source {
   mode = "static" as const;
   private partner = new Map<number, number>();
   private rowIndex: number[][] = [];
-  constructor(private d: Embedded) {
-    const f = d.timeline.flows;
+  private d: Embedded & { timeline: NonNullable<Embedded["timeline"]> };
+  constructor(d: Embedded) {
+    // A page without a timeline (TensorRT, diff) gets an empty one: its Timeline page is hidden.
+    const empty = { origin_ns: 0, start: 0, end: 0, events: 0, rows: [], devices: [], steps: [],
+      columns: { row: [], depth: [], ts: [], dur: [], name: [], table: [] }, strings: [], flows: { from: [], to: [] }, counters: [] };
+    this.d = { ...d, timeline: d.timeline ?? empty };
+    const f = this.d.timeline.flows;
     for (let i = 0; i < f.from.length; i++) { this.partner.set(f.from[i], f.to[i]); this.partner.set(f.to[i], f.from[i]); }
-    const c = d.timeline.columns;
-    for (const r of d.timeline.rows) this.rowIndex[r.id] = [];
+    const c = this.d.timeline.columns;
+    for (const r of this.d.timeline.rows) this.rowIndex[r.id] = [];
     for (let i = 0; i < c.ts.length; i++) this.rowIndex[c.row[i]].push(i);
   }
   async config() { return this.d.config; }

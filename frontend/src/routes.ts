@@ -2,7 +2,7 @@
 // plug in by adding a route here.
 import type { FunctionComponent } from "preact";
 import type { Source } from "./data";
-import type { Config, Dict, RunTree } from "./types";
+import { isDiff, type Config, type Dict, type RunTree } from "./types";
 import { Overview } from "./pages/Overview";
 import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
@@ -33,11 +33,11 @@ export const ROUTES: RouteDef[] = [
   { path: "kernels", title: "Kernels", page: Kernels, when: isTrace },
   { path: "timeline", title: "Timeline", page: Timeline, when: isTrace },
   { path: "tensorrt", title: "TensorRT", page: TensorRT, when: (r) => !!r.tensorrt },
-  { path: "findings", title: "Findings", page: Findings, when: (r) => Array.isArray(r.findings) },
+  { path: "findings", title: "Findings", page: Findings, when: (r) => Array.isArray(r.findings) && !isDiff(r) },
   { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
   { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },
   { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
-  { path: "compare", title: "Compare", page: Compare, when: (r, mode) => mode === "server" && isTrace(r) },
+  { path: "compare", title: "Compare", page: Compare, when: (r, mode) => isDiff(r) || (mode === "server" && isTrace(r)) },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
   { path: "distributed", title: "Distributed", page: Distributed, show: (runs, t, mode) => mode === "server" && rankRun(runs, t) !== null },
 ];

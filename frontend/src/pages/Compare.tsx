@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Table, type Column } from "../table";
 import { pct, us } from "../format";
-import type { RunTree } from "../types";
+import { isDiff, type RunTree } from "../types";
 
 type D = Record<string, any>;
 const signed = (x: number | null | undefined, d = 3) => (x == null ? "—" : (x >= 0 ? "+" : "") + x.toFixed(d));
@@ -29,7 +29,13 @@ function flat(runs: RunTree | null) {
   return runs?.runs.flatMap((r) => r.workers.flatMap((w) => w.spans.map((s) => ({ label: `${r.run} / ${w.worker}${s.span ? ` / ${s.span}` : ""}`, trace: s.trace })))) ?? [];
 }
 
-export function Compare({ source, trace }: PageProps) {
+export function Compare(props: PageProps) {
+  // `stepscope diff --html`: the diff is the page's report; the dashboard computes it on demand.
+  return isDiff(props.report) ? <div class="page" id="page-compare"><Sides diff={props.report} /><DiffView diff={props.report} /></div>
+    : <ComparePicker {...props} />;
+}
+
+function ComparePicker({ source, trace }: PageProps) {
   const [runs, setRuns] = useState<RunTree | null>(null);
   const [base, setBase] = useState(trace);
   const [next, setNext] = useState("");
@@ -56,33 +62,48 @@ export function Compare({ source, trace }: PageProps) {
       <option value="">—</option>
       {traces.map((t) => <option key={t.trace} value={t.trace}>{t.label}</option>)}
     </select>);
-  const st = diff?.step_time;
   return (
     <div class="page" id="page-compare">
       <div class="toolbar"><label>base {pick("diff-base", base, setBase)}</label><label>new {pick("diff-new", next, setNext)}</label></div>
       {traces.length < 2 && runs && <p>The logdir has one trace: add another run to compare.</p>}
       {state && <p class={state.startsWith("cannot") ? "error" : "dim"} id="diff-state">{state}</p>}
-      {diff && st && <>
-        <section class="cards">
-          <div class="card"><div class="label">step time base → new</div><div class="big"><span id="diff-step-base">{us(st.base_us)}</span> → <span id="diff-step-new">{us(st.new_us)}</span></div><div class="unit">µs ({diff.base.steps} vs {diff.new.steps} steps)</div></div>
-          <div class="card"><div class="label">change</div><div class={`big ${st.delta_us > 0 ? "worse" : "better"}`} id="diff-step-delta">{signed(st.delta_us)}</div><div class="unit">µs ({signed(st.delta_pct, 2)} %)</div></div>
-          <div class="card"><div class="label">verdict</div><div class="big" id="diff-verdict">{st.verdict}</div><div class="unit">{st.significance ? `p = ${st.significance.p_value ?? "—"} (${st.significance.test})` : "no per-step samples"}</div></div>
-        </section>
-        {diff.main_change && <p id="diff-main">Main change: {diff.main_change}</p>}
-        {diff.warnings.length > 0 && <ul class="warn">{diff.warnings.map((w: string, i: number) => <li key={i}>{w}</li>)}</ul>}
-        <h2>Step breakdown</h2>
-        <Table id="diff-categories" rows={diff.categories} cols={CAT_COLS} />
-        <h2>Operators</h2>
-        <Table id="diff-operators" rows={diff.operators} cols={ITEM_COLS} searchKey={(r) => r.name} />
-        <h2>Kernels</h2>
-        <Table id="diff-kernels" rows={diff.kernels} cols={ITEM_COLS} searchKey={(r) => r.name} />
-        {diff.findings.length > 0 && <><h2>Findings</h2>
-          <table id="diff-findings"><thead><tr><th>finding</th><th>status</th><th class="num">base saving µs</th><th class="num">new saving µs</th></tr></thead>
-            <tbody>{diff.findings.map((f: D) => <tr key={f.id}><td>{f.title}</td><td>{f.status}</td><td class="num">{us(f.base_saving_us)}</td><td class="num">{us(f.new_saving_us)}</td></tr>)}</tbody></table></>}
-        {diff.gpu.length > 0 && <><h2>GPU</h2>
-          <table id="diff-gpu"><thead><tr><th>device</th><th>metric</th><th class="num">base</th><th class="num">new</th><th class="num">Δ</th></tr></thead>
-            <tbody>{diff.gpu.map((g: D, i: number) => <tr key={i}><td>{g.device}</td><td>{g.metric}</td><td class="num">{pct(g.base)}</td><td class="num">{pct(g.new)}</td><td class="num">{signed(g.delta, 2)}</td></tr>)}</tbody></table></>}
-      </>}
+      {diff && <DiffView diff={diff} />}
     </div>
   );
+}
+
+function Sides({ diff }: { diff: D }) {
+  const side = (s: D) => `${s.path} (${s.kind}${s.ranks > 1 ? `, ${s.ranks} ranks` : ""}, ${s.steps} steps${s.complete_tables ? "" : ", top rows only"})`;
+  return <dl class="sides" id="diff-sides"><dt>base</dt><dd class="kname">{side(diff.base)}</dd><dt>new</dt><dd class="kname">{side(diff.new)}</dd></dl>;
+}
+
+function DiffView({ diff }: { diff: D }) {
+  const st = diff.step_time;
+  if (!st) return null;
+  return <>
+    <section class="cards">
+      <div class="card"><div class="label">step time base → new</div><div class="big"><span id="diff-step-base">{us(st.base_us)}</span> → <span id="diff-step-new">{us(st.new_us)}</span></div><div class="unit">µs ({diff.base.steps} vs {diff.new.steps} steps)</div></div>
+      <div class="card"><div class="label">change</div><div class={`big ${st.delta_us > 0 ? "worse" : "better"}`} id="diff-step-delta">{signed(st.delta_us)}</div><div class="unit">µs ({signed(st.delta_pct, 2)} %)</div></div>
+      <div class="card"><div class="label">verdict</div><div class="big" id="diff-verdict">{st.verdict}</div><div class="unit">{st.significance ? `p = ${st.significance.p_value ?? "—"} (${st.significance.test})` : "no per-step samples"}</div></div>
+      {diff.gate.length > 0 && <div class="card"><div class="label">gate</div><div class={`big ${diff.passed ? "better" : "worse"}`} id="diff-gate-verdict">{diff.passed ? "passed" : "FAILED"}</div><div class="unit">{diff.gate.length} threshold{diff.gate.length > 1 ? "s" : ""}</div></div>}
+    </section>
+    {diff.main_change && <p id="diff-main">Main change: {diff.main_change}</p>}
+    {diff.warnings.length > 0 && <ul class="warn">{diff.warnings.map((w: string, i: number) => <li key={i}>{w}</li>)}</ul>}
+    {diff.gate.length > 0 && <><h2>Gate</h2>
+      <table id="diff-gate"><thead><tr><th>threshold</th><th>result</th><th>why</th></tr></thead>
+        <tbody>{diff.gate.map((g: D, i: number) => <tr key={i}><td class="kname">{g.expression}</td>
+          <td class={g.broken ? "worse" : "better"}>{g.broken ? "broken" : "ok"}</td><td>{g.reason}</td></tr>)}</tbody></table></>}
+    <h2>Step breakdown</h2>
+    <Table id="diff-categories" rows={diff.categories} cols={CAT_COLS} />
+    <h2>Operators</h2>
+    <Table id="diff-operators" rows={diff.operators} cols={ITEM_COLS} searchKey={(r) => r.name} />
+    <h2>Kernels</h2>
+    <Table id="diff-kernels" rows={diff.kernels} cols={ITEM_COLS} searchKey={(r) => r.name} />
+    {diff.findings.length > 0 && <><h2>Findings</h2>
+      <table id="diff-findings"><thead><tr><th>finding</th><th>status</th><th class="num">base saving µs</th><th class="num">new saving µs</th></tr></thead>
+        <tbody>{diff.findings.map((f: D) => <tr key={f.id}><td>{f.title}</td><td>{f.status}</td><td class="num">{us(f.base_saving_us)}</td><td class="num">{us(f.new_saving_us)}</td></tr>)}</tbody></table></>}
+    {diff.gpu.length > 0 && <><h2>GPU</h2>
+      <table id="diff-gpu"><thead><tr><th>device</th><th>metric</th><th class="num">base</th><th class="num">new</th><th class="num">Δ</th></tr></thead>
+        <tbody>{diff.gpu.map((g: D, i: number) => <tr key={i}><td>{g.device}</td><td>{g.metric}</td><td class="num">{pct(g.base)}</td><td class="num">{pct(g.new)}</td><td class="num">{signed(g.delta, 2)}</td></tr>)}</tbody></table></>}
+  </>;
 }

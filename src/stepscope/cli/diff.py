@@ -24,6 +24,7 @@ from stepscope.cli.options import add_top
 from stepscope.errors import TraceFormatError, TraceSourceError, UsageError, one_line
 from stepscope.formats.kineto import looks_like_kineto
 from stepscope.io.source import is_url, read_source
+from stepscope.report.diff_json import diff_to_json
 
 REPORT, TRACE, FOLDER, TENSORRT = "report", "trace", "folder", "tensorrt"
 KIND_WORDS = {
@@ -55,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(repeatable; docs/diff.md)",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--html", default=None, metavar="OUT.html",
+        help="also write the comparison as a single-file HTML page (opens offline)",
+    )
     add_top(parser)
     parser.add_argument(
         "--alpha", type=float, default=ALPHA, help=f"significance level (default {ALPHA})"
@@ -167,6 +172,8 @@ def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:
     gate = evaluate(diff, args.thresholds)
     if args.save_baseline:
         _save_baseline(args.save_baseline, new, n)
+    if args.html:
+        _write_diff_html(args.html, diff_to_json(diff, gate), f"{base} vs {new}")
     if args.format == "json":
         from stepscope.report.diff_json import render_diff_json
 
@@ -213,6 +220,15 @@ def _save_baseline(out: str, new: str, side: Side) -> None:
             fh.write(msgspec.json.encode(baseline_json(side.report, side.summary)))
     except OSError as exc:
         raise UsageError(f"--save-baseline {out}: cannot write ({exc.strerror})") from None
+
+
+def _write_diff_html(out: str, doc: dict[str, Any], label: str) -> None:
+    from rich.console import Console
+
+    from stepscope.report.html import render_document, write_page
+
+    write_page(render_document(doc, label, title=f"stepscope diff: {label}"), out)
+    Console(stderr=True).print(f"HTML comparison: {out}")
 
 
 def _gate_exit(gate: list[GateResult]) -> int:

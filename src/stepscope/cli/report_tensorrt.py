@@ -15,12 +15,21 @@ from stepscope.report.tensorrt import build_trt_report
 def run_tensorrt(args: argparse.Namespace) -> int:
     if args.format not in ("text", "json"):  # e.g. an HTML format added for traces
         raise UsageError(
-            f"{args.path}: --format {args.format} is not available for TensorRT runs yet; "
-            "use text or json (the JSON has every figure under 'tensorrt')"
+            f"{args.path}: --format {args.format} is not available for TensorRT runs; "
+            "use text or json (the JSON has every figure under 'tensorrt'), or --html"
         )
     report = build_trt_report(
         load_trt_run(args.path), top=max(args.top, 0), nsys=getattr(args, "nsys", None)
     )
+    if getattr(args, "html", None):
+        import os
+
+        from stepscope.report.html import render_document, write_page
+
+        label = os.path.basename(os.path.normpath(args.path)) or "engine"
+        write_page(render_document(report.to_json(), label,
+                                   title=f"stepscope TensorRT report: {label}"), args.html)
+        Console(stderr=True).print(f"HTML report: {args.html}")
     if args.format == "json":
         import msgspec
 

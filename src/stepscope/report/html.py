@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import os
 import re
 from pathlib import Path
@@ -47,8 +48,12 @@ def _safe_json(data: Any) -> str:
     return raw
 
 
-def render_html(report: Report, *, timeline_cap: int = TIMELINE_CAP,
-                source_link: str = "vscode://file/{path}:{line}") -> str:
+def render_page(data: dict[str, Any], *, title: str = "stepscope report") -> str:
+    """The single-file page around ``data`` (what the front end's StaticSource reads).
+
+    ``data`` holds ``report`` (a ``stepscope.report/1`` or ``stepscope.diff/1`` document),
+    ``trace`` (a label), ``config`` and, for traces, ``timeline``.
+    """
     bundle = _bundle()
     assets = bundle / "assets"
     js = (assets / "app.js").read_text(encoding="utf-8")
@@ -56,6 +61,26 @@ def render_html(report: Report, *, timeline_cap: int = TIMELINE_CAP,
         else ""
     js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
     css = re.sub(r"</(style)", r"<\\/\1", css, flags=re.IGNORECASE)
+    digest = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
+    csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+           "img-src data: blob:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{html.escape(title)}</title>"
+        f"<style>{css}</style></head><body><div id=\"app\"></div>"
+        f"<script type=\"application/json\" id=\"stepscope-data\">{_safe_json(data)}</script>"
+        f"<script type=\"module\">{js}</script></body></html>\n"
+    )
+
+
+def static_config(source_link: str = "vscode://file/{path}:{line}") -> dict[str, Any]:
+    return {"source_link": source_link, "path_map": [], "mode": "static"}
+
+
+def render_html(report: Report, *, timeline_cap: int = TIMELINE_CAP,
+                source_link: str = "vscode://file/{path}:{line}") -> str:
     report_json = report.to_json()
     index = TimelineIndex(report.trace)
     timeline = index.summary(timeline_cap)
@@ -64,24 +89,17 @@ def render_html(report: Report, *, timeline_cap: int = TIMELINE_CAP,
          "dur": round(s["duration_us"] * 1000)} for s in report_json["steps"]]
     name = os.path.basename(report.trace.meta.path) or "trace"
     data = {"report": report_json, "trace": name, "timeline": timeline,
-            "config": {"source_link": source_link, "path_map": [], "mode": "static"}}
-    digest = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
-    csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
-           "img-src data: blob:; connect-src 'none'; base-uri 'none'; form-action 'none'")
-    return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        "<title>stepscope report</title>"
-        f"<style>{css}</style></head><body><div id=\"app\"></div>"
-        f"<script type=\"application/json\" id=\"stepscope-data\">{_safe_json(data)}</script>"
-        f"<script type=\"module\">{js}</script></body></html>\n"
-    )
+            "config": static_config(source_link)}
+    return render_page(data, title=f"stepscope report: {name}")
 
 
-def write_html(report: Report, out: str, *, timeline_cap: int = TIMELINE_CAP) -> str:
-    """Write the single-file report to ``out``; returns ``out``."""
-    text = render_html(report, timeline_cap=timeline_cap)
+def render_document(doc: dict[str, Any], label: str, *, title: str) -> str:
+    """A page around a document without a timeline: a TensorRT report or a diff."""
+    return render_page({"report": doc, "trace": label, "config": static_config()}, title=title)
+
+
+def write_page(text: str, out: str) -> str:
+    """Write a rendered page to ``out`` (parents made); returns ``out``."""
     parent = os.path.dirname(os.path.abspath(out))
     try:
         os.makedirs(parent, exist_ok=True)
@@ -90,3 +108,8 @@ def write_html(report: Report, out: str, *, timeline_cap: int = TIMELINE_CAP) ->
     except OSError as exc:
         raise HtmlReportError(f"{out}: cannot write the HTML report ({exc.strerror})") from exc
     return out
+
+
+def write_html(report: Report, out: str, *, timeline_cap: int = TIMELINE_CAP) -> str:
+    """Write the single-file report of a trace to ``out``; returns ``out``."""
+    return write_page(render_html(report, timeline_cap=timeline_cap), out)
