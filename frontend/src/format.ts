@@ -3,6 +3,11 @@ export const us = (x: number | null | undefined) => (x == null ? "—" : x.toFix
 export const pct = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(2));
 /** A percentage with its sign: "55.51 %", or "—" alone when the trace has no value. */
 export const pctUnit = (x: number | null | undefined) => (x == null ? "—" : `${x.toFixed(2)} %`);
+/** One time unit for a whole view, from its largest µs value: ms from 1 ms up, else µs. */
+export function timeUnit(maxUs: number): { label: string; fmt: (x: number | null | undefined) => string } {
+  const [label, div] = Math.abs(maxUs) >= 1000 ? ["ms", 1000] : ["µs", 1];
+  return { label, fmt: (x) => (x == null ? "—" : (x / div).toFixed(3)) };
+}
 export const int = (x: number | null | undefined) => (x == null ? "—" : String(x));
 /** Tick labels: as few digits as the tick step needs. */
 export function tickLabel(ns: number, step: number): string {

@@ -1,28 +1,33 @@
 import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Table, type Column } from "../table";
-import { pct, us } from "../format";
+import { pct, pctUnit, timeUnit } from "../format";
 import { isDiff, type RunTree } from "../types";
 
 type D = Record<string, any>;
 const signed = (x: number | null | undefined, d = 3) => (x == null ? "—" : (x >= 0 ? "+" : "") + x.toFixed(d));
 const sig = (r: D) => (r.significance == null ? "—" : r.significance.significant ? "yes" : "no");
 
-const CHANGE: Column<D>[] = [
-  { key: "base_us", label: "base µs", num: true, value: (r) => r.base_us, render: (r) => us(r.base_us) },
-  { key: "new_us", label: "new µs", num: true, value: (r) => r.new_us, render: (r) => us(r.new_us) },
-  { key: "delta_us", label: "Δ µs", num: true, value: (r) => r.delta_us, render: (r) => <span class={r.delta_us > 0 ? "worse" : "better"}>{signed(r.delta_us)}</span> },
-  { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct, render: (r) => signed(r.delta_pct, 2) },
-  { key: "share_of_step_change_pct", label: "share of step change %", num: true, value: (r) => r.share_of_step_change_pct, render: (r) => pct(r.share_of_step_change_pct) },
-  { key: "significant", label: "significant", value: sig },
-];
-const CAT_COLS: Column<D>[] = [{ key: "name", label: "category", value: (r) => r.name }, ...CHANGE];
-const ITEM_COLS: Column<D>[] = [
+type Unit = ReturnType<typeof timeUnit>;
+const signedIn = (u: Unit, x: number | null | undefined) => (x == null ? "—" : (x >= 0 ? "+" : "") + u.fmt(x));
+
+function changeCols(u: Unit): Column<D>[] {
+  return [
+    { key: "base_us", label: `base ${u.label}`, num: true, value: (r) => r.base_us, render: (r) => u.fmt(r.base_us) },
+    { key: "new_us", label: `new ${u.label}`, num: true, value: (r) => r.new_us, render: (r) => u.fmt(r.new_us) },
+    { key: "delta_us", label: `Δ ${u.label}`, num: true, value: (r) => r.delta_us, render: (r) => <span class={r.delta_us > 0 ? "worse" : "better"}>{signedIn(u, r.delta_us)}</span> },
+    { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct, render: (r) => signed(r.delta_pct, 2) },
+    { key: "share_of_step_change_pct", label: "share of step change %", num: true, value: (r) => r.share_of_step_change_pct, render: (r) => pct(r.share_of_step_change_pct) },
+    { key: "significant", label: "significant", value: sig, render: (r) => <span title={r.significance?.p_value != null ? `p = ${r.significance.p_value}` : ""}>{sig(r)}</span> },
+  ];
+}
+const catCols = (u: Unit): Column<D>[] => [{ key: "name", label: "category", value: (r) => r.name }, ...changeCols(u)];
+const itemCols = (u: Unit): Column<D>[] => [
   { key: "name", label: "name", value: (r) => r.name, render: (r) => <span class="kname">{r.name}</span> },
   { key: "status", label: "status", value: (r) => r.status },
   { key: "calls_base", label: "calls base", num: true, value: (r) => r.calls_base ?? "—" },
   { key: "calls_new", label: "calls new", num: true, value: (r) => r.calls_new ?? "—" },
-  ...CHANGE,
+  ...changeCols(u),
 ];
 
 function flat(runs: RunTree | null) {
@@ -80,10 +85,13 @@ function Sides({ diff }: { diff: D }) {
 function DiffView({ diff }: { diff: D }) {
   const st = diff.step_time;
   if (!st) return null;
+  // Times in the step's unit (ms for training steps): one unit per page, per-step values.
+  const u = timeUnit(Math.max(Math.abs(st.base_us ?? 0), Math.abs(st.new_us ?? 0)));
+  const items = itemCols(u);
   return <>
     <section class="cards">
-      <div class="card"><div class="label">step time base → new</div><div class="big"><span id="diff-step-base">{us(st.base_us)}</span> → <span id="diff-step-new">{us(st.new_us)}</span></div><div class="unit">µs ({diff.base.steps} vs {diff.new.steps} steps)</div></div>
-      <div class="card"><div class="label">change</div><div class={`big ${st.delta_us > 0 ? "worse" : "better"}`} id="diff-step-delta">{signed(st.delta_us)}</div><div class="unit">µs ({signed(st.delta_pct, 2)} %)</div></div>
+      <div class="card"><div class="label">step time base → new</div><div class="big"><span id="diff-step-base">{u.fmt(st.base_us)}</span> → <span id="diff-step-new">{u.fmt(st.new_us)}</span></div><div class="unit">{u.label} per step ({diff.base.steps} vs {diff.new.steps} steps)</div></div>
+      <div class="card"><div class="label">change</div><div class={`big ${st.delta_us > 0 ? "worse" : "better"}`} id="diff-step-delta">{signedIn(u, st.delta_us)}</div><div class="unit">{u.label} ({signed(st.delta_pct, 2)} %)</div></div>
       <div class="card"><div class="label">verdict</div><div class="big" id="diff-verdict">{st.verdict}</div><div class="unit">{st.significance ? `p = ${st.significance.p_value ?? "—"} (${st.significance.test})` : "no per-step samples"}</div></div>
       {diff.gate.length > 0 && <div class="card"><div class="label">gate</div><div class={`big ${diff.passed ? "better" : "worse"}`} id="diff-gate-verdict">{diff.passed ? "passed" : "FAILED"}</div><div class="unit">{diff.gate.length} threshold{diff.gate.length > 1 ? "s" : ""}</div></div>}
     </section>
@@ -94,16 +102,16 @@ function DiffView({ diff }: { diff: D }) {
         <tbody>{diff.gate.map((g: D, i: number) => <tr key={i}><td class="kname">{g.expression}</td>
           <td class={g.broken ? "worse" : "better"}>{g.broken ? "broken" : "ok"}</td><td>{g.reason}</td></tr>)}</tbody></table></>}
     <h2>Step breakdown</h2>
-    <Table id="diff-categories" rows={diff.categories} cols={CAT_COLS} />
+    <Table id="diff-categories" rows={diff.categories} cols={catCols(u)} />
     <h2>Operators</h2>
-    <Table id="diff-operators" rows={diff.operators} cols={ITEM_COLS} searchKey={(r) => r.name} />
+    <Table id="diff-operators" rows={diff.operators} cols={items} searchKey={(r) => r.name} />
     <h2>Kernels</h2>
-    <Table id="diff-kernels" rows={diff.kernels} cols={ITEM_COLS} searchKey={(r) => r.name} />
+    <Table id="diff-kernels" rows={diff.kernels} cols={items} searchKey={(r) => r.name} />
     {diff.findings.length > 0 && <><h2>Findings</h2>
-      <table id="diff-findings"><thead><tr><th>finding</th><th>status</th><th class="num">base saving µs</th><th class="num">new saving µs</th></tr></thead>
-        <tbody>{diff.findings.map((f: D) => <tr key={f.id}><td>{f.title}</td><td>{f.status}</td><td class="num">{us(f.base_saving_us)}</td><td class="num">{us(f.new_saving_us)}</td></tr>)}</tbody></table></>}
+      <table id="diff-findings"><thead><tr><th>finding</th><th>status</th><th class="num">base saving {u.label}/step</th><th class="num">new saving {u.label}/step</th></tr></thead>
+        <tbody>{diff.findings.map((f: D) => <tr key={f.id}><td>{f.title}</td><td>{f.status}</td><td class="num">{u.fmt(f.base_saving_us)}</td><td class="num">{u.fmt(f.new_saving_us)}</td></tr>)}</tbody></table></>}
     {diff.gpu.length > 0 && <><h2>GPU</h2>
       <table id="diff-gpu"><thead><tr><th>device</th><th>metric</th><th class="num">base</th><th class="num">new</th><th class="num">Δ</th></tr></thead>
-        <tbody>{diff.gpu.map((g: D, i: number) => <tr key={i}><td>{g.device}</td><td>{g.metric}</td><td class="num">{pct(g.base)}</td><td class="num">{pct(g.new)}</td><td class="num">{signed(g.delta, 2)}</td></tr>)}</tbody></table></>}
+        <tbody>{diff.gpu.map((g: D, i: number) => <tr key={i}><td>{g.device}</td><td>{g.metric}</td><td class="num">{pctUnit(g.base)}</td><td class="num">{pctUnit(g.new)}</td><td class="num">{signed(g.delta, 2)}</td></tr>)}</tbody></table></>}
   </>;
 }
