@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import stepscope
 from stepscope.cli.main import main
 from stepscope.demo import DemoResult, run_demo
 from stepscope.model import Trace
+from stepscope.server.bundle import find_bundle
 
 pytest.importorskip("torch")
 
@@ -85,10 +85,15 @@ def test_cli_prints_both_reports_and_the_throughputs(tmp_path: Path,
     assert out.index("Run 1/2") < out.index("Run 2/2") < out.index("Before / after")
     assert out.count("─ stepscope report ─") == 2
     assert "before: ~" in out and "after:  ~" in out and "samples/sec" in out
-    has_html = importlib.util.find_spec("stepscope.report.html") is not None
+    built = find_bundle() is not None  # without npm there is no front end to inline
     for when in ("before", "after"):
         html = tmp_path / f"report-{when}.html"
-        assert (f"HTML report ({when}):" in out) == (has_html and html.exists())
+        assert (f"HTML report ({when}):" in out) == built == html.exists()
+    compare = tmp_path / "compare.html"
+    assert ("HTML comparison:" in out) == built == compare.exists()
+    if built:  # the Compare page's document is the demo's diff
+        raw = compare.read_text(encoding="utf-8")
+        assert '"schema":"stepscope.diff/1"' in raw and "dataloader" in raw
     assert len(list((tmp_path / "before").glob("*.pt.trace.json.gz"))) == 1
     assert len(list((tmp_path / "after").glob("*.pt.trace.json.gz"))) == 1
 

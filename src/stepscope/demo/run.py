@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -34,6 +33,7 @@ class DemoResult:
     html_report: str | None = None  # the fixed run's single-file HTML report
     html_before: str | None = None  # the slow run's
     diff: Diff | None = None  # `stepscope diff before after`
+    html_compare: str | None = None  # that diff's single-file page
 
     @property
     def speedup(self) -> float:
@@ -53,8 +53,10 @@ def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size:
     before = _write_html(slow.trace, slow_report, os.path.join(outdir, "report-before.html"))
     fast, fast_report = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
     html = _write_html(fast.trace, fast_report, os.path.join(outdir, "report-after.html"))
+    diff = _diff(slow.trace, fast.trace)
+    compare = _write_compare_html(diff, os.path.join(outdir, "compare.html"))
     result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html,
-                        before, _diff(slow.trace, fast.trace))
+                        before, diff, compare)
     if not quiet:
         _summary(console, result)
     return result
@@ -95,25 +97,33 @@ def _diff(before: str, after: str) -> Diff:
 
 
 def _write_html(trace_path: str, report: Report | None, out: str) -> str | None:
-    """One run's single-file HTML report, once ``stepscope.report.html`` exists.
+    """One run's single-file HTML report; None when the front end is not built (no npm).
 
     Reuses the printed report's analyses when there is one (only its row limit differs).
     """
-    if importlib.util.find_spec("stepscope.report.html") is None:
-        return None
-    html: Any = importlib.import_module("stepscope.report.html")
-    writer = getattr(html, "write_html", None)
-    if writer is None:
-        return None
+    from stepscope.report.html import write_html
+
     if report is None:
         report = _report(trace_path, HTML_TOP)
-    from stepscope.errors import StepscopeError
+    return _unless_no_front_end(lambda: write_html(dataclasses.replace(report, top=HTML_TOP), out))
 
-    try:
-        writer(dataclasses.replace(report, top=HTML_TOP), out)
-    except StepscopeError:  # the front end is not built (no npm): the terminal report stands
-        return None
-    return out
+
+def _write_compare_html(diff: Diff, out: str) -> str | None:
+    """The before/after comparison as the single-file Compare page (``diff --html``)."""
+    from stepscope.report.diff_json import diff_to_json
+    from stepscope.report.html import render_document, write_page
+
+    label = f"{diff.base.label} vs {diff.new.label}"
+    return _unless_no_front_end(
+        lambda: write_page(render_document(diff_to_json(diff), label, title="stepscope demo: "
+                                           "before vs after"), out))
+
+
+def _unless_no_front_end(write: Callable[[], str]) -> str | None:
+    from stepscope.server.bundle import find_bundle
+
+    # without npm the front end is not built: the terminal report stands on its own
+    return write() if find_bundle() is not None else None
 
 
 def stepscope_command() -> str:
@@ -155,3 +165,5 @@ def _summary(console: Console, result: DemoResult) -> None:
         console.print(f"HTML report (before): {escape(result.html_before)}")
     if result.html_report:
         console.print(f"HTML report (after):  {escape(result.html_report)}")
+    if result.html_compare:
+        console.print(f"HTML comparison:      {escape(result.html_compare)}")
