@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.browser.conftest import shot
-from tests.conftest import shared_trace
-from tests.diff_builders import training_trace
 
 from stepscope.cli.main import main
 from stepscope.report.html import render_document, write_page
+from tests.browser.conftest import shot
+from tests.conftest import shared_trace
+from tests.diff_builders import training_trace
 
 
 def text(page: Any, selector: str) -> str:

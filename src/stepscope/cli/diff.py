@@ -20,7 +20,7 @@ import msgspec
 from stepscope.analysis.diff import RunSummary, diff_runs
 from stepscope.analysis.gate import GateResult, evaluate, parse
 from stepscope.analysis.significance import ALPHA
-from stepscope.cli.options import add_top
+from stepscope.cli.options import add_top, tell_written
 from stepscope.errors import TraceFormatError, TraceSourceError, UsageError, one_line
 from stepscope.formats.kineto import looks_like_kineto
 from stepscope.io.source import is_url, read_source
@@ -223,12 +223,10 @@ def _save_baseline(out: str, new: str, side: Side) -> None:
 
 
 def _write_diff_html(out: str, doc: dict[str, Any], label: str) -> None:
-    from rich.console import Console
-
     from stepscope.report.html import render_document, write_page
 
     write_page(render_document(doc, label, title=f"stepscope diff: {label}"), out)
-    Console(stderr=True).print(f"HTML comparison: {out}")
+    tell_written("HTML comparison", out)
 
 
 def _gate_exit(gate: list[GateResult]) -> int:

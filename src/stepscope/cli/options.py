@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from stepscope.report.build import DEFAULT_TOP
 
@@ -20,3 +21,8 @@ def positive_int(text: str) -> int:
 def add_top(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=positive_int, default=DEFAULT_TOP, metavar="N",
                         help="rows per table in the report (default: %(default)s)")
+
+
+def tell_written(what: str, path: str) -> None:
+    """``what: path`` on stderr, plain: a long path is not wrapped nor read as markup."""
+    print(f"{what}: {path}", file=sys.stderr)

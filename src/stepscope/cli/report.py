@@ -127,10 +127,11 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
                           memory_timeline=find_memory_timeline(args.path))
     if args.html:
+        from stepscope.cli.options import tell_written
         from stepscope.report.html import write_html
 
         write_html(report, args.html)
-        Console(stderr=True).print(f"HTML report: {args.html}")
+        tell_written("HTML report", args.html)
     if args.format == "json":
         from stepscope.report.json_out import render_json
 

@@ -7,6 +7,7 @@ import sys
 
 from rich.console import Console
 
+from stepscope.cli.options import tell_written
 from stepscope.errors import UsageError
 from stepscope.formats.trtexec_load import load_trt_run
 from stepscope.report.tensorrt import build_trt_report
@@ -29,7 +30,7 @@ def run_tensorrt(args: argparse.Namespace) -> int:
         label = os.path.basename(os.path.normpath(args.path)) or "engine"
         write_page(render_document(report.to_json(), label,
                                    title=f"stepscope TensorRT report: {label}"), args.html)
-        Console(stderr=True).print(f"HTML report: {args.html}")
+        tell_written("HTML report", args.html)
     if args.format == "json":
         import msgspec
 
