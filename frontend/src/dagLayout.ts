@@ -1,5 +1,5 @@
 // Layered top-to-bottom layout of a DAG (Sugiyama-style, without dummy nodes): each node's
-// layer is its longest path from a source; nodes within a layer are ordered by the mean
+// layer is its longest path from a source (sources then move down next to their consumers); nodes within a layer are ordered by the mean
 // position of their neighbours (barycentre), which removes most edge crossings.
 
 export interface Layout {
@@ -54,6 +54,11 @@ export function layeredLayout(n: number, edges: readonly (readonly [number, numb
   for (const v of order) {
     for (const p of parents[v]) if (done[p]) rank[v] = Math.max(rank[v], rank[p] + 1);
     done[v] = true;
+  }
+  // a source (a Constant, a weight) sits just above its first consumer, not at the top with
+  // an edge across the whole graph
+  for (const v of order) {
+    if (parents[v].length === 0 && children[v].length > 0) rank[v] = Math.min(...children[v].map((c) => rank[c])) - 1;
   }
   const layers = n ? Math.max(...rank) + 1 : 0;
   const rows: number[][] = Array.from({ length: layers }, () => []);

@@ -12,7 +12,7 @@ const PRECISION_COLORS: Record<string, string> = {
   FP32: "#5470c6", TF32: "#73c0de", BF16: "#3ba272", FP16: "#91cc75", FP8: "#fc8452",
   INT8: "#ee6666", INT4: "#9a60b4", FP4: "#b37fcf",
 };
-const OTHER = "#a9b1bf", TENSOR = "#4b5563", TENSOR_CAT = "network input/output";
+const OTHER = "#a9b1bf", UNKNOWN = "#dfe3ea", TENSOR = "#4b5563", TENSOR_CAT = "network input/output";
 const GAP_X = 330, GAP_Y = 70;   // data units between slots / layers
 const READABLE_PX = 58;          // pixels per layer at the initial zoom of a deep graph
 
@@ -68,7 +68,7 @@ function tip(p: D, m: GraphModel, layers: D[]): string {
 
 function option(m: GraphModel, layers: D[]): D {
   const precisions = [...new Set(m.layerOf.filter((i) => i >= 0).map((i) => layers[i]?.precision ?? "unknown"))];
-  const cats = [...precisions.map((p) => ({ name: p, itemStyle: { color: PRECISION_COLORS[p] ?? OTHER } })),
+  const cats = [...precisions.map((p) => ({ name: p, itemStyle: { color: PRECISION_COLORS[p] ?? (p === "unknown" ? UNKNOWN : OTHER) } })),
     { name: TENSOR_CAT, itemStyle: { color: TENSOR } }];
   const catIndex = new Map(cats.map((c, i) => [c.name, i]));
   const data = m.names.map((name, v) => {
@@ -151,7 +151,9 @@ export function EngineGraph({ graph, layers, onSelect, handle }: {
       el.dataset.px = JSON.stringify(px);
       if (first) { first = false; el.dataset.renderMs = (performance.now() - t0.current).toFixed(1); el.dataset.ready = "1"; }
     });
+    const t = performance.now();
     top();  // after the handlers: ECharts renders (and fires "finished") inside setOption
+    if (wrap.current) wrap.current.dataset.drawMs = (performance.now() - t).toFixed(1);  // one full redraw
   };
   return (
     <div id="trt-graph" ref={wrap} data-nodes={nLayers} data-tensors={m.names.length - nLayers}
