@@ -1,18 +1,23 @@
 import { useEffect, useRef } from "preact/hooks";
 import * as echarts from "echarts/core";
-import { BarChart, LineChart, PieChart, ScatterChart } from "echarts/charts";
+import { BarChart, GraphChart, LineChart, PieChart, ScatterChart } from "echarts/charts";
 import { DataZoomComponent, GridComponent, LegendComponent, MarkLineComponent, MarkPointComponent, TooltipComponent } from "echarts/components";
+import { LabelLayout } from "echarts/features";
 import { CanvasRenderer } from "echarts/renderers";
 
-echarts.use([BarChart, PieChart, LineChart, ScatterChart, GridComponent, LegendComponent, TooltipComponent,
-  DataZoomComponent, MarkLineComponent, MarkPointComponent, CanvasRenderer]);
+echarts.use([BarChart, GraphChart, PieChart, LineChart, ScatterChart, GridComponent, LegendComponent, TooltipComponent,
+  DataZoomComponent, MarkLineComponent, MarkPointComponent, LabelLayout, CanvasRenderer]);
 
-export function Chart({ option, height = 280, id }: { option: any; height?: number; id?: string }) {
+/** `onReady` gets the instance after the first setOption (events, roam, dispatchAction). */
+export function Chart({ option, height = 280, id, onReady }: {
+  option: any; height?: number; id?: string; onReady?: (chart: echarts.ECharts) => void;
+}) {
   const el = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (!el.current) return;
     const chart = echarts.init(el.current, undefined, { renderer: "canvas" });
     chart.setOption({ animation: false, ...option });
+    onReady?.(chart);
     const onResize = () => chart.resize();
     window.addEventListener("resize", onResize);
     return () => { window.removeEventListener("resize", onResize); chart.dispose(); };

@@ -37,3 +37,9 @@ export function color(name: string): string {
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
   return `hsl(${Math.abs(h) % 360},55%,62%)`;
 }
+/** Text for HTML strings (ECharts tooltip formatters return HTML): names are hostile input. */
+export function esc(s: unknown): string {
+  return String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+/** TensorRT times are ms (trtexec's unit), shown with 4 decimals on every TensorRT page. */
+export const ms4 = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(4));

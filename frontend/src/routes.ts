@@ -2,7 +2,7 @@
 // plug in by adding a route here.
 import type { FunctionComponent } from "preact";
 import type { Source } from "./data";
-import { isDiff, type Config, type Dict, type RunTree } from "./types";
+import { isDiff, isEngineDiff, type Config, type Dict, type RunTree } from "./types";
 import { Overview } from "./pages/Overview";
 import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
@@ -14,6 +14,7 @@ import { Efficiency } from "./pages/Efficiency";
 import { Nsight } from "./pages/Nsight";
 import { Compare } from "./pages/Compare";
 import { TensorRT } from "./pages/TensorRT";
+import { EngineCompare } from "./pages/EngineCompare";
 import { Distributed, rankRun } from "./pages/Distributed";
 
 export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
@@ -37,6 +38,7 @@ export const ROUTES: RouteDef[] = [
   { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
   { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },
   { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
+  { path: "engines", title: "Engine comparison", page: EngineCompare, when: isEngineDiff },
   { path: "compare", title: "Compare", page: Compare, when: (r, mode) => isDiff(r) || (mode === "server" && isTrace(r)) },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
   { path: "distributed", title: "Distributed", page: Distributed, show: (runs, t, mode) => mode === "server" && rankRun(runs, t) !== null },

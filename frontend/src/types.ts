@@ -27,3 +27,5 @@ export interface Config { source_link: string; path_map: [string, string][]; mod
 export interface RunTree { root: string; runs: { run: string; workers: { worker: string; spans: { span: string; trace: string; size: number }[] }[] }[]; }
 /** `stepscope diff --html` inlines a stepscope.diff/1 document as its report: only Compare shows. */
 export const isDiff = (r: Dict) => typeof r.schema === "string" && r.schema.startsWith("stepscope.diff/");
+/** `stepscope diff A B --html` on two TensorRT engines: only the engine comparison shows. */
+export const isEngineDiff = (r: Dict) => typeof r.schema === "string" && r.schema.startsWith("stepscope.tensorrt-diff/");

@@ -1,24 +1,28 @@
-import { useMemo } from "preact/hooks";
+import { useMemo, useRef, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Chart } from "../chart";
 import { Table, type Column } from "../table";
+import { ms4 as ms, pct as pct2 } from "../format";
 import { FindingCard } from "./FindingCard";
+import { EngineGraph, type GraphHandle } from "./EngineGraph";
+import { LayerDetail } from "./LayerDetail";
 
 type D = Record<string, any>;
-/** TensorRT times are ms (trtexec's unit), shown with 4 decimals. */
-const ms = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(4));
-const pct2 = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(2));
+const kernelText = (r: D) => r.kernel?.summary ?? r.decoded?.summary ?? r.tactic ?? "—";
 
-const LAYER_COLS: Column<D>[] = [
+/** The layers table; with a graph, a layer's name selects it there. */
+const layerCols = (select: ((i: number) => void) | null): Column<D>[] => [
   { key: "index", label: "#", num: true, value: (r) => r.index },
-  { key: "name", label: "layer", value: (r) => r.name, render: (r) => <span class="kname">{r.name}</span> },
+  { key: "name", label: "layer", value: (r) => r.name, render: (r) => select
+    ? <a href="#" class="kname layer-link" data-index={r.index} onClick={(e) => { e.preventDefault(); select(r.index); }}>{r.name}</a>
+    : <span class="kname">{r.name}</span> },
   { key: "type", label: "type", value: (r) => r.type ?? "—" },
   { key: "precision", label: "precision", value: (r) => r.precision ?? "—" },
   { key: "average_ms", label: "avg ms", num: true, value: (r) => r.average_ms, render: (r) => ms(r.average_ms) },
   { key: "median_ms", label: "median ms", num: true, value: (r) => r.median_ms, render: (r) => ms(r.median_ms) },
   { key: "share_pct", label: "share %", num: true, value: (r) => r.share_pct, render: (r) => pct2(r.share_pct) },
-  { key: "kernel", label: "kernel / tactic", value: (r) => r.kernel ?? r.decoded?.summary ?? r.tactic ?? "—",
-    render: (r) => <span class="kname" title={r.tactic ?? ""}>{r.kernel ?? r.decoded?.summary ?? r.tactic ?? "—"}</span> },
+  { key: "kernel", label: "kernel / tactic", value: kernelText,
+    render: (r) => <span class="kname" title={r.tactic ?? ""}>{kernelText(r)}</span> },
   { key: "gpu_ms", label: "GPU ms (nsys)", num: true, value: (r) => r.gpu_ms, render: (r) => ms(r.gpu_ms) },
 ];
 const MIX_COLS: Column<D>[] = [
@@ -30,6 +34,13 @@ const MIX_COLS: Column<D>[] = [
 
 export function TensorRT({ report, config }: PageProps) {
   const t = report.tensorrt, s = t.summary;
+  const [selected, setSelected] = useState<number | null>(null);
+  const graph = useRef<GraphHandle | null>(null);
+  const fromTable = (i: number) => {
+    setSelected(i); graph.current?.focus(i);
+    document.getElementById("trt-graph")?.scrollIntoView({ block: "start" });
+  };
+  const cols = useMemo(() => layerCols(t.graph ? fromTable : null), [report]);
   const metrics = Object.entries((s?.metrics ?? {}) as Record<string, D>);
   const typeOption = useMemo(() => ({
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
@@ -70,8 +81,14 @@ export function TensorRT({ report, config }: PageProps) {
         <div><h2>Precision mix</h2><Table id="trt-precision-mix" rows={t.precision_mix} cols={MIX_COLS} /></div>
         <div><h2>By layer type</h2><Table id="trt-by-type" rows={t.by_type} cols={MIX_COLS} /></div>
       </div>
+      {t.graph && <><h2>Engine graph <span class="dim">(layers and tensors from the layer info; colour: precision, width: share of time)</span></h2>
+        <div class="graph-split">
+          <EngineGraph graph={t.graph} layers={t.layers} onSelect={setSelected} handle={graph} />
+          {selected === null ? <p class="dim layer-detail" id="trt-layer-detail">Click a layer in the graph (or a name in the layers table) for its details.</p>
+            : <LayerDetail index={selected} layers={t.layers} edges={t.graph.edges} onSelect={fromTable} />}
+        </div></>}
       <h2>Layers (execution order)</h2>
-      <Table id="trt-layers" rows={t.layers} cols={LAYER_COLS} searchKey={(r) => `${r.name} ${r.type ?? ""}`} />
+      <Table id="trt-layers" rows={t.layers} cols={cols} searchKey={(r) => `${r.name} ${r.type ?? ""}`} />
       {iterOption && <><h2>Iterations ({t.iterations.iterations}, {t.iterations.bucket} per point)</h2>
         <Chart option={iterOption} height={280} id="trt-iterations" /></>}
       {report.findings.length > 0 && <><h2>Findings (savings per inference)</h2>

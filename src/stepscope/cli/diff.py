@@ -153,12 +153,15 @@ def _with_status(args: argparse.Namespace, path: str, work: Callable[[], Side]) 
 
 def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
     """Two TensorRT engines: layer latencies, precisions and fused groups side by side."""
-    from stepscope.cli.diff_tensorrt import run_tensorrt_diff
+    from stepscope.cli.diff_tensorrt import engine_diff, print_engine_diff
 
     if args.fail_on:
         raise UsageError(f"{base}, {new}: --fail-on gates training runs; it does not apply "
                          "to TensorRT engine comparisons")
-    return run_tensorrt_diff(base, new, fmt=args.format, top=args.top)
+    cmp, doc = engine_diff(base, new)
+    if args.html:
+        _write_diff_html(args.html, doc, f"{base} vs {new}")
+    return print_engine_diff(cmp, doc, fmt=args.format, top=args.top)
 
 
 def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:
