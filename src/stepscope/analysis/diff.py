@@ -35,12 +35,12 @@ class ItemSummary:
     host_us: float  # operators: host total (inclusive) time; kernels: 0
     device_us: float  # GPU time (kernels: their own; operators: of the kernels they launched)
     shape: str | None = None
-    # µs per analysed step (from a trace or a --save-baseline file), of the GPU time and
-    # (operators) of the host total time
-    per_step: tuple[float, ...] | None = None
-    host_per_step: tuple[float, ...] | None = None
+    # µs in each analysed step (from a trace or a --save-baseline file): GPU time and, for
+    # operators, host total time; None: no samples, the row is not tested
+    per_step: Series | None = None
+    host_per_step: Series | None = None
 
-    def series(self, metric: str) -> tuple[float, ...] | None:
+    def series(self, metric: str) -> Series | None:
         """The per-step samples of ``metric`` ("device" | "host")."""
         return self.per_step if metric == "device" else self.host_per_step
 

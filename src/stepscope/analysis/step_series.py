@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.diff import Series
 from stepscope.analysis.operators import decode_operator_keys, operator_keys, operator_label
 from stepscope.analysis.optree import OpTree
 from stepscope.analysis.steps import Steps
@@ -20,7 +21,6 @@ from stepscope.model.trace import DEV_KERNEL, Trace
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
-Series = tuple[float, ...]
 OperatorKey = tuple[str, str | None]  # (name, input shape); shape None in by-name tables
 
 

@@ -19,10 +19,11 @@ from stepscope.analysis.diff import (
     FindingSummary,
     ItemSummary,
     RunSummary,
+    Series,
     combine_ranks,
     pool,
 )
-from stepscope.analysis.step_series import OperatorSeries, Series, StepSeries, step_series
+from stepscope.analysis.step_series import OperatorSeries, StepSeries, step_series
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.report.build import SCHEMA, build_report
 
@@ -161,13 +162,10 @@ def read_report(path: str, data: bytes | memoryview) -> RunSummary:
         raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise TraceFormatError(f"{path}: not a stepscope report (expected a JSON object)")
-    kernels = doc.get(BASELINE_SERIES)
     series = StepSeries(
-        kernels={
-            str(k): s for k, v in kernels.items() if (s := _samples(v)) is not None
-        } if isinstance(kernels, dict) else {},
-        operators=_operator_series(doc, "operators"),
-        operators_by_shape=_operator_series(doc, "operators_by_shape"),
+        _kernel_series(doc),
+        _operator_series(doc, "operators"),
+        _operator_series(doc, "operators_by_shape"),
     )
     complete = doc.get(BASELINE_COMPLETE) is True
     return summary_from_report(doc, path, series=series, complete=complete)
@@ -180,6 +178,14 @@ def _samples(v: Any) -> Series | None:
     return tuple(float(x) for x in v)
 
 
+def _kernel_series(doc: dict[str, Any]) -> dict[str, Series]:
+    """A baseline's kernel samples; malformed ones are left out (those kernels: untested)."""
+    raw = doc.get(BASELINE_SERIES)
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): s for k, v in raw.items() if (s := _samples(v)) is not None}
+
+
 def _operator_series(
     doc: dict[str, Any], table: str
 ) -> dict[tuple[str, str | None], OperatorSeries]:
@@ -190,8 +196,8 @@ def _operator_series(
     for r in rows if isinstance(rows, list) else []:
         if not isinstance(r, dict) or not isinstance(name := r.get("name"), str):
             continue
-        shape, host, device = r.get("input_shape"), _samples(r.get("host_us")), _samples(
-            r.get("device_us"))
+        shape = r.get("input_shape")
+        host, device = _samples(r.get("host_us")), _samples(r.get("device_us"))
         if (shape is None or isinstance(shape, str)) and host is not None and device is not None:
             out[(name, shape)] = OperatorSeries(host, device)
     return out
