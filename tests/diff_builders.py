@@ -39,3 +39,29 @@ def training_trace(
                      k_ts=t + 63 + mm, k_dur=relu)
         t += 63 + mm + relu + 5
     return b.write(directory, name)
+
+
+ADD_US = 200.0
+MUL_US = 100.0
+
+
+def cpu_training_trace(
+    directory: Path, name: str, *, seed: int, steps: int = 8, add_scale: float = 1.0,
+    jitter: float = 0.02,
+) -> Path:
+    """``steps`` CPU-only ProfilerSteps of one aten::add and one aten::mul call each.
+
+    No kernels: the operators are compared by host time. ``add_scale`` multiplies aten::add's
+    duration in every step (the injected slowdown); aten::mul only has its ``jitter``.
+    """
+    rng = np.random.default_rng(seed)
+    b = TraceBuilder()
+    t = 1000.0
+    for i in range(steps):
+        add = ADD_US * add_scale * float(rng.normal(1.0, jitter))
+        mul = MUL_US * float(rng.normal(1.0, jitter))
+        with b.step(i + 1, t, add + mul + 20):
+            b.op("aten::add", t + 5, add, input_dims=[[64, 64], [64, 64]])
+            b.op("aten::mul", t + 10 + add, mul, input_dims=[[64, 64], [64, 64]])
+        t += add + mul + 30
+    return b.write(directory, name)

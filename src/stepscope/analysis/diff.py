@@ -19,6 +19,7 @@ from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.analysis.significance import ALPHA, Significance, compare_rows, compare_samples
 
 UNCHANGED_PCT = 2.0  # without per-step samples: |change| below this is "unchanged"
+Series = tuple[float, ...]  # one value per step
 GPU_METRICS = ("utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct")
 
 
@@ -34,7 +35,14 @@ class ItemSummary:
     host_us: float  # operators: host total (inclusive) time; kernels: 0
     device_us: float  # GPU time (kernels: their own; operators: of the kernels they launched)
     shape: str | None = None
-    per_step: tuple[float, ...] | None = None  # device µs per step (kernels from a trace)
+    # µs in each analysed step (from a trace or a --save-baseline file): GPU time and, for
+    # operators, host total time; None: no samples, the row is not tested
+    per_step: Series | None = None
+    host_per_step: Series | None = None
+
+    def series(self, metric: str) -> Series | None:
+        """The per-step samples of ``metric`` ("device" | "host")."""
+        return self.per_step if metric == "device" else self.host_per_step
 
 
 @dataclass(frozen=True)
@@ -104,16 +112,6 @@ def combine_ranks(ranks: Sequence[RunSummary], label: str) -> RunSummary:
                 acc.setdefault((it.name, it.shape), []).append((i, it))
         out = []
         for (name, shape), group in acc.items():
-            series: tuple[float, ...] | None = None
-            if get == "kernels" and all(it.per_step is not None for _, it in group):
-                by_rank = {i: it.per_step for i, it in group}
-                series = tuple(
-                    sum(
-                        (by_rank[i] or ())[pos[i][s]] if i in by_rank else 0.0
-                        for i in range(len(ranks))
-                    ) / n
-                    for s in common
-                )
             out.append(
                 ItemSummary(
                     name=name,
@@ -124,7 +122,8 @@ def combine_ranks(ranks: Sequence[RunSummary], label: str) -> RunSummary:
                     device_us=sum(
                         it.device_us * len(common) / ranks[i].n_steps for i, it in group
                     ) / n,
-                    per_step=series,
+                    per_step=_rank_mean(group, "device", pos, common),
+                    host_per_step=_rank_mean(group, "host", pos, common),
                 )
             )
         return tuple(out)
@@ -159,34 +158,25 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
     if len(runs) == 1:
         return runs[0]
 
-    series_ok = all(all(k.per_step is not None for k in r.kernels) for r in runs)
-    by_name = [{k.name: k.per_step for k in r.kernels} for r in runs]
-
     def items(get: str) -> tuple[ItemSummary, ...]:
+        tables: list[Sequence[ItemSummary]] = [getattr(r, get) for r in runs]
         acc: dict[tuple[str, str | None], list[ItemSummary]] = {}
-        for r in runs:
-            for it in getattr(r, get):
+        for table in tables:
+            for it in table:
                 acc.setdefault((it.name, it.shape), []).append(it)
-        out = []
-        for (name, shape), group in acc.items():
-            series: tuple[float, ...] | None = None
-            if get == "kernels" and series_ok:
-                series = tuple(
-                    v
-                    for r, known in zip(runs, by_name, strict=True)
-                    for v in (known.get(name) or (0.0,) * r.n_steps)
-                )
-            out.append(
-                ItemSummary(
-                    name=name,
-                    shape=shape,
-                    calls=sum(g.calls for g in group),
-                    host_us=sum(g.host_us for g in group),
-                    device_us=sum(g.device_us for g in group),
-                    per_step=series,
-                )
+        device, host = _joined_series(runs, tables, "device"), _joined_series(runs, tables, "host")
+        return tuple(
+            ItemSummary(
+                name=name,
+                shape=shape,
+                calls=sum(g.calls for g in group),
+                host_us=sum(g.host_us for g in group),
+                device_us=sum(g.device_us for g in group),
+                per_step=None if device is None else device[(name, shape)],
+                host_per_step=None if host is None else host[(name, shape)],
             )
-        return tuple(out)
+            for (name, shape), group in acc.items()
+        )
 
     return RunSummary(
         label=label,
@@ -207,6 +197,37 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
         world_size=runs[0].world_size,
         warnings=tuple(w for r in runs for w in r.warnings),
     )
+
+
+def _rank_mean(
+    group: Sequence[tuple[int, ItemSummary]], metric: str, pos: Sequence[dict[str, int]],
+    common: Sequence[str],
+) -> Series | None:
+    """An item's ``metric`` samples per aligned step: the mean over all ``len(pos)`` ranks
+    (0 on a rank without the item); None unless every rank with the item has samples."""
+    by_rank = {i: it.series(metric) for i, it in group}
+    if any(v is None for v in by_rank.values()):
+        return None
+    return tuple(
+        sum((by_rank[i] or ())[pos[i][s]] for i in by_rank) / len(pos) for s in common
+    )
+
+
+def _joined_series(
+    runs: Sequence[RunSummary], tables: Sequence[Sequence[ItemSummary]], metric: str
+) -> dict[tuple[str, str | None], Series] | None:
+    """Per item, its ``metric`` samples of every run one after the other (0 in a run without
+    the item); None unless every item of every run has samples."""
+    known = [{(it.name, it.shape): it.series(metric) for it in table} for table in tables]
+    if any(v is None for k in known for v in k.values()):
+        return None
+    keys = {key for k in known for key in k}
+    return {
+        key: tuple(
+            v for r, k in zip(runs, known, strict=True) for v in (k.get(key) or (0.0,) * r.n_steps)
+        )
+        for key in keys
+    }
 
 
 def _largest_findings(runs: Sequence[RunSummary]) -> tuple[FindingSummary, ...]:
@@ -384,7 +405,12 @@ def _match_items(
 
     gb, gn = group(base), group(new)
     keys = sorted(set(gb) | set(gn), key=lambda k: (k[0], k[1] or ""))
-    series = [(_summed_series(gb.get(k, []), nb), _summed_series(gn.get(k, []), nn)) for k in keys]
+    metrics = [_metric(gb.get(k, []), gn.get(k, [])) for k in keys]
+    # the samples of the metric compared: a CPU-vs-GPU pair never mixes host and device time
+    series = [
+        (_summed_series(gb.get(k, []), nb, m), _summed_series(gn.get(k, []), nn, m))
+        for k, m in zip(keys, metrics, strict=True)
+    ]
     tested = [i for i, (sb, sw) in enumerate(series) if sb is not None and sw is not None]
     sigs: dict[int, Significance] = {}
     if tested:  # every row's test at once (no bootstrap per row: the test decides)
@@ -394,10 +420,8 @@ def _match_items(
     rows = []
     for i, key in enumerate(keys):
         b, w = gb.get(key, []), gn.get(key, [])
-        dev_b, dev_w = sum(x.device_us for x in b), sum(x.device_us for x in w)
-        metric = "device" if dev_b > 0 or dev_w > 0 else "host"
-        tot_b = dev_b if metric == "device" else sum(x.host_us for x in b)
-        tot_w = dev_w if metric == "device" else sum(x.host_us for x in w)
+        metric = metrics[i]
+        tot_b, tot_w = _total(b, metric), _total(w, metric)
         sig = sigs.get(i)
         change = Change(tot_b / max(nb, 1), tot_w / max(nn, 1), sig)
         if not b or (tot_b == 0 and tot_w > 0):
@@ -430,12 +454,21 @@ def _match_items(
     return tuple(rows)
 
 
-def _summed_series(items: Sequence[ItemSummary], n: int) -> tuple[float, ...] | None:
+def _total(items: Sequence[ItemSummary], metric: str) -> float:
+    return sum(x.device_us if metric == "device" else x.host_us for x in items)
+
+
+def _metric(base: Sequence[ItemSummary], new: Sequence[ItemSummary]) -> str:
+    """GPU time when either run has some, else host time."""
+    return "device" if _total(base, "device") > 0 or _total(new, "device") > 0 else "host"
+
+
+def _summed_series(items: Sequence[ItemSummary], n: int, metric: str) -> Series | None:
     if n == 0:
         return None
     if not items:
         return (0.0,) * n
-    series = [i.per_step for i in items if i.per_step is not None and len(i.per_step) == n]
+    series = [s for i in items if (s := i.series(metric)) is not None and len(s) == n]
     if len(series) != len(items):
         return None
     if len(series) == 1:

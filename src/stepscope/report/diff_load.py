@@ -19,10 +19,11 @@ from stepscope.analysis.diff import (
     FindingSummary,
     ItemSummary,
     RunSummary,
+    Series,
     combine_ranks,
     pool,
 )
-from stepscope.analysis.step_series import kernel_step_series
+from stepscope.analysis.step_series import OperatorSeries, StepSeries, step_series
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.report.build import SCHEMA, build_report
 
@@ -56,8 +57,7 @@ def _list(doc: dict[str, Any], key: str) -> list[Any]:
 
 
 def summary_from_report(
-    doc: Any, label: str, *, series: dict[str, tuple[float, ...]] | None = None,
-    complete: bool | None = None,
+    doc: Any, label: str, *, series: StepSeries | None = None, complete: bool | None = None,
 ) -> RunSummary:
     """A RunSummary from the JSON of a report (``Report.to_json()`` or a saved file)."""
     if not isinstance(doc, dict):
@@ -76,8 +76,7 @@ def summary_from_report(
 
 
 def _summary(
-    doc: dict[str, Any], label: str, series: dict[str, tuple[float, ...]] | None,
-    complete: bool,
+    doc: dict[str, Any], label: str, series: StepSeries | None, complete: bool,
 ) -> RunSummary:
     steps = doc["steps"]
     if not isinstance(steps, list) or not steps:
@@ -88,16 +87,24 @@ def _summary(
     }
 
     def ops(key: str) -> tuple[ItemSummary, ...]:
-        return tuple(
-            ItemSummary(
-                name=str(o["name"]),
+        table: dict[tuple[str, str | None], OperatorSeries] = (
+            {} if series is None else getattr(series, key)
+        )
+        out = []
+        for o in _list(doc, key):
+            name = str(o["name"])
+            shape = None if o.get("input_shape") is None else str(o["input_shape"])
+            samples = table.get((name, shape))
+            out.append(ItemSummary(
+                name=name,
                 calls=_i(o["calls"], label),
                 host_us=_f(o["host_total_us"], label),
                 device_us=_f(o["device_total_us"], label),
-                shape=None if o.get("input_shape") is None else str(o["input_shape"]),
-            )
-            for o in _list(doc, key)
-        )
+                shape=shape,
+                per_step=None if samples is None else samples.device,
+                host_per_step=None if samples is None else samples.host,
+            ))
+        return tuple(out)
 
     kernels = tuple(
         ItemSummary(
@@ -105,7 +112,7 @@ def _summary(
             calls=_i(k["calls"], label),
             host_us=0.0,
             device_us=_f(k["total_us"], label),
-            per_step=None if series is None else series.get(str(k["name"])),
+            per_step=None if series is None else series.kernels.get(str(k["name"])),
         )
         for k in _list(doc, "kernels")
     )
@@ -155,23 +162,52 @@ def read_report(path: str, data: bytes | memoryview) -> RunSummary:
         raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise TraceFormatError(f"{path}: not a stepscope report (expected a JSON object)")
-    raw = doc.get(BASELINE_SERIES)
-    series = None
-    if isinstance(raw, dict):
-        series = {
-            str(k): tuple(float(x) for x in v)
-            for k, v in raw.items()
-            if isinstance(v, list)
-            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
-            and all(math.isfinite(x) for x in v)
-        }
+    series = StepSeries(
+        _kernel_series(doc),
+        _operator_series(doc, "operators"),
+        _operator_series(doc, "operators_by_shape"),
+    )
     complete = doc.get(BASELINE_COMPLETE) is True
     return summary_from_report(doc, path, series=series, complete=complete)
+
+
+def _samples(v: Any) -> Series | None:
+    """A list of finite numbers as per-step samples; None for anything else."""
+    if not isinstance(v, list) or not all(_opt(x) is not None for x in v):
+        return None
+    return tuple(float(x) for x in v)
+
+
+def _kernel_series(doc: dict[str, Any]) -> dict[str, Series]:
+    """A baseline's kernel samples; malformed ones are left out (those kernels: untested)."""
+    raw = doc.get(BASELINE_SERIES)
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): s for k, v in raw.items() if (s := _samples(v)) is not None}
+
+
+def _operator_series(
+    doc: dict[str, Any], table: str
+) -> dict[tuple[str, str | None], OperatorSeries]:
+    """One operator table's samples in a baseline; malformed rows are left without samples."""
+    raw = doc.get(BASELINE_OPERATOR_SERIES)
+    rows = raw.get(table) if isinstance(raw, dict) else None
+    out = {}
+    for r in rows if isinstance(rows, list) else []:
+        if not isinstance(r, dict) or not isinstance(name := r.get("name"), str):
+            continue
+        shape = r.get("input_shape")
+        host, device = _samples(r.get("host_us")), _samples(r.get("device_us"))
+        if (shape is None or isinstance(shape, str)) and host is not None and device is not None:
+            out[(name, shape)] = OperatorSeries(host, device)
+    return out
 
 
 BASELINE_COMPLETE = "complete_tables"  # keys a baseline written by `diff --save-baseline` adds
 BASELINE_SERIES = "kernel_steps"
 BASELINE_SERIES_TOP = 300  # kernels with per-step samples kept in a baseline
+BASELINE_OPERATOR_SERIES = "operator_steps"
+BASELINE_OPERATOR_SERIES_TOP = 300  # operators per table (by name, by shape) with samples
 
 
 # Views a diff never reads: a baseline file stays small without them (call stacks alone
@@ -186,7 +222,26 @@ def baseline_json(doc: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
         **{k: v for k, v in doc.items() if k not in NOT_IN_BASELINE},
         BASELINE_COMPLETE: True,
         BASELINE_SERIES: {k.name: list(k.per_step) for k in kernels if k.per_step is not None},
+        BASELINE_OPERATOR_SERIES: {
+            "operators": _operator_rows(summary.operators),
+            "operators_by_shape": _operator_rows(summary.operators_by_shape),
+        },
     }
+
+
+def _operator_rows(items: tuple[ItemSummary, ...]) -> list[dict[str, Any]]:
+    """The samples of the operators with the most time (GPU time, else host time)."""
+    top = sorted(items, key=lambda o: -(o.device_us or o.host_us))[:BASELINE_OPERATOR_SERIES_TOP]
+    return [
+        {
+            "name": o.name,
+            **({} if o.shape is None else {"input_shape": o.shape}),
+            "host_us": list(o.host_per_step),
+            "device_us": list(o.per_step),
+        }
+        for o in top
+        if o.host_per_step is not None and o.per_step is not None
+    ]
 
 
 def summarise_trace(path: str, *, use_cache: bool = True) -> RunSummary:
@@ -202,8 +257,10 @@ def trace_summary_and_report(
     trace = load_trace(path, use_cache=use_cache)
     report = build_report(trace, top=ALL_ROWS)
     doc = report.to_json()
-    series = kernel_step_series(trace, report.analyses.steps)
-    summary = summary_from_report(doc, path, series=series, complete=True)
+    a = report.analyses
+    summary = summary_from_report(
+        doc, path, series=step_series(trace, a.steps, a.tree), complete=True
+    )
     return _as_kind(summary, "trace"), doc
 
 
