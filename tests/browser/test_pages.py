@@ -249,6 +249,9 @@ def test_compare_page_on_two_real_runs(page: Any, serve: Any) -> None:
         assert rows.nth(i).locator("td[data-key='delta_us']").inner_text() == \
             f"{c['delta_us'] / 1000:+.3f}"
     assert page.locator("#diff-kernels tbody tr").count() == len(diff["kernels"])
+    # per-step tests in the dashboard too: every kernel row says yes or no
+    sig = page.locator("#diff-kernels tbody td[data-key='significant']").all_inner_texts()
+    assert sig and set(sig) <= {"yes", "no"}
     shot(page, "resnet-compare")
     # the API answers bad parameters with 4xx
     assert page.request.get(server.url + "api/diff?base=" + base).status == 400

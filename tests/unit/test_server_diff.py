@@ -20,10 +20,8 @@ with warnings.catch_warnings():
 from tests.dashboard_builders import dashboard_trace
 
 from stepscope.analysis.diff import diff_runs
-from stepscope.formats import load_trace
-from stepscope.report.build import build_report
 from stepscope.report.diff_json import diff_to_json
-from stepscope.report.diff_load import summary_from_report
+from stepscope.report.diff_load import summarise_trace
 from stepscope.server.app import ViewConfig, create_app
 
 BASE, NEW = "run1/worker0.1.pt.trace.json.gz", "run2/worker0.2.pt.trace.json.gz"
@@ -50,19 +48,21 @@ def _diff(client: Any, **params: str) -> Any:
     raise AssertionError("traces never loaded")
 
 
-def test_diff_equals_diff_to_json_of_the_two_reports(client: Any) -> None:
+def test_diff_equals_stepscope_diff_of_the_two_files(client: Any) -> None:
+    """Same rows and the same per-step significance tests as the CLI on the two traces."""
     r = _diff(client, base=BASE, new=NEW)
     assert r.status_code == 200, r.text
-    docs = [build_report(load_trace(str(client.root / t), use_cache=False), top=1000).to_json()
-            for t in (BASE, NEW)]
     expected = diff_to_json(diff_runs(
-        replace(summary_from_report(docs[0], BASE, complete=True), kind="trace"),
-        replace(summary_from_report(docs[1], NEW, complete=True), kind="trace")))
+        *(replace(summarise_trace(str(client.root / t), use_cache=False), label=t)
+          for t in (BASE, NEW))))
     got = r.json()
     assert got["schema"] == "stepscope.diff/1"
     assert got == expected
     assert got["base"]["path"] == BASE and got["new"]["steps"] == 5
     assert got["base"]["complete_tables"] and not got["warnings"]
+    # kernels and operators carry their test (the reports alone have no per-step samples)
+    assert got["kernels"] and all(k["significance"] is not None for k in got["kernels"])
+    assert got["operators"] and all(o["significance"] is not None for o in got["operators"])
 
 
 @pytest.mark.parametrize(("params", "status"), [

@@ -194,7 +194,8 @@ def create_app(config: ViewConfig) -> Starlette:
         assert entries[0].report is not None and entries[1].report is not None
         try:
             return _json(diff_reports(entries[0].report, sides[0].id,
-                                      entries[1].report, sides[1].id))
+                                      entries[1].report, sides[1].id,
+                                      series=(entries[0].series, entries[1].series)))
         except DiffInputError as exc:
             return _json({"error": str(exc)}, 422)
     def api_run(request: Request) -> Response:

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from stepscope.analysis.step_series import StepSeries
 from stepscope.errors import StepscopeError, one_line
 from stepscope.report.build import Report
 from stepscope.report.timeline import TimelineIndex
@@ -27,6 +28,7 @@ class Entry:
     stamp: tuple[float, int] = (0.0, 0)  # (mtime, size) of the file when loading began
     report: dict[str, Any] | None = None
     timeline: TimelineIndex | None = None
+    series: StepSeries | None = None  # per-step samples for Compare's significance tests
 
     def progress(self) -> dict[str, Any]:
         return {"state": self.state, "done": self.done, "total": self.total,
@@ -64,6 +66,7 @@ class TraceStore:
             return entry
 
     def _load(self, path: str, entry: Entry) -> None:
+        from stepscope.analysis.step_series import step_series
         from stepscope.formats import load_trace
         from stepscope.report.build import build_report
         from stepscope.server.tensorrt import is_trtexec_run, load_trt_report
@@ -82,6 +85,8 @@ class TraceStore:
             entry.state = "analysing"
             report: Report = build_report(trace, top=DASHBOARD_TOP)
             entry.report = report.to_json()
+            a = report.analyses
+            entry.series = step_series(trace, a.steps, a.tree)
             entry.state = "indexing"
             entry.timeline = TimelineIndex(trace)
             entry.state = "ready"
