@@ -10,7 +10,7 @@ from typing import Any
 from stepscope.report.html import render_document, write_page
 from tests.browser.conftest import shot
 from tests.conftest import shared_trace
-from tests.trt_builders import layer_info_text, profile_text
+from tests.trt_builders import layer_info_text, names_only_text, profile_text
 
 A100 = "tensorrt/trex/examples/pytorch/resnet/A100"
 EVIL_LAYER = '<img src=x onerror=alert(1)><script>alert(2)</script> & "q" \'s {b}'
@@ -156,3 +156,21 @@ def test_hostile_layer_and_tensor_names_are_text(page: Any, tmp_path: Path) -> N
     assert page.locator("main img, main script, main svg").count() == 0
     assert page.locator("#trt-graph-chart b").all_inner_texts() == [EVIL_TENSOR]
     assert not dialogs and not page.errors, (dialogs, page.errors)
+
+
+def test_names_only_layer_info_shows_no_graph(page: Any, tmp_path: Path) -> None:
+    """Layer info without --profilingVerbosity=detailed has no tensors: no graph, no empty box."""
+    engine = tmp_path / "plain"
+    engine.mkdir()
+    layers = [("Conv_0 + Relu_1", 0.75), ("Conv_2", 0.25)]
+    (engine / "m.engine.profile.json").write_text(profile_text(layers))
+    (engine / "m.engine.graph.json").write_text(names_only_text([n for n, _ in layers]))
+    out = tmp_path / "plain.html"
+    doc = _trt_page(engine, out)
+    assert doc["tensorrt"]["graph"] is None
+    page.goto(out.as_uri())
+    page.wait_for_selector("#trt-layers tbody tr")
+    assert page.locator("#trt-layers tbody tr").count() == 2
+    assert page.locator("#trt-graph").count() == 0
+    assert "Engine graph" not in page.locator("#page-tensorrt").inner_text()
+    assert not page.errors, page.errors
