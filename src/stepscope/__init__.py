@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepscope.errors import StepscopeError, TraceFormatError, TraceSourceError
 from stepscope.model import Trace
+from stepscope.report import DEFAULT_TOP
 
 if TYPE_CHECKING:
     from stepscope.report.build import Report
@@ -31,7 +32,7 @@ def load(path: str, *, cache: bool = True, storage_options: dict[str, Any] | Non
     return load_trace(path, use_cache=cache, storage_options=storage_options)
 
 
-def build_report(trace: Trace, *, top: int = 15, step: int | None = None) -> Report:
+def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None) -> Report:
     """Run every analysis and the advisor over ``trace``; ``.to_json()``, ``render_text``."""
     from stepscope.report.build import build_report as _build
 

@@ -17,6 +17,7 @@ from rich.console import Console
 from stepscope.analysis.tensorrt import analyse_tensorrt
 from stepscope.analysis.tensorrt_diff import EngineComparison, compare_engines
 from stepscope.formats.trtexec_load import load_trt_run
+from stepscope.report import DEFAULT_TOP
 
 SCHEMA = "stepscope.tensorrt-diff/1"
 
@@ -28,7 +29,7 @@ def engine_diff(a: str, b: str) -> tuple[EngineComparison, dict[str, Any]]:
 
 
 def print_engine_diff(
-    cmp: EngineComparison, doc: dict[str, Any], *, fmt: str = "text", top: int = 15
+    cmp: EngineComparison, doc: dict[str, Any], *, fmt: str = "text", top: int = DEFAULT_TOP
 ) -> int:
     if fmt == "json":
         import msgspec
@@ -41,6 +42,6 @@ def print_engine_diff(
     return 0
 
 
-def run_tensorrt_diff(a: str, b: str, *, fmt: str = "text", top: int = 15) -> int:
+def run_tensorrt_diff(a: str, b: str, *, fmt: str = "text", top: int = DEFAULT_TOP) -> int:
     cmp, doc = engine_diff(a, b)
     return print_engine_diff(cmp, doc, fmt=fmt, top=top)

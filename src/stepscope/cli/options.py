@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stepscope.report.build import DEFAULT_TOP
+from stepscope.report import DEFAULT_TOP
 
 
 def positive_int(text: str) -> int:

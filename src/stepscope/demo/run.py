@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from stepscope.capture.throughput import format_rate
 from stepscope.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
-from stepscope.report.build import DEFAULT_TOP
+from stepscope.report import DEFAULT_TOP
 
 if TYPE_CHECKING:
     from stepscope.analysis.diff import Diff

@@ -16,6 +16,7 @@ from stepscope.analysis.operators import OperatorRow
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
+from stepscope.report import DEFAULT_TOP
 from stepscope.report.efficiency_json import efficiency_json
 from stepscope.report.memory_json import memory_json, modules_json
 from stepscope.report.ncu_json import ncu_json
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from stepscope.model.ncu import NcuReport
 
 SCHEMA = "stepscope.report/1"
-DEFAULT_TOP = 15  # rows per operator/kernel table, for every command
 
 
 @dataclass(frozen=True)

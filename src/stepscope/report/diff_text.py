@@ -10,6 +10,7 @@ from rich.text import Text
 
 from stepscope.analysis.diff import Change, Diff, ItemChange
 from stepscope.analysis.gate import GateResult
+from stepscope.report import DEFAULT_TOP
 from stepscope.report.text import LABELS
 from stepscope.report.text_layout import MISSING, Column, fit_table, print_table, say
 from stepscope.units import column_unit, format_us
@@ -60,7 +61,7 @@ def headline(diff: Diff) -> str:
 
 
 def render_diff_text(
-    diff: Diff, console: Console | None = None, *, top: int = 10,
+    diff: Diff, console: Console | None = None, *, top: int = DEFAULT_TOP,
     gate: Sequence[GateResult] = (),
 ) -> None:
     console = console or Console()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
+from stepscope.report import DEFAULT_TOP
 from stepscope.report.text_findings import render_findings
 from stepscope.report.text_layout import (
     MISSING,
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from stepscope.report.run import RunReport
 
 
-def render_run_text(report: RunReport, console: Console | None = None, top: int = 15) -> None:
+def render_run_text(
+    report: RunReport, console: Console | None = None, top: int = DEFAULT_TOP
+) -> None:
     console = console or Console()
     data = report.to_json()
     d: dict[str, Any] = data["distributed"]

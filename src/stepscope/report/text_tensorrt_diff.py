@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from stepscope.analysis.tensorrt_diff import EngineComparison, LayerDelta
+from stepscope.report import DEFAULT_TOP
 from stepscope.report.text_layout import (
     MISSING,
     Column,
@@ -34,7 +35,9 @@ def _in_one_unit(values_ms: Sequence[float | None]) -> tuple[str, list[str]]:
     return unit, [MISSING if v is None else fmt.format(v * 1000.0 / div) for v in values_ms]
 
 
-def render_engine_diff(c: EngineComparison, console: Console | None = None, top: int = 15) -> None:
+def render_engine_diff(
+    c: EngineComparison, console: Console | None = None, top: int = DEFAULT_TOP
+) -> None:
     console = console or Console()
     console.rule(Text(f"TensorRT engines — A: {c.a_name}  vs  B: {c.b_name}", style="bold"))
     _overview(console, c)
