@@ -2,7 +2,7 @@
 // plug in by adding a route here.
 import type { FunctionComponent } from "preact";
 import type { Source } from "./data";
-import { isDiff, isEngineDiff, type Config, type Dict, type RunTree } from "./types";
+import { isDiff, isEngineDiff, isRun, type Config, type Dict, type RunTree } from "./types";
 import { Overview } from "./pages/Overview";
 import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
@@ -34,6 +34,10 @@ export const ROUTES: RouteDef[] = [
   { path: "kernels", title: "Kernels", page: Kernels, when: isTrace },
   { path: "timeline", title: "Timeline", page: Timeline, when: isTrace },
   { path: "tensorrt", title: "TensorRT", page: TensorRT, when: (r) => !!r.tensorrt },
+  // the dashboard: a rank trace of a run of 2+ ranks; `report DIR --html`: the run report itself
+  { path: "distributed", title: "Distributed", page: Distributed,
+    when: (r, mode) => (mode === "server" ? isTrace(r) : isRun(r)),
+    show: (runs, t, mode) => mode !== "server" || rankRun(runs, t) !== null },
   { path: "findings", title: "Findings", page: Findings, when: (r) => Array.isArray(r.findings) && !isDiff(r) },
   { path: "memory", title: "Memory", page: Memory, when: (r) => (r.memory?.devices?.length ?? 0) > 0 || !!r.memory?.categories },
   { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },
@@ -41,5 +45,4 @@ export const ROUTES: RouteDef[] = [
   { path: "engines", title: "Engine comparison", page: EngineCompare, when: isEngineDiff },
   { path: "compare", title: "Compare", page: Compare, when: (r, mode) => isDiff(r) || (mode === "server" && isTrace(r)) },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
-  { path: "distributed", title: "Distributed", page: Distributed, show: (runs, t, mode) => mode === "server" && rankRun(runs, t) !== null },
 ];

@@ -29,3 +29,5 @@ export interface RunTree { root: string; runs: { run: string; workers: { worker:
 export const isDiff = (r: Dict) => typeof r.schema === "string" && r.schema.startsWith("stepscope.diff/");
 /** `stepscope diff A B --html` on two TensorRT engines: only the engine comparison shows. */
 export const isEngineDiff = (r: Dict) => typeof r.schema === "string" && r.schema.startsWith("stepscope.tensorrt-diff/");
+/** `stepscope report DIR --html` inlines a run report (several ranks): the Distributed page shows it. */
+export const isRun = (r: Dict) => r.source?.format === "run";

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from stepscope.cli.main import main
 from stepscope.report.run import build_run_report, find_run
 from tests.browser.conftest import shot
 from tests.browser.helpers import cell
@@ -15,17 +20,9 @@ def _cells(page: Any, table: str, i: int, keys: list[str]) -> dict[str, str]:
     return {k: row.locator(f"td[data-key='{k}']").inner_text().strip() for k in keys}
 
 
-def test_distributed_page_on_dlrm_8_ranks(page: Any, serve: Any) -> None:
-    root = shared_trace("outside/param-dlrm-8rank")
-    want = build_run_report(find_run([str(root)]), executor="serial").to_json()
+def check_run_page(page: Any, want: dict[str, Any]) -> None:
+    """Every table of the Distributed page equals the run report's figures."""
     dist = want["distributed"]
-    server = serve(str(root))
-    # bad parameters are 4xx, never 500
-    assert page.request.get(server.url + "api/run").status == 400
-    assert page.request.get(server.url + "api/run?run=nope").status == 404
-    page.goto(server.url + "#/distributed")
-    page.wait_for_selector("#page-distributed", timeout=120_000)
-    assert page.locator("#nav-distributed").count() == 1
     f3 = "{:.3f}".format
     ranks = dist["ranks"]
     assert page.locator("#ranks-table tbody tr").count() == len(ranks) == 8
@@ -59,9 +56,42 @@ def test_distributed_page_on_dlrm_8_ranks(page: Any, serve: Any) -> None:
     cards = page.locator("#run-findings .finding")
     assert cards.count() == len(want["findings"]) >= 1
     assert cell(page, "#run-findings .finding .title") == want["findings"][0]["title"]
+
+
+def test_distributed_page_on_dlrm_8_ranks(page: Any, serve: Any) -> None:
+    root = shared_trace("outside/param-dlrm-8rank")
+    want = build_run_report(find_run([str(root)]), executor="serial").to_json()
+    server = serve(str(root))
+    # bad parameters are 4xx, never 500
+    assert page.request.get(server.url + "api/run").status == 400
+    assert page.request.get(server.url + "api/run?run=nope").status == 404
+    page.goto(server.url + "#/distributed")
+    page.wait_for_selector("#page-distributed", timeout=120_000)
+    assert page.locator("#nav-distributed").count() == 1
+    check_run_page(page, want)
     page.wait_for_selector("#ranks-chart canvas")
     page.wait_for_selector("#comm-chart canvas")
     shot(page, "dlrm-8rank-distributed")
     page.locator("#collectives-table").scroll_into_view_if_needed()
     shot(page, "dlrm-8rank-distributed-tables")
+    assert not page.errors, page.errors
+
+
+def test_run_html_report_from_file(page: Any, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`stepscope report DIR --html`: the Distributed page inlined, no server, no network."""
+    root = shared_trace("outside/param-dlrm-8rank")
+    out = tmp_path / "run.html"
+    assert main(["report", str(root), "--html", str(out), "--format", "json",
+                 "--executor", "serial"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.as_uri())
+    page.wait_for_selector("#page-distributed", timeout=60_000)
+    assert [a.inner_text() for a in page.locator("header nav a").all()] == \
+        ["Distributed", "Findings"]
+    check_run_page(page, want)
+    shot(page, "html-dlrm-8rank-distributed")
+    assert all(u.startswith(("file://", "data:", "blob:")) for u in requests), requests
     assert not page.errors, page.errors

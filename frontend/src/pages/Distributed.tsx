@@ -2,7 +2,7 @@
 // the run's findings, from `api/run` (the `distributed` key of `stepscope report DIR`).
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
-import type { Dict, Progress, RunTree } from "../types";
+import { isRun, type Dict, type Progress, type RunTree } from "../types";
 import { Table, type Column } from "../table";
 import { Chart } from "../chart";
 import { pct, us } from "../format";
@@ -59,7 +59,13 @@ const COLLECTIVES: Column<K>[] = [
 const bar = (name: string, data: number[], color: string) =>
   ({ name, type: "bar", stack: "t", data, itemStyle: { color }, emphasis: { focus: "series" } });
 
-export function Distributed({ source, trace, config }: PageProps) {
+export function Distributed(props: PageProps) {
+  // `stepscope report DIR --html` inlines the run report: nothing to fetch
+  return isRun(props.report) ? <RunView data={props.report} run={props.report.source?.path ?? ""} config={props.config} />
+    : <RunFromServer {...props} />;
+}
+
+function RunFromServer({ source, trace, config }: PageProps) {
   const [run, setRun] = useState<string | null | undefined>(undefined);
   const [data, setData] = useState<Dict | null>(null);
   const [progress, setProgress] = useState<Progress | null>(null);
@@ -80,8 +86,18 @@ export function Distributed({ source, trace, config }: PageProps) {
     return () => { alive = false; clearTimeout(timer); };
   }, [run]);
 
+  if (error) return <p class="error" id="run-error">Could not load the run: {error}</p>;
+  if (run === null) return <p>This trace's run has a single rank trace.</p>;
+  if (!data) {
+    const frac = progress && progress.total ? progress.done / progress.total : 0;
+    return <div id="progress"><p>Loading run {run ?? ""}: {progress?.state ?? "starting"} {progress?.done ?? 0} / {progress?.total ?? "?"} ranks</p>
+      <div class="bar"><div style={{ width: `${Math.round(100 * frac)}%` }} /></div></div>;
+  }
+  return <RunView data={data} run={run ?? ""} config={config} />;
+}
+
+function RunView({ data, run, config }: { data: Dict; run: string; config: PageProps["config"] }) {
   const charts = useMemo(() => {
-    if (!data) return null;
     const ranks: K[] = data.distributed.ranks;
     const cats = ranks.map((r) => `rank ${r.rank}`);
     const base = { tooltip: { trigger: "axis", axisPointer: { type: "shadow" } }, legend: { top: 0 },
@@ -99,13 +115,6 @@ export function Distributed({ source, trace, config }: PageProps) {
     };
   }, [data]);
 
-  if (error) return <p class="error" id="run-error">Could not load the run: {error}</p>;
-  if (run === null) return <p>This trace's run has a single rank trace.</p>;
-  if (!data || !charts) {
-    const frac = progress && progress.total ? progress.done / progress.total : 0;
-    return <div id="progress"><p>Loading run {run ?? ""}: {progress?.state ?? "starting"} {progress?.done ?? 0} / {progress?.total ?? "?"} ranks</p>
-      <div class="bar"><div style={{ width: `${Math.round(100 * frac)}%` }} /></div></div>;
-  }
   const d = data.distributed;
   return (
     <div class="page" id="page-distributed">

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from stepscope.parallel.executor import EXECUTORS
+
+if TYPE_CHECKING:
+    from stepscope.report.run import RunReport
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +53,8 @@ def run_many(args: argparse.Namespace) -> int:
             report = build_run_report(run, progress=tick, **common)
     else:
         report = build_run_report(run, **common)
+    if args.html:
+        _write_run_html(report, args.html)
     if args.format == "json":
         import msgspec
 
@@ -59,3 +65,15 @@ def run_many(args: argparse.Namespace) -> int:
 
         render_run_text(report, Console(), top=max(args.top, 0))
     return 0
+
+
+def _write_run_html(report: RunReport, out: str) -> None:
+    """The run's Distributed page (and its findings) as one offline HTML file."""
+    import os
+
+    from stepscope.cli.options import tell_written
+    from stepscope.report.html import render_document, write_page
+
+    label = os.path.basename(report.run.location.rstrip("/")) or report.run.location
+    write_page(render_document(report.to_json(), label, title=f"stepscope run: {label}"), out)
+    tell_written("HTML report", out)
