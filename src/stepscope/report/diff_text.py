@@ -24,13 +24,23 @@ STATUS_STYLE = {
 }
 
 
+def signed(x: float, magnitude: str) -> str:
+    """``magnitude`` (the text of |x|) with x's sign; a typographic minus, as every change."""
+    return ("+" if x > 0 else "−" if x < 0 else "±") + magnitude
+
+
+def _plain(x: float, spec: str) -> str:
+    """A number with the same minus as the signed ones (-0 reads 0)."""
+    text = format(x, spec)
+    return "0" if text.strip("-0.") == "" else text.replace("-", "−")
+
+
 def fmt_delta(us: float) -> str:
-    sign = "+" if us > 0 else ("−" if us < 0 else "±")
-    return f"{sign}{format_us(abs(us))}"
+    return signed(us, format_us(abs(us)))
 
 
 def fmt_pct(p: float | None) -> str:
-    return "new" if p is None else f"{p:+.1f} %"
+    return "new" if p is None else signed(p, f"{abs(p):.1f}") + " %"
 
 
 def _sig_words(ch: Change, alpha: float) -> str:
@@ -55,7 +65,7 @@ def headline(diff: Diff) -> str:
     )
     if diff.main_change:
         cat = next(c for c in diff.categories if c.name == diff.main_change)
-        share = "" if cat.share_pct is None else f", {cat.share_pct:.0f} % of the change"
+        share = "" if cat.share_pct is None else f", {_plain(cat.share_pct, '.0f')} % of the change"
         line += f"; main change: {LABELS[cat.name]} {fmt_delta(cat.change.delta)}{share}"
     return line
 
@@ -91,15 +101,12 @@ def _change_columns(changes: Sequence[Change], keep: int) -> list[Column]:
     """base, new and change in one unit for the three (so they can be read across)."""
     unit, div, fmt = column_unit([max(abs(c.base), abs(c.new), abs(c.delta)) for c in changes])
 
-    def signed(us: float) -> str:
-        sign = "+" if us > 0 else ("−" if us < 0 else "±")
-        return sign + fmt.format(abs(us) / div)
-
     return [Column(f"base ({unit})", [fmt.format(c.base / div) for c in changes], keep + 1),
             Column(f"new ({unit})", [fmt.format(c.new / div) for c in changes], keep + 2),
-            Column(f"change ({unit})", [signed(c.delta) for c in changes], keep + 4),
-            Column("change (%)", ["new" if c.pct is None else f"{c.pct:+.1f}" for c in changes],
-                   keep + 3)]
+            Column(f"change ({unit})",
+                   [signed(c.delta, fmt.format(abs(c.delta) / div)) for c in changes], keep + 4),
+            Column("change (%)", ["new" if c.pct is None else signed(c.pct, f"{abs(c.pct):.1f}")
+                                  for c in changes], keep + 3)]
 
 
 def _categories(console: Console, diff: Diff) -> None:
@@ -116,7 +123,7 @@ def _categories(console: Console, diff: Diff) -> None:
         return "significant" if sig.significant else "within noise"
 
     columns = [*_change_columns([c.change for c in shown], keep=3),
-               Column("share (%)", [MISSING if c.share_pct is None else f"{c.share_pct:.0f}"
+               Column("share (%)", [MISSING if c.share_pct is None else _plain(c.share_pct, ".0f")
                                     for c in shown], keep=2),
                Column("noise", [noise(c.change) for c in shown], keep=1, justify="left")]
     print_table(console, fit_table(console, "category", [LABELS[c.name] for c in shown],
@@ -135,7 +142,7 @@ def _items(
     names = [r.name + ("" if r.metric == "device" else " (host)") for r in changed]
     columns = [Column("", [r.status for r in changed], keep=9, justify="left"),
                *_change_columns([r.change for r in changed], keep=3),
-               Column("share (%)", [MISSING if r.share_pct is None else f"{r.share_pct:.0f}"
+               Column("share (%)", [MISSING if r.share_pct is None else _plain(r.share_pct, ".0f")
                                     for r in changed], keep=2)]
     print_table(console, fit_table(console, "name", names, columns))
 
@@ -167,7 +174,7 @@ def _gpu(console: Console, diff: Diff) -> None:
     for g in rows:
         b = MISSING if g.base is None else f"{g.base:.2f} %"
         n = MISSING if g.new is None else f"{g.new:.2f} %"
-        d = "" if g.delta is None else f" ({g.delta:+.2f} points)"
+        d = "" if g.delta is None else f" ({signed(g.delta, f'{abs(g.delta):.2f}')} points)"
         say(console, f"  GPU {escape(g.device)} {g.metric}: {b} → {n}{d}")
 
 
