@@ -21,7 +21,7 @@ from stepscope.analysis.tensorrt import (
 from stepscope.analysis.tensorrt_diff import compare_engines, layer_nodes
 from stepscope.analysis.tensorrt_kernels import layer_gpu_times
 from stepscope.errors import TraceFormatError
-from stepscope.formats.trtexec_nsys import read_layer_kernels
+from stepscope.formats.trtexec_nsys import layer_of_range, read_layer_kernels
 from stepscope.report.tensorrt import TrtReport, tensorrt_json
 from stepscope.report.text_tensorrt_diff import render_engine_diff
 
@@ -237,6 +237,22 @@ def test_kernels_to_layers(tmp_path: Path) -> None:
     )
     a2 = with_gpu_times(a, m.per_layer_ms)
     assert [r.gpu_ms for r in a2.layers] == [pytest.approx(0.005), pytest.approx(0.002)]
+
+
+def test_detailed_nvtx_texts_name_their_layer(tmp_path: Path) -> None:
+    """--profilingVerbosity=detailed: NVTX texts are the layer's JSON; its Name is the layer."""
+    detailed = '{"Name":"Conv_1 + Relu_2","LayerType":"CaskConvolution","TacticValue":"0x1"}'
+    broken = '{"Name":"say "hi"","LayerType":"Reformat","Inputs":[]}'  # quotes not escaped
+    assert layer_of_range(detailed) == "Conv_1 + Relu_2"
+    assert layer_of_range(broken) == 'say "hi"'
+    assert layer_of_range("Pool_3") == "Pool_3" and layer_of_range("{not json") == "{not json"
+    db = tmp_path / "detailed.sqlite"
+    nsys_sqlite(db, [(detailed, [("sm80_xmma_fprop_a", 4000)]), (broken, [("copy", 500)])],
+                iterations=2)
+    m = layer_gpu_times(read_layer_kernels(str(db)))
+    assert m.per_layer_ms == {"Conv_1 + Relu_2": pytest.approx(0.004),
+                              'say "hi"': pytest.approx(0.0005)}
+    assert m.occurrences["Conv_1 + Relu_2"] == m.occurrences['say "hi"'] == 2
 
 
 def test_nsys_bad_inputs(tmp_path: Path) -> None:

@@ -3,13 +3,17 @@
 Self-contained over sqlite3 (tables as nsys names them: NVTX_EVENTS, CUPTI_ACTIVITY_KIND_KERNEL,
 CUPTI_ACTIVITY_KIND_RUNTIME, StringIds) so it does not depend on the general nsys reader.
 TensorRT emits one NVTX range per layer around the layer's launches (nsys run with
-``-t cuda,nvtx``). Names are interned in SQL, so rows come back as plain integers and turn
-into numpy columns without a Python loop per event.
+``-t cuda,nvtx``): its text is the layer name, or with ``--profilingVerbosity=detailed`` the
+layer's JSON description (``ProfilingVerbosity`` documents NVTX annotations as following the
+engine's verbosity), whose ``Name`` is taken. Names are interned in SQL, so rows come back
+as plain integers and turn into numpy columns without a Python loop per event.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sqlite3
 
 import numpy as np
@@ -30,6 +34,35 @@ def _ints(rows: list[tuple[int, ...]], width: int) -> I64:
     if not rows:
         return np.zeros((0, width), dtype=np.int64)
     return np.array(rows, dtype=np.int64).reshape(len(rows), width)
+
+
+_NAME_FIELD = re.compile(r'"Name"\s*:\s*"(.*?)"\s*,\s*"LayerType"', re.DOTALL)
+
+
+def layer_of_range(text: str) -> str:
+    """The layer an NVTX range names: its text, or the ``Name`` of a detailed JSON text.
+
+    TensorRT does not escape quotes in layer names (as in --exportLayerInfo), so a JSON
+    text that does not parse falls back to the span between ``"Name":"`` and ``","LayerType"``.
+    """
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        m = _NAME_FIELD.search(text)
+        return m.group(1) if m else text
+    name = doc.get("Name") if isinstance(doc, dict) else None
+    return name if isinstance(name, str) else text
+
+
+def _by_layer(texts: tuple[str, ...], index: I64) -> tuple[tuple[str, ...], I64]:
+    """Range texts -> layer names; texts naming the same layer share one index."""
+    names = [layer_of_range(t) for t in texts]
+    unique = tuple(sorted(set(names)))
+    pos = {n: i for i, n in enumerate(unique)}
+    remap = np.array([pos[n] for n in names], dtype=np.int64)
+    return unique, remap[index] if len(index) else index
 
 
 def read_layer_kernels(path: str) -> LayerKernelTrace:
@@ -96,10 +129,11 @@ def read_layer_kernels(path: str) -> LayerKernelTrace:
         con.close()
     r = _ints(rrows, 4)
     lr = _ints(lrows, 3)
+    layer_names, range_layer = _by_layer(range_names, r[:, 3].copy())
     return LayerKernelTrace(
         path=path,
-        range_names=range_names,
-        range_name=r[:, 3].copy(),
+        range_names=layer_names,
+        range_name=range_layer,
         range_start=r[:, 0].copy(),
         range_end=r[:, 1].copy(),
         range_tid=r[:, 2].copy(),
