@@ -1,13 +1,28 @@
-// Numbers are shown exactly as the JSON report has them (µs with 3 decimals, % with 2).
-export const us = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(3));
+// Numbers are the JSON report's: times in one unit per column or card (see timeUnit), % with 2 decimals.
 export const pct = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(2));
 /** A percentage with its sign: "55.51 %", or "—" alone when the trace has no value. */
 export const pctUnit = (x: number | null | undefined) => (x == null ? "—" : `${x.toFixed(2)} %`);
-/** One time unit for a whole view, from its largest µs value: ms from 1 ms up, else µs. */
-export function timeUnit(maxUs: number): { label: string; fmt: (x: number | null | undefined) => string } {
-  const [label, div] = Math.abs(maxUs) >= 1000 ? ["ms", 1000] : ["µs", 1];
-  return { label, fmt: (x) => (x == null ? "—" : (x / div).toFixed(3)) };
+/** `fmt`: the number alone (cells under a header naming the unit); `text`: with the unit. */
+export interface TimeUnit { label: string; div: number; fmt: (us: number | null | undefined) => string; text: (us: number | null | undefined) => string; }
+/** One time unit for a set of µs values (a table column, a card, a chart), so it never mixes
+ * units: picked from the largest magnitude as the terminal's `units.column_unit` (ms from 1 ms
+ * up, else µs), plus s from 1 s up. 3 decimals in it: a µs column keeps the JSON's precision
+ * and a ms one still shows whole µs. tests/browser/helpers.py mirrors this. */
+export function timeUnit(valuesUs: Iterable<number | null | undefined>): TimeUnit {
+  let big = 0;
+  for (const v of valuesUs) if (v != null && Number.isFinite(v)) big = Math.max(big, Math.abs(v));
+  const [label, div] = big >= 1e6 ? ["s", 1e6] : big >= 1e3 ? ["ms", 1e3] : ["µs", 1];
+  const fmt = (x: number | null | undefined) => (x == null ? "—" : (x / div).toFixed(3));
+  return { label, div, fmt, text: (x) => (x == null ? "—" : `${fmt(x)} ${label}`) };
 }
+/** One µs value in its own unit: "98.562 ms". */
+export const timeText = (us: number | null | undefined) => timeUnit([us]).text(us);
+/** An ECharts value axis for µs data, labelled in `u` (the data stay µs; tooltips: `valueFormatter: u.text`);
+ * its pointer label also heads an axis tooltip. */
+export const timeAxis = (u: TimeUnit, more: Record<string, unknown> = {}) => ({
+  type: "value", name: u.label, axisLabel: { formatter: (v: number) => String(+(v / u.div).toFixed(3)) },
+  axisPointer: { label: { formatter: (p: { value: number }) => u.text(p.value) } }, ...more,
+});
 export const int = (x: number | null | undefined) => (x == null ? "—" : String(x));
 /** Tick labels: as few digits as the tick step needs. */
 export function tickLabel(ns: number, step: number): string {

@@ -1,7 +1,14 @@
 import { useMemo, useState } from "preact/hooks";
 import type { ComponentChildren } from "preact";
+import { timeUnit } from "./format";
 
-export interface Column<T> { key: string; label: string; num?: boolean; value: (r: T) => any; render?: (r: T) => ComponentChildren; }
+/** `time`: `value` is µs, shown in one unit for the column, picked from all its rows (not the
+ * filtered ones, so a search never changes it); the header gets the unit: "total ms". */
+export interface Column<T> { key: string; label: string; num?: boolean; time?: boolean; value: (r: T) => any; render?: (r: T) => ComponentChildren; }
+
+/** A µs column whose row field is `key`. */
+export const timeCol = <T extends Record<string, any>>(key: string, label: string): Column<T> =>
+  ({ key, label, num: true, time: true, value: (r) => r[key] });
 
 /** Sortable, searchable table. Cell text goes through Preact, which escapes it. */
 export function Table<T>({ rows, cols, id, searchKey, initialSort }: {
@@ -22,19 +29,21 @@ export function Table<T>({ rows, cols, id, searchKey, initialSort }: {
     }
     return out;
   }, [rows, cols, sort, filter]);
+  const units = useMemo(() => cols.map((c) => (c.time ? timeUnit(rows.map(c.value)) : null)), [rows, cols]);
   return (
     <div class="table-wrap">
       {searchKey && <input class="search" id={`${id}-search`} placeholder="search by name…" value={filter}
         onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />}
       <span class="count">{shown.length} rows</span>
       <table id={id}>
-        <thead><tr>{cols.map((c) => (
+        <thead><tr>{cols.map((c, j) => (
           <th key={c.key} class={c.num ? "num" : ""} data-key={c.key}
             onClick={() => setSort({ key: c.key, desc: sort.key === c.key ? !sort.desc : true })}>
-            {c.label}{sort.key === c.key ? (sort.desc ? " ▼" : " ▲") : ""}
+            {units[j] ? `${c.label} ${units[j]!.label}` : c.label}{sort.key === c.key ? (sort.desc ? " ▼" : " ▲") : ""}
           </th>))}</tr></thead>
         <tbody>{shown.map((r, i) => (
-          <tr key={i}>{cols.map((c) => <td key={c.key} class={c.num ? "num" : ""} data-key={c.key}>{c.render ? c.render(r) : c.value(r)}</td>)}</tr>
+          <tr key={i}>{cols.map((c, j) => <td key={c.key} class={c.num ? "num" : ""} data-key={c.key}>
+            {c.render ? c.render(r) : units[j] ? units[j]!.fmt(c.value(r)) : c.value(r)}</td>)}</tr>
         ))}</tbody>
       </table>
     </div>

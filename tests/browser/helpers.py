@@ -3,11 +3,45 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from tests.browser.conftest import shot
 
 PAGES = ("overview", "operators", "kernels", "timeline", "findings")
+
+
+def time_unit(column_us: Iterable[float | None]) -> tuple[str, float]:
+    """The dashboard's unit for a set of µs values (format.ts ``timeUnit``): from the largest
+    magnitude, s from 1 s, ms from 1 ms (as units.column_unit), else µs."""
+    big = max((abs(v) for v in column_us if v is not None), default=0.0)
+    return ("s", 1e6) if big >= 1e6 else ("ms", 1e3) if big >= 1e3 else ("µs", 1.0)
+
+
+def shown_us(x: float | None, column_us: Iterable[float | None] | None = None) -> str:
+    """The text of µs value ``x`` in a cell or card whose unit comes from ``column_us`` (``x``
+    alone when not given): 3 decimals in the unit. JS toFixed rounds ties away from zero on the
+    double's exact value (1062.5 µs is "1.063" ms where f"{1.0625:.3f}" says "1.062")."""
+    if x is None:
+        return "—"
+    _, div = time_unit([x] if column_us is None else column_us)
+    text = str(Decimal(x / div).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    return "0.000" if text == "-0.000" and x == 0 else text
+
+
+def signed(x: float, column_us: Iterable[float | None]) -> str:
+    """A change as Compare shows it: "+1.234", "-0.500"."""
+    return ("+" if x >= 0 else "") + shown_us(x, column_us)
+
+
+def time_text(x: float) -> str:
+    """A µs value with its own unit (format.ts ``timeText``): "98.562 ms"."""
+    return f"{shown_us(x)} {time_unit([x])[0]}"
+
+
+def column(rows: list[dict[str, Any]], key: str) -> list[Any]:
+    return [r[key] for r in rows]
 
 
 def cell(page: Any, selector: str) -> str:
@@ -16,9 +50,14 @@ def cell(page: Any, selector: str) -> str:
 
 def check_overview(page: Any, report: dict[str, Any], name: str) -> None:
     page.wait_for_selector("#page-overview", timeout=60_000)
-    assert cell(page, "#step-avg") == f"{report['breakdown']['step_avg_us']:.3f}"
-    for cat, v in report["breakdown"]["avg_us"].items():
-        assert cell(page, f"#breakdown tr[data-cat='{cat}'] td[data-key='avg_us']") == f"{v:.3f}"
+    avg = report["breakdown"]["step_avg_us"]
+    assert cell(page, "#step-avg") == shown_us(avg)
+    assert cell(page, "#step-avg + .unit") == time_unit([avg])[0]
+    cats = report["breakdown"]["avg_us"]
+    assert cell(page, "#breakdown th:nth-child(2)") == f"avg {time_unit(cats.values())[0]} per step"
+    for cat, v in cats.items():
+        assert cell(page, f"#breakdown tr[data-cat='{cat}'] td[data-key='avg_us']") == \
+            shown_us(v, cats.values())
         pct = report["breakdown"]["pct"][cat]
         assert cell(page, f"#breakdown tr[data-cat='{cat}'] td[data-key='pct']") == f"{pct:.2f}"
     for g in report["gpu"]:
@@ -38,7 +77,10 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         row = page.locator("#operators-table tbody tr").first
         assert row.locator("td[data-key='name']").inner_text() == ops[0]["name"]
         assert row.locator("td[data-key='device_self_us']").inner_text() == \
-            f"{ops[0]['device_self_us']:.3f}"
+            shown_us(ops[0]["device_self_us"], column(ops, "device_self_us"))
+        unit = time_unit(column(ops, "device_self_us"))[0]
+        assert cell(page, "#operators-table th[data-key='device_self_us']") == \
+            f"device self {unit} ▼"
         assert row.locator("td[data-key='calls']").inner_text() == str(ops[0]["calls"])
         assert page.locator("#operators-table tbody tr").count() == len(ops)
         page.fill("#operators-table-search", ops[0]["name"])
@@ -52,15 +94,18 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         row = page.locator("#operators-table tbody tr").first
         assert row.locator("td[data-key='name']").inner_text() == by_stack[0]["name"]
         assert row.locator("td[data-key='device_self_us']").inner_text() == \
-            f"{by_stack[0]['device_self_us']:.3f}"
+            shown_us(by_stack[0]["device_self_us"], column(by_stack, "device_self_us"))
     page.click("#nav-kernels")
     page.wait_for_selector("#page-kernels")
     ks = sorted(report["kernels"], key=lambda r: -r["total_us"])
     if ks:
         row = page.locator("#kernels-table tbody tr").first
         assert row.locator("td[data-key='name']").inner_text() == ks[0]["name"]
-        assert row.locator("td[data-key='total_us']").inner_text() == f"{ks[0]['total_us']:.3f}"
-        assert row.locator("td[data-key='mean_us']").inner_text() == f"{ks[0]['mean_us']:.3f}"
+        for key in ("total_us", "mean_us", "max_us"):
+            assert row.locator(f"td[data-key='{key}']").inner_text() == \
+                shown_us(ks[0][key], column(ks, key))
+        unit = time_unit(column(ks, "mean_us"))[0]
+        assert cell(page, "#kernels-table th[data-key='mean_us']") == f"mean {unit}"
         page.click("#kernels-table th[data-key='calls']")  # sort by calls, descending
         assert row.locator("td[data-key='calls']").inner_text() == \
             str(max(k["calls"] for k in ks))
@@ -70,7 +115,8 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
     if kops:
         row = page.locator("#kernel-ops-table tbody tr").first
         assert row.locator("td[data-key='operator']").inner_text() == kops[0]["operator"]
-        assert row.locator("td[data-key='total_us']").inner_text() == f"{kops[0]['total_us']:.3f}"
+        assert row.locator("td[data-key='total_us']").inner_text() == \
+            shown_us(kops[0]["total_us"], column(kops, "total_us"))
     page.click("#nav-findings")
     page.wait_for_selector("#page-findings")
     cards = page.locator("#page-findings .finding")
@@ -81,7 +127,11 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
 
         # expect() waits for the card to render (inner_text() would read it mid-update)
         expect(c.locator(".title")).to_have_text(f["title"])
-        expect(c.locator(".saving-us")).to_have_text(f"{f['estimated_saving']['us_per_step']:.3f}")
+        saving = f["estimated_saving"]["us_per_step"]
+        expect(c.locator(".saving-us")).to_have_text(shown_us(saving))
+        expect(c.locator(".saving")).to_have_text(
+            f"saves up to {shown_us(saving)} {time_unit([saving])[0]} per step "
+            f"({f['estimated_saving']['pct_of_step']:.2f} % of the step)")
     shot(page, f"{name}-findings")
 
 

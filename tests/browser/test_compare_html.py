@@ -11,6 +11,7 @@ import pytest
 from stepscope.cli.main import main
 from stepscope.report.html import render_document, write_page
 from tests.browser.conftest import shot
+from tests.browser.helpers import shown_us, signed
 from tests.conftest import shared_trace
 from tests.diff_builders import training_trace
 
@@ -43,9 +44,10 @@ def test_diff_html_of_the_resnet_pair(page: Any, tmp_path: Path,
     # only Compare: a diff has no single-run pages
     assert [a.inner_text() for a in page.locator("header nav a").all()] == ["Compare"]
     st = doc["step_time"]
-    assert text(page, "#diff-step-base") == f"{st['base_us'] / 1000:.3f}"
-    assert text(page, "#diff-step-new") == f"{st['new_us'] / 1000:.3f}"
-    assert text(page, "#diff-step-delta") == f"{st['delta_us'] / 1000:+.3f}"
+    unit = [st["base_us"], st["new_us"]]  # the page's one unit
+    assert text(page, "#diff-step-base") == shown_us(st["base_us"], unit)
+    assert text(page, "#diff-step-new") == shown_us(st["new_us"], unit)
+    assert text(page, "#diff-step-delta") == signed(st["delta_us"], unit)
     assert text(page, "#diff-verdict") == st["verdict"] == "improvement"
     assert text(page, "#diff-main") == "Main change: dataloader"
     assert text(page, "#diff-gate-verdict") == "FAILED"
@@ -60,7 +62,7 @@ def test_diff_html_of_the_resnet_pair(page: Any, tmp_path: Path,
     k = doc["kernels"][0]
     row = page.locator("#diff-kernels tbody tr").first
     assert row.locator("td[data-key='name']").inner_text() == k["name"]
-    assert row.locator("td[data-key='delta_us']").inner_text() == f"{k['delta_us'] / 1000:+.3f}"
+    assert row.locator("td[data-key='delta_us']").inner_text() == signed(k["delta_us"], unit)
     shot(page, "diff-html-resnet")
     assert all(u.startswith(("file://", "data:", "blob:")) for u in requests), requests
     assert not page.errors, page.errors

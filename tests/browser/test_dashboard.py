@@ -11,7 +11,14 @@ import pytest
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from tests.browser.conftest import shot
-from tests.browser.helpers import check_overview, check_tables, drive_timeline
+from tests.browser.helpers import (
+    check_overview,
+    check_tables,
+    column,
+    drive_timeline,
+    shown_us,
+    time_unit,
+)
 from tests.conftest import shared_trace
 from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace
 
@@ -55,7 +62,7 @@ def test_dashboard_on_a_real_logdir(page: Any, serve: Any) -> None:
     other = _report(root / "num_workers_4/worker0.1623212756351.pt.trace.json.gz")
     page.wait_for_function(
         "(v) => document.querySelector('#step-avg')?.textContent === v",
-        arg=f"{other['breakdown']['step_avg_us']:.3f}", timeout=60_000)
+        arg=shown_us(other["breakdown"]["step_avg_us"]), timeout=60_000)
     assert not page.errors, page.errors
 
 
@@ -110,7 +117,7 @@ def test_progress_is_shown_while_a_trace_loads(page: Any, serve: Any, tmp_path: 
 
     import stepscope.formats
 
-    dashboard_trace(tmp_path)
+    path = dashboard_trace(tmp_path)
     release = threading.Event()
     real = stepscope.formats.load_trace
 
@@ -129,4 +136,28 @@ def test_progress_is_shown_while_a_trace_loads(page: Any, serve: Any, tmp_path: 
     shot(page, "loading-progress")
     release.set()
     page.wait_for_selector("#page-overview", timeout=30_000)
-    assert page.locator("#step-avg").inner_text() == "1000.000"
+    assert page.locator("#step-avg").inner_text() == \
+        shown_us(_report(path)["breakdown"]["step_avg_us"]) == "1.000"  # 1000 µs steps
+
+
+def test_each_column_picks_its_unit(page: Any, serve: Any, tmp_path: Path) -> None:
+    """Steps of 1.5 s read in s, their kernels (300 µs and 1.5 µs) stay in µs: one unit per
+    column or card, from its largest value."""
+    path = dashboard_trace(tmp_path, steps=2, step_us=1.5e6)
+    report = _report(path)
+    server = serve(str(tmp_path))
+    page.goto(server.url)
+    page.wait_for_selector("#page-overview", timeout=60_000)
+    assert time_unit([report["breakdown"]["step_avg_us"]])[0] == "s"
+    check_overview(page, report, "units-seconds")  # the step average in s
+    assert page.locator("#step-avg").inner_text() == "1.500"
+    ks = sorted(report["kernels"], key=lambda r: -r["total_us"])
+    assert time_unit(column(ks, "total_us"))[0] == "µs"
+    page.click("#nav-kernels")
+    page.wait_for_selector("#kernels-table")
+    assert page.locator("#kernels-table th[data-key='total_us']").inner_text() == "total µs ▼"
+    cells = page.locator("#kernels-table td[data-key='total_us']").all_inner_texts()
+    assert cells == [shown_us(k["total_us"], column(ks, "total_us")) for k in ks]
+    assert cells[0] == "600.000"  # 2 steps x 300 µs
+    shot(page, "units-kernels")
+    assert not page.errors, page.errors

@@ -11,7 +11,7 @@ import pytest
 from stepscope.cli.main import main
 from stepscope.report.run import build_run_report, find_run
 from tests.browser.conftest import shot
-from tests.browser.helpers import cell
+from tests.browser.helpers import cell, column, shown_us, time_unit
 from tests.conftest import shared_trace
 
 
@@ -23,35 +23,44 @@ def _cells(page: Any, table: str, i: int, keys: list[str]) -> dict[str, str]:
 def check_run_page(page: Any, want: dict[str, Any]) -> None:
     """Every table of the Distributed page equals the run report's figures."""
     dist = want["distributed"]
-    f3 = "{:.3f}".format
     ranks = dist["ranks"]
+
+    def us(rows: list[dict[str, Any]], r: dict[str, Any], key: str) -> str:
+        return shown_us(r[key], column(rows, key))  # in the unit of its column
+
     assert page.locator("#ranks-table tbody tr").count() == len(ranks) == 8
+    unit = time_unit(column(ranks, "computation_us"))[0]
+    assert cell(page, "#ranks-table th[data-key='computation_us']") == f"computation {unit}"
     for i, r in enumerate(ranks):
         got = _cells(page, "ranks-table", i, ["rank", "computation_us", "overlap_us",
                                               "communication_us", "sync_us", "transfer_us",
                                               "other_us", "comm_overlap_pct"])
-        assert got == {"rank": str(r["rank"]), "computation_us": f3(r["computation_us"]),
-                       "overlap_us": f3(r["overlap_us"]),
-                       "communication_us": f3(r["communication_us"]),
-                       "sync_us": f3(r["sync_us"]), "transfer_us": f3(r["transfer_us"]),
-                       "other_us": f3(r["other_us"]),
+        assert got == {"rank": str(r["rank"]),
+                       "computation_us": us(ranks, r, "computation_us"),
+                       "overlap_us": us(ranks, r, "overlap_us"),
+                       "communication_us": us(ranks, r, "communication_us"),
+                       "sync_us": us(ranks, r, "sync_us"),
+                       "transfer_us": us(ranks, r, "transfer_us"),
+                       "other_us": us(ranks, r, "other_us"),
                        "comm_overlap_pct": f"{r['comm_overlap_pct']:.2f}"}
     # stragglers slowest first: rank 7 and the wait it causes
     assert dist["stragglers"][0]["rank"] == 7
     for i, s in enumerate(dist["stragglers"]):
         got = _cells(page, "stragglers-table", i, ["rank", "wait_caused_us", "share_pct"])
-        assert got == {"rank": str(s["rank"]), "wait_caused_us": f3(s["wait_caused_us"]),
+        assert got == {"rank": str(s["rank"]),
+                       "wait_caused_us": us(dist["stragglers"], s, "wait_caused_us"),
                        "share_pct": f"{s['share_pct']:.2f}"}
     for i, st in enumerate(dist["steps"]):
         got = _cells(page, "steps-table", i, ["step", "last_rank", "wait_us"])
         assert got == {"step": st["step"], "last_rank": str(st["last_rank"]),
-                       "wait_us": f3(st["wait_us"])}
+                       "wait_us": us(dist["steps"], st, "wait_us")}
     for i, c in enumerate(dist["collectives"]):
         got = _cells(page, "collectives-table", i, ["collective", "calls", "bytes_per_call",
                                                     "time_us", "algbw_gbps", "busbw_gbps"])
         assert got == {"collective": c["collective"], "calls": str(c["calls"]),
                        "bytes_per_call": f"{c['bytes_per_call']:.1f}",
-                       "time_us": f3(c["time_us"]), "algbw_gbps": f"{c['algbw_gbps']:.4f}",
+                       "time_us": us(dist["collectives"], c, "time_us"),
+                       "algbw_gbps": f"{c['algbw_gbps']:.4f}",
                        "busbw_gbps": f"{c['busbw_gbps']:.4f}"}
     cards = page.locator("#run-findings .finding")
     assert cards.count() == len(want["findings"]) >= 1

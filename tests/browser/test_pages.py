@@ -10,6 +10,7 @@ from typing import Any
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from tests.browser.conftest import shot
+from tests.browser.helpers import column, shown_us, signed, time_text, time_unit
 from tests.conftest import shared_trace
 
 QWEN = "outside/tracelens-h100-qwen"
@@ -35,7 +36,7 @@ def check_memory(page: Any, report: dict[str, Any], name: str) -> None:
         card = f".card.mem[data-device='{d['device']}']"
         assert text(page, f"{card} td[data-key='peak_allocated_bytes']") == \
             f"{mib(d['peak_allocated_bytes'])} MiB"
-        assert text(page, f"{card} td[data-key='peak_us']") == f"{d['peak_us']:.3f} µs"
+        assert text(page, f"{card} td[data-key='peak_us']") == time_text(d["peak_us"])
         a = d["allocations"]
         assert text(page, f"{card} td[data-key='allocs']") == f"{a['count']} / {a['frees']}"
     devs = report["memory"]["devices"]
@@ -81,7 +82,8 @@ def check_modules(page: Any, report: dict[str, Any], name: str) -> None:
     page.wait_for_selector("#modules-table", timeout=60_000)
     mods = report["modules"]
     assert text(page, "#module-events") == str(mods["module_events"])
-    assert text(page, "#device-in-modules") == f"{mods['device_us_in_modules']:.3f}"
+    card = [mods["device_us_in_modules"], mods["device_us_total"]]
+    assert text(page, "#device-in-modules") == shown_us(card[0], card)
     nodes = mods["nodes"]
     roots = [n for n in nodes if n["parent"] == -1]
     first = [n for n in nodes if n["depth"] == 0 or n["parent"] in {r["id"] for r in roots}]
@@ -89,7 +91,8 @@ def check_modules(page: Any, report: dict[str, Any], name: str) -> None:
     assert rows.count() == len(first)  # roots open, their children shown
     root = page.locator(f"#modules-table tr[data-id='{roots[0]['id']}']")
     for key in ("host_total_us", "device_total_us", "device_self_us", "max_call_us"):
-        assert root.locator(f"td[data-key='{key}']").inner_text() == f"{roots[0][key]:.3f}"
+        assert root.locator(f"td[data-key='{key}']").inner_text() == \
+            shown_us(roots[0][key], column(nodes, key))
     # collapse the root, expand all
     root.locator("button.twisty").click()
     assert rows.count() == len(roots)
@@ -99,7 +102,7 @@ def check_modules(page: Any, report: dict[str, Any], name: str) -> None:
     row = page.locator(f"#modules-table tr[data-id='{deep['id']}']")
     assert row.locator("td[data-key='name']").inner_text().strip() == deep["name"]
     assert row.locator("td[data-key='device_total_us']").inner_text() == \
-        f"{deep['device_total_us']:.3f}"
+        shown_us(deep["device_total_us"], column(nodes, "device_total_us"))
     # flame view: one box per module wide enough to draw; clicking a child zooms into it
     boxes = page.locator("#modules-flame svg g")
     assert boxes.count() > len(roots)
@@ -128,9 +131,11 @@ def check_efficiency(page: Any, report: dict[str, Any], name: str) -> None:
     assert text(page, "#hfu") == f"{e['hfu_pct']:.2f}"
     assert text(page, "#total-gflop") == f"{e['total_gflop']:.3f}"
     assert text(page, "#modelled-pct") == f"{e['modelled_time_pct']:.2f}"
-    for fam, v in e["time_by_family_us"].items():
+    fams = e["time_by_family_us"]
+    assert text(page, "#efficiency-families th:nth-child(2)") == time_unit(fams.values())[0]
+    for fam, v in fams.items():
         assert text(page, f"#efficiency-families tr[data-family='{fam}'] td[data-key='us']") == \
-            f"{v:.3f}"
+            shown_us(v, fams.values())
     rows = page.locator("#efficiency-points tbody tr")
     assert rows.count() == len(e["kernels"])
     top = max(e["kernels"], key=lambda r: r["time_us"])
@@ -238,16 +243,18 @@ def test_compare_page_on_two_real_runs(page: Any, serve: Any) -> None:
     page.wait_for_selector("#diff-new option", state="attached", timeout=60_000)
     page.select_option("#diff-new", new)
     page.wait_for_selector("#diff-step-delta", timeout=120_000)
-    st = diff["step_time"]  # training steps of ~100 ms: the page shows ms
-    assert text(page, "#diff-step-base") == f"{st['base_us'] / 1000:.3f}"
-    assert text(page, "#diff-step-new") == f"{st['new_us'] / 1000:.3f}"
-    assert text(page, "#diff-step-delta") == f"{st['delta_us'] / 1000:+.3f}"
+    st = diff["step_time"]  # one unit for the page, the step time's: ms for ~100 ms steps
+    unit = [st["base_us"], st["new_us"]]
+    assert time_unit(unit)[0] == "ms"
+    assert text(page, "#diff-step-base") == shown_us(st["base_us"], unit)
+    assert text(page, "#diff-step-new") == shown_us(st["new_us"], unit)
+    assert text(page, "#diff-step-delta") == signed(st["delta_us"], unit)
     assert text(page, "#diff-verdict") == st["verdict"]
     rows = page.locator("#diff-categories tbody tr")
     assert rows.count() == len(diff["categories"])
     for i, c in enumerate(diff["categories"][:3]):
         assert rows.nth(i).locator("td[data-key='delta_us']").inner_text() == \
-            f"{c['delta_us'] / 1000:+.3f}"
+            signed(c["delta_us"], unit)
     assert page.locator("#diff-kernels tbody tr").count() == len(diff["kernels"])
     # per-step tests in the dashboard too: every kernel row says yes or no
     sig = page.locator("#diff-kernels tbody td[data-key='significant']").all_inner_texts()

@@ -1,14 +1,13 @@
 import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Table, type Column } from "../table";
-import { pct, pctUnit, timeUnit } from "../format";
+import { pct, pctUnit, timeUnit, type TimeUnit as Unit } from "../format";
 import { isDiff, type RunTree } from "../types";
 
 type D = Record<string, any>;
 const signed = (x: number | null | undefined, d = 3) => (x == null ? "—" : (x >= 0 ? "+" : "") + x.toFixed(d));
 const sig = (r: D) => (r.significance == null ? "—" : r.significance.significant ? "yes" : "no");
 
-type Unit = ReturnType<typeof timeUnit>;
 const signedIn = (u: Unit, x: number | null | undefined) => (x == null ? "—" : (x >= 0 ? "+" : "") + u.fmt(x));
 
 function changeCols(u: Unit): Column<D>[] {
@@ -86,7 +85,7 @@ function DiffView({ diff }: { diff: D }) {
   const st = diff.step_time;
   if (!st) return null;
   // Times in the step's unit (ms for training steps): one unit per page, per-step values.
-  const u = timeUnit(Math.max(Math.abs(st.base_us ?? 0), Math.abs(st.new_us ?? 0)));
+  const u = timeUnit([st.base_us, st.new_us]);
   const items = itemCols(u);
   return <>
     <section class="cards">

@@ -3,9 +3,9 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { isRun, type Dict, type Progress, type RunTree } from "../types";
-import { Table, type Column } from "../table";
+import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";
-import { pct, us } from "../format";
+import { pct, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";
 
 type K = Record<string, any>;
@@ -20,28 +20,28 @@ const fixed = (x: number | null | undefined, d: number) => (x == null ? "—" : 
 
 const RANKS: Column<K>[] = [
   { key: "rank", label: "rank", num: true, value: (r) => r.rank },
-  { key: "computation_us", label: "computation µs", num: true, value: (r) => r.computation_us, render: (r) => us(r.computation_us) },
-  { key: "overlap_us", label: "overlap µs", num: true, value: (r) => r.overlap_us, render: (r) => us(r.overlap_us) },
-  { key: "communication_us", label: "communication µs", num: true, value: (r) => r.communication_us, render: (r) => us(r.communication_us) },
-  { key: "sync_us", label: "sync wait µs", num: true, value: (r) => r.sync_us, render: (r) => us(r.sync_us) },
-  { key: "transfer_us", label: "transfer µs", num: true, value: (r) => r.transfer_us, render: (r) => us(r.transfer_us) },
-  { key: "other_us", label: "other µs", num: true, value: (r) => r.other_us, render: (r) => us(r.other_us) },
+  timeCol("computation_us", "computation"),
+  timeCol("overlap_us", "overlap"),
+  timeCol("communication_us", "communication"),
+  timeCol("sync_us", "sync wait"),
+  timeCol("transfer_us", "transfer"),
+  timeCol("other_us", "other"),
   { key: "comm_overlap_pct", label: "comm overlap %", num: true, value: (r) => r.comm_overlap_pct, render: (r) => pct(r.comm_overlap_pct) },
 ];
 
 const STRAGGLERS: Column<K>[] = [
   { key: "rank", label: "rank", num: true, value: (r) => r.rank },
-  { key: "wait_caused_us", label: "wait caused µs", num: true, value: (r) => r.wait_caused_us, render: (r) => us(r.wait_caused_us) },
+  timeCol("wait_caused_us", "wait caused"),
   { key: "share_pct", label: "share of waiting %", num: true, value: (r) => r.share_pct, render: (r) => pct(r.share_pct) },
   { key: "last_arrivals", label: "last arrivals", num: true, value: (r) => r.last_arrivals, render: (r) => `${r.last_arrivals} / ${r.matched_calls}` },
-  { key: "computation_us", label: "computation µs", num: true, value: (r) => r.computation_us, render: (r) => us(r.computation_us) },
-  { key: "computation_excess_us", label: "computation vs mean µs", num: true, value: (r) => r.computation_excess_us, render: (r) => us(r.computation_excess_us) },
+  timeCol("computation_us", "computation"),
+  timeCol("computation_excess_us", "computation vs mean"),
 ];
 
 const STEPS: Column<K>[] = [
   { key: "step", label: "step", value: (r) => r.step },
   { key: "last_rank", label: "last rank", num: true, value: (r) => r.last_rank ?? "—" },
-  { key: "wait_us", label: "wait caused µs", num: true, value: (r) => r.wait_us, render: (r) => us(r.wait_us) },
+  timeCol("wait_us", "wait caused"),
 ];
 
 const COLLECTIVES: Column<K>[] = [
@@ -50,14 +50,11 @@ const COLLECTIVES: Column<K>[] = [
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
   { key: "bytes_per_call", label: "bytes/call", num: true, value: (r) => r.bytes_per_call, render: (r) => fixed(r.bytes_per_call, 1) },
   { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
-  { key: "time_us", label: "time µs", num: true, value: (r) => r.time_us, render: (r) => us(r.time_us) },
+  timeCol("time_us", "time"),
   { key: "algbw_gbps", label: "algbw GB/s", num: true, value: (r) => r.algbw_gbps, render: (r) => fixed(r.algbw_gbps, 4) },
   { key: "busbw_gbps", label: "busbw GB/s", num: true, value: (r) => r.busbw_gbps, render: (r) => fixed(r.busbw_gbps, 4) },
   { key: "link_peak_pct", label: "% link peak", num: true, value: (r) => r.link_peak_pct, render: (r) => pct(r.link_peak_pct) },
 ];
-
-const bar = (name: string, data: number[], color: string) =>
-  ({ name, type: "bar", stack: "t", data, itemStyle: { color }, emphasis: { focus: "series" } });
 
 export function Distributed(props: PageProps) {
   // `stepscope report DIR --html` inlines the run report: nothing to fetch
@@ -100,18 +97,16 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
   const charts = useMemo(() => {
     const ranks: K[] = data.distributed.ranks;
     const cats = ranks.map((r) => `rank ${r.rank}`);
-    const base = { tooltip: { trigger: "axis", axisPointer: { type: "shadow" } }, legend: { top: 0 },
-      grid: { left: 60, right: 20, top: 36, bottom: 30 }, xAxis: { type: "category", data: cats },
-      yAxis: { type: "value", name: "µs" } };
+    // Both charts in the unit of the tallest stack (a rank's whole time), tooltips in it too.
+    const u = timeUnit(ranks.map((r) => r.computation_us + r.overlap_us + r.communication_us + r.other_us));
+    const base = { tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: u.text },
+      legend: { top: 0 }, grid: { left: 60, right: 20, top: 36, bottom: 30 }, xAxis: { type: "category", data: cats }, yAxis: timeAxis(u) };
+    const bar = (name: string, key: string, color: string) =>
+      ({ name, type: "bar", stack: "t", data: ranks.map((r) => r[key]), itemStyle: { color }, emphasis: { focus: "series" } });
     return {
-      time: { ...base, series: [
-        bar("computation", ranks.map((r) => r.computation_us), "#4e79a7"),
-        bar("overlap", ranks.map((r) => r.overlap_us), "#59a14f"),
-        bar("communication", ranks.map((r) => r.communication_us), "#e15759"),
-        bar("other", ranks.map((r) => r.other_us), "#bab0ac")] },
-      comm: { ...base, series: [
-        bar("sync wait", ranks.map((r) => r.sync_us), "#f28e2b"),
-        bar("transfer", ranks.map((r) => r.transfer_us), "#76b7b2")] },
+      time: { ...base, series: [bar("computation", "computation_us", "#4e79a7"), bar("overlap", "overlap_us", "#59a14f"),
+        bar("communication", "communication_us", "#e15759"), bar("other", "other_us", "#bab0ac")] },
+      comm: { ...base, series: [bar("sync wait", "sync_us", "#f28e2b"), bar("transfer", "transfer_us", "#76b7b2")] },
     };
   }, [data]);
 

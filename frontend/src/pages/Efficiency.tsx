@@ -1,8 +1,8 @@
 import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Chart } from "../chart";
-import { Table, type Column } from "../table";
-import { pct, us } from "../format";
+import { Table, timeCol, type Column } from "../table";
+import { pct, timeText, timeUnit } from "../format";
 
 const PALETTE = ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc", "#999"];
 
@@ -15,7 +15,7 @@ const POINT_COLS: Column<D>[] = [
   { key: "family", label: "family", value: (r) => r.family },
   { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  { key: "time_us", label: "time µs", num: true, value: (r) => r.time_us, render: (r) => us(r.time_us) },
+  timeCol("time_us", "time"),
   { key: "gflop", label: "GFLOP", num: true, value: (r) => r.gflop, render: (r) => num(r.gflop) },
   { key: "tflops_per_s", label: "TFLOP/s", num: true, value: (r) => r.tflops_per_s, render: (r) => num(r.tflops_per_s) },
   { key: "gbytes_per_s", label: "GB/s", num: true, value: (r) => r.gbytes_per_s, render: (r) => num(r.gbytes_per_s) },
@@ -26,7 +26,7 @@ const POINT_COLS: Column<D>[] = [
 const STEP_COLS: Column<D>[] = [
   { key: "step", label: "step", value: (r) => r.step },
   { key: "device", label: "device", num: true, value: (r) => r.device },
-  { key: "duration_us", label: "duration µs", num: true, value: (r) => r.duration_us, render: (r) => us(r.duration_us) },
+  timeCol("duration_us", "duration"),
   { key: "model_gflop", label: "model GFLOP", num: true, value: (r) => r.model_gflop, render: (r) => num(r.model_gflop) },
   { key: "hardware_gflop", label: "hardware GFLOP", num: true, value: (r) => r.hardware_gflop, render: (r) => num(r.hardware_gflop) },
   { key: "peak_tflops", label: "peak TFLOP/s", num: true, value: (r) => r.peak_tflops, render: (r) => num(r.peak_tflops, 1) },
@@ -36,14 +36,14 @@ const STEP_COLS: Column<D>[] = [
 const NO_MODEL_COLS: Column<D>[] = [
   { key: "name", label: "launching operator", value: (r) => r.name },
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  { key: "time_us", label: "time µs", num: true, value: (r) => r.time_us, render: (r) => us(r.time_us) },
+  timeCol("time_us", "time"),
 ];
 const SHAPE_COLS: Column<D>[] = [
   { key: "op", label: "operator", value: (r) => r.op },
   { key: "m", label: "M", num: true, value: (r) => r.m }, { key: "n", label: "N", num: true, value: (r) => r.n },
   { key: "k", label: "K", num: true, value: (r) => r.k }, { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  { key: "time_us", label: "time µs", num: true, value: (r) => r.time_us, render: (r) => us(r.time_us) },
+  timeCol("time_us", "time"),
 ];
 
 /** Log-log roofline: points sized by time; one roof per precision the device has a peak for. */
@@ -60,7 +60,7 @@ function rooflineOption(points: D[], dev: D | undefined, mainDtype: string | nul
       data: shown.filter((p) => p.family === fam).map((p) => ({ value: [p.intensity_flop_per_byte, p.tflops_per_s], name: p.name, t: p.time_us })),
       symbolSize: (_v: any, p: any) => 6 + 34 * Math.sqrt(p.data.t / maxT),
       itemStyle: { opacity: 0.7, borderColor: "#333", borderWidth: 0.5 },
-      tooltip: { formatter: (p: any) => `${escapeText(short(p.data.name))}<br/>${p.data.value[1]} TFLOP/s at ${p.data.value[0]} FLOP/B, ${us(p.data.t)} µs` },
+      tooltip: { formatter: (p: any) => `${escapeText(short(p.data.name))}<br/>${p.data.value[1]} TFLOP/s at ${p.data.value[0]} FLOP/B, ${timeText(p.data.t)}` },
     });
   });
   if (dev && dev.peak_gbytes_per_s) {
@@ -108,6 +108,7 @@ export function Efficiency({ report }: PageProps) {
   const dev: D | undefined = e.devices[0];
   const option = useMemo(() => rooflineOption(points, dev, e.mfu_dtype), [points, dev]);
   const families = Object.entries(e.time_by_family_us as Record<string, number>);
+  const famUnit = timeUnit(families.map(([, v]) => v)), fp32 = timeUnit([e.fp32_matmul_us]);
   const plotted = points.filter((p) => p.intensity_flop_per_byte > 0 && p.tflops_per_s > 0).length;
   return (
     <div class="page" id="page-efficiency">
@@ -115,8 +116,8 @@ export function Efficiency({ report }: PageProps) {
         <div class="card"><div class="label">MFU ({e.mfu_dtype ?? "—"})</div><div class="big" id="mfu">{pct(e.mfu_pct)}</div><div class="unit">% of peak</div></div>
         <div class="card"><div class="label">HFU</div><div class="big" id="hfu">{pct(e.hfu_pct)}</div><div class="unit">% (with recomputation)</div></div>
         <div class="card"><div class="label">model work</div><div class="big" id="total-gflop">{num(e.total_gflop)}</div><div class="unit">GFLOP, {num(e.total_mbytes)} MB moved</div></div>
-        <div class="card"><div class="label">time with a work model</div><div class="big" id="modelled-pct">{pct(e.modelled_time_pct)}</div><div class="unit">% of {us(e.time_us)} µs ({e.timed_on} time)</div></div>
-        <div class="card"><div class="label">FP32 matmul time</div><div class="big" id="fp32-matmul">{us(e.fp32_matmul_us)}</div><div class="unit">µs</div></div>
+        <div class="card"><div class="label">time with a work model</div><div class="big" id="modelled-pct">{pct(e.modelled_time_pct)}</div><div class="unit">% of {timeText(e.time_us)} ({e.timed_on} time)</div></div>
+        <div class="card"><div class="label">FP32 matmul time</div><div class="big" id="fp32-matmul">{fp32.fmt(e.fp32_matmul_us)}</div><div class="unit">{fp32.label}</div></div>
         {e.devices.map((d: D) => (
           <div class="card" key={d.device} data-device={d.device}><div class="label">device {d.device}: {d.name}</div>
             <div class="unit">peak: {d.peak_match ?? "unknown"} ({d.matched_by}); {d.peak_gbytes_per_s ?? "—"} GB/s;{" "}
@@ -131,8 +132,8 @@ export function Efficiency({ report }: PageProps) {
       <h2>Per step</h2>
       <Table id="efficiency-steps" rows={e.steps} cols={STEP_COLS} />
       <h2>Time by work family</h2>
-      <table id="efficiency-families"><thead><tr><th>family</th><th class="num">µs</th></tr></thead>
-        <tbody>{families.map(([f, v]) => <tr key={f} data-family={f}><td>{f}</td><td class="num" data-key="us">{us(v)}</td></tr>)}</tbody></table>
+      <table id="efficiency-families"><thead><tr><th>family</th><th class="num">{famUnit.label}</th></tr></thead>
+        <tbody>{families.map(([f, v]) => <tr key={f} data-family={f}><td>{f}</td><td class="num" data-key="us">{famUnit.fmt(v)}</td></tr>)}</tbody></table>
       <h2>Time no work model covers</h2>
       <Table id="efficiency-no-model" rows={e.no_model} cols={NO_MODEL_COLS} initialSort="time_us" />
       {e.matmul_shapes.length > 0 && <><h2>Matmul shapes</h2>

@@ -1,12 +1,13 @@
 import type { Config, Dict } from "../types";
-import { pct, sourceLink, us } from "../format";
+import { pct, sourceLink, timeUnit } from "../format";
 
 export function FindingCard({ f, config, index }: { f: Dict; config: Config; index: number }) {
+  const saving = f.estimated_saving.us_per_step, u = timeUnit([saving]);
   return (
     <div class={`finding sev-${f.severity}`} data-id={f.id}>
       <h3><span class="idx">{index}.</span> <span class="title">{f.title}</span>
         <span class={`badge ${f.severity}`}>{f.severity}</span></h3>
-      <p class="saving">saves up to <b class="saving-us">{us(f.estimated_saving.us_per_step)}</b> µs per step
+      <p class="saving">saves up to <b class="saving-us">{u.fmt(saving)}</b> {u.label} per step
         (<b class="saving-pct">{pct(f.estimated_saving.pct_of_step)}</b> % of the step)</p>
       <p class="dim">estimate: {f.estimated_saving.how}</p>
       <ul>{(f.evidence as string[]).map((e, i) => <li key={i}>{e}</li>)}</ul>

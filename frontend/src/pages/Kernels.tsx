@@ -1,18 +1,18 @@
 import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
-import { Table, type Column } from "../table";
+import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";
-import { pct, us } from "../format";
+import { pct, timeText } from "../format";
 
 type K = Record<string, any>;
 const dims = (d: number[] | null) => (d ? `[${d.join(", ")}]` : "—");
 const COLS: Column<K>[] = [
   { key: "name", label: "kernel", value: (r) => r.name, render: (r) => <span class="kname" title={r.name}>{r.name}</span> },
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  { key: "total_us", label: "total µs", num: true, value: (r) => r.total_us, render: (r) => us(r.total_us) },
-  { key: "mean_us", label: "mean µs", num: true, value: (r) => r.mean_us, render: (r) => us(r.mean_us) },
-  { key: "min_us", label: "min µs", num: true, value: (r) => r.min_us, render: (r) => us(r.min_us) },
-  { key: "max_us", label: "max µs", num: true, value: (r) => r.max_us, render: (r) => us(r.max_us) },
+  timeCol("total_us", "total"),
+  timeCol("mean_us", "mean"),
+  timeCol("min_us", "min"),
+  timeCol("max_us", "max"),
   { key: "blocks_per_sm", label: "blocks/SM", num: true, value: (r) => r.blocks_per_sm, render: (r) => pct(r.blocks_per_sm) },
   { key: "achieved_occupancy_pct", label: "occupancy %", num: true, value: (r) => r.achieved_occupancy_pct, render: (r) => pct(r.achieved_occupancy_pct) },
   { key: "tensor_cores", label: "Tensor Cores", value: (r) => (r.tensor_cores ? "yes" : "no") },
@@ -26,10 +26,10 @@ const BY_OP: Column<K>[] = [
   { key: "kernel", label: "kernel", value: (r) => r.kernel, render: (r) => <span class="kname">{r.kernel}</span> },
   { key: "operator", label: "operator", value: (r) => r.operator },
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  { key: "total_us", label: "total µs", num: true, value: (r) => r.total_us, render: (r) => us(r.total_us) },
-  { key: "mean_us", label: "mean µs", num: true, value: (r) => r.mean_us, render: (r) => us(r.mean_us) },
-  { key: "min_us", label: "min µs", num: true, value: (r) => r.min_us, render: (r) => us(r.min_us) },
-  { key: "max_us", label: "max µs", num: true, value: (r) => r.max_us, render: (r) => us(r.max_us) },
+  timeCol("total_us", "total"),
+  timeCol("mean_us", "mean"),
+  timeCol("min_us", "min"),
+  timeCol("max_us", "max"),
 ];
 
 export function Kernels({ report }: PageProps) {
@@ -39,7 +39,7 @@ export function Kernels({ report }: PageProps) {
     const top = ks.slice(0, 10).map((k: K) => ({ name: k.name.length > 60 ? k.name.slice(0, 28) + "…" + k.name.slice(-28) : k.name, value: k.total_us }));
     const rest = ks.slice(10).reduce((s: number, k: K) => s + k.total_us, 0);
     if (rest > 0) top.push({ name: "other kernels", value: +rest.toFixed(3) });
-    return { tooltip: { trigger: "item" }, series: [{ type: "pie", radius: ["35%", "70%"], data: top, label: { show: true, width: 220, overflow: "truncate" } }] };
+    return { tooltip: { trigger: "item", valueFormatter: timeText }, series: [{ type: "pie", radius: ["35%", "70%"], data: top, label: { show: true, width: 220, overflow: "truncate" } }] };
   }, [report]);
   return (
     <div class="page" id="page-kernels">

@@ -1,8 +1,8 @@
 import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Chart } from "../chart";
-import { Table, type Column } from "../table";
-import { us } from "../format";
+import { Table, timeCol, type Column } from "../table";
+import { timeAxis, timeText, timeUnit } from "../format";
 
 type D = Record<string, any>;
 /** Bytes as MiB with 2 decimals (the exact count is in the cell's title). */
@@ -12,9 +12,9 @@ const withUnit = (v: string, unit: string) => (v === "—" ? v : `${v} ${unit}`)
 
 const ALLOC_COLS: Column<D>[] = [
   { key: "size_bytes", label: "size MiB", num: true, value: (r) => r.size_bytes, render: (r) => <span title={`${r.size_bytes} B`}>{mib(r.size_bytes)}</span> },
-  { key: "alloc_us", label: "allocated at µs", num: true, value: (r) => r.alloc_us, render: (r) => us(r.alloc_us) },
-  { key: "free_us", label: "freed at µs", num: true, value: (r) => r.free_us, render: (r) => us(r.free_us) },
-  { key: "lifetime_us", label: "lifetime µs", num: true, value: (r) => r.lifetime_us, render: (r) => us(r.lifetime_us) },
+  timeCol("alloc_us", "allocated at"),
+  timeCol("free_us", "freed at"),
+  timeCol("lifetime_us", "lifetime"),
   { key: "operator", label: "operator", value: (r) => r.operator ?? "—" },
   { key: "step", label: "step", value: (r) => r.step ?? "—" },
 ];
@@ -46,7 +46,7 @@ function curveOption(d: D) {
     tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(2)} MiB` },
     legend: { top: 0 },
     grid: { left: 80, right: 30, top: 36, bottom: 70 },
-    xAxis: { type: "value", name: "µs", min: "dataMin", max: "dataMax" },
+    xAxis: timeAxis(timeUnit(t), { min: "dataMin", max: "dataMax" }),
     yAxis: { type: "value", name: "MiB" },
     dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }, { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 10 }],
     series,
@@ -59,7 +59,7 @@ function categoryOption(m: D) {
     tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(2)} MiB` },
     legend: { type: "scroll", top: 0 },
     grid: { left: 80, right: 30, top: 36, bottom: 70 },
-    xAxis: { type: "value", name: "µs", min: "dataMin", max: "dataMax" },
+    xAxis: timeAxis(timeUnit(t), { min: "dataMin", max: "dataMax" }),
     yAxis: { type: "value", name: "MiB" },
     dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }, { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 10 }],
     series: cats.map((cat, j) => ({ name: cat, type: "line", stack: "mem", areaStyle: {}, showSymbol: false, step: "end",
@@ -84,7 +84,7 @@ export function Memory({ report }: PageProps) {
             <table class="kv"><tbody>
               <tr><td>peak allocated</td><td class="num" data-key="peak_allocated_bytes" title={`${x.peak_allocated_bytes} B`}>{mib(x.peak_allocated_bytes)} MiB</td></tr>
               <tr><td>peak reserved</td><td class="num" data-key="peak_reserved_bytes">{withUnit(mib(x.peak_reserved_bytes), "MiB")}</td></tr>
-              <tr><td>peak at</td><td class="num" data-key="peak_us">{us(x.peak_us)} µs</td></tr>
+              <tr><td>peak at</td><td class="num" data-key="peak_us">{timeText(x.peak_us)}</td></tr>
               <tr><td>peak step / operator</td><td data-key="peak_where">{x.peak_step ?? "—"} / {x.peak_operator ?? "—"}</td></tr>
               <tr><td>% of capacity</td><td class="num" data-key="peak_pct_of_capacity">{x.peak_pct_of_capacity == null ? "—" : `${x.peak_pct_of_capacity.toFixed(2)} %`}</td></tr>
               <tr><td>allocations / frees</td><td class="num" data-key="allocs">{x.allocations.count} / {x.allocations.frees}</td></tr>
@@ -98,7 +98,7 @@ export function Memory({ report }: PageProps) {
         <Chart key={`curve-${dev}`} option={option} height={320} id="memory-chart" />
       </>}
       {catOption && <>
-        <h2>By category (peak {mib(mem.categories.peak_bytes)} MiB at {us(mem.categories.peak_us)} µs)</h2>
+        <h2>By category (peak {mib(mem.categories.peak_bytes)} MiB at {timeText(mem.categories.peak_us)})</h2>
         <Chart option={catOption} height={320} id="memory-categories" />
       </>}
       {d && <>

@@ -1,11 +1,11 @@
 import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
-import { color, pct, us } from "../format";
+import { color, pct, timeText, timeUnit } from "../format";
 
 type N = Record<string, any>;
 const NUMS: [string, string][] = [
-  ["calls", "calls"], ["host_total_us", "host total µs"], ["host_self_us", "host self µs"],
-  ["device_total_us", "device total µs"], ["device_self_us", "device self µs"], ["mean_us", "mean µs / call"], ["max_call_us", "max call µs"],
+  ["calls", "calls"], ["host_total_us", "host total"], ["host_self_us", "host self"],
+  ["device_total_us", "device total"], ["device_self_us", "device self"], ["mean_us", "mean per call"], ["max_call_us", "max call"],
 ];
 
 /** Module total time for the flame view: device time when the trace has it, else host time. */
@@ -45,7 +45,7 @@ function Flame({ nodes, children, device }: { nodes: N[]; children: Map<number, 
       <svg viewBox={`0 0 ${W} ${depth * H}`} width="100%" height={depth * H} preserveAspectRatio="none" class="flame">
         {boxes.map((b) => (
           <g key={b.n.id} data-id={b.n.id} onClick={() => setFocus(b.n.parent === -1 && !focus ? null : b.n)}>
-            <title>{`${b.n.path}\n${us(total(b.n, device))} µs, ${b.n.calls} calls`}</title>
+            <title>{`${b.n.path}\n${timeText(total(b.n, device))}, ${b.n.calls} calls`}</title>
             <rect x={b.x * W} y={b.depth * H} width={Math.max(0.5, b.w * W - 0.5)} height={H - 1} fill={color(b.n.name.replace(/_\d+$/, ""))} />
           </g>))}
       </svg>
@@ -72,18 +72,21 @@ export function Modules({ report }: PageProps) {
   const visible = nodes.filter((n) => { let p = n.parent; while (p !== -1) { if (!open.has(p)) return false; p = byId.get(p)!.parent; } return true; });
   const toggle = (id: number) => { const s = new Set(open); if (s.has(id)) s.delete(id); else s.add(id); setOpen(s); };
   const share = m.device_us_total ? (100 * m.device_us_in_modules) / m.device_us_total : null;
+  // one unit per column from every node (expanding rows never changes it), as in Table
+  const units = useMemo(() => new Map(NUMS.filter(([k]) => k !== "calls").map(([k]) => [k, timeUnit(nodes.map((n) => n[k]))])), [nodes]);
+  const inMods = timeUnit([m.device_us_in_modules, m.device_us_total]);
   return (
     <div class="page" id="page-modules">
       <section class="cards">
         <div class="card"><div class="label">module events</div><div class="big" id="module-events">{m.module_events}</div></div>
-        <div class="card"><div class="label">device time in modules</div><div class="big" id="device-in-modules">{us(m.device_us_in_modules)}</div><div class="unit">µs of {us(m.device_us_total)} ({pct(share)} %)</div></div>
+        <div class="card"><div class="label">device time in modules</div><div class="big" id="device-in-modules">{inMods.fmt(m.device_us_in_modules)}</div><div class="unit">{inMods.label} of {inMods.fmt(m.device_us_total)} ({pct(share)} %)</div></div>
       </section>
       <h2>Flame view</h2>
       <Flame nodes={nodes} children={children} device={device} />
       <h2>Module tree <button id="modules-expand" onClick={() => setOpen(new Set(nodes.map((n) => n.id)))}>expand all</button>{" "}
         <button id="modules-collapse" onClick={() => setOpen(new Set())}>collapse all</button></h2>
       <div class="table-wrap"><table id="modules-table">
-        <thead><tr><th>module</th>{NUMS.map(([k, l]) => <th key={k} class="num">{l}</th>)}<th>top operators</th></tr></thead>
+        <thead><tr><th>module</th>{NUMS.map(([k, l]) => <th key={k} class="num">{units.has(k) ? `${l} ${units.get(k)!.label}` : l}</th>)}<th>top operators</th></tr></thead>
         <tbody>{visible.map((n) => {
           const kids = children.get(n.id)?.length ?? 0;
           return (
@@ -91,7 +94,7 @@ export function Modules({ report }: PageProps) {
               <td data-key="name" style={{ paddingLeft: `${8 + 16 * n.depth}px` }} title={n.path}>
                 {kids ? <button class="twisty" onClick={() => toggle(n.id)}>{open.has(n.id) ? "▾" : "▸"}</button> : <span class="twisty" />}
                 {n.name}</td>
-              {NUMS.map(([k]) => <td key={k} class="num" data-key={k}>{k === "calls" ? n.calls : us(n[k])}</td>)}
+              {NUMS.map(([k]) => <td key={k} class="num" data-key={k}>{units.get(k)?.fmt(n[k]) ?? n.calls}</td>)}
               <td class="dim ops">{n.operators.slice(0, 3).map((o: N) => o.name).join(", ")}</td>
             </tr>);
         })}</tbody>

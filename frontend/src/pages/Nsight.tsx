@@ -1,6 +1,6 @@
 import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
-import { Table, type Column } from "../table";
+import { Table, timeCol, type Column } from "../table";
 import { color, dur } from "../format";
 
 type D = Record<string, any>;
@@ -93,7 +93,7 @@ const NCU_COLS: Column<D>[] = [
   { key: "occupancy_limiter", label: "occupancy limiter", value: (r) => r.occupancy_limiter ?? "—" },
   { key: "registers_per_thread", label: "regs", num: true, value: (r) => r.registers_per_thread ?? "—" },
   pctCell("tensor_pipe_pct", "tensor pipe %"), pctCell("best_speedup_pct", "best speed-up %"),
-  { key: "estimated_saving_us", label: "saving µs", num: true, value: (r) => r.estimated_saving_us, render: (r) => (r.estimated_saving_us == null ? "—" : r.estimated_saving_us.toFixed(3)) },
+  timeCol("estimated_saving_us", "saving"),
   { key: "rules", label: "ncu rules", value: (r) => r.rules.length, render: (r) => <span title={r.rules.map((x: D) => `${x.type} ${x.name}: ${x.description}`).join("\n")}>{r.rules.map((x: D) => x.name).join(", ") || "—"}</span> },
 ];
 

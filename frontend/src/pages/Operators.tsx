@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../routes";
-import { Table, type Column } from "../table";
-import { sourceLink, us } from "../format";
+import { Table, timeCol, type Column } from "../table";
+import { sourceLink } from "../format";
 import type { Config } from "../types";
 
 type Op = Record<string, any>;
@@ -9,10 +9,10 @@ const COLS: Column<Op>[] = [
   { key: "name", label: "operator", value: (r) => r.name },
   { key: "input_shape", label: "input shape", value: (r) => r.input_shape ?? "" },
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  { key: "host_self_us", label: "host self µs", num: true, value: (r) => r.host_self_us, render: (r) => us(r.host_self_us) },
-  { key: "host_total_us", label: "host total µs", num: true, value: (r) => r.host_total_us, render: (r) => us(r.host_total_us) },
-  { key: "device_self_us", label: "device self µs", num: true, value: (r) => r.device_self_us, render: (r) => us(r.device_self_us) },
-  { key: "device_total_us", label: "device total µs", num: true, value: (r) => r.device_total_us, render: (r) => us(r.device_total_us) },
+  timeCol("host_self_us", "host self"),
+  timeCol("host_total_us", "host total"),
+  timeCol("device_self_us", "device self"),
+  timeCol("device_total_us", "device total"),
   { key: "tc_eligible", label: "TC eligible", value: (r) => (r.tc_eligible ? "yes" : "") },
 ];
 

@@ -1,27 +1,31 @@
 import { useMemo } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Chart } from "../chart";
-import { pct, pctUnit, us } from "../format";
+import { pct, pctUnit, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";
 
 const CAT_COLORS = ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc", "#999"];
 
 export function Overview({ report, config }: PageProps) {
   const cats = Object.keys(report.breakdown.avg_us);
-  const option = useMemo(() => ({
-    tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
-    legend: { type: "scroll", top: 0 },
-    grid: { left: 70, right: 20, top: 40, bottom: 30 },
-    xAxis: { type: "category", data: report.steps.map((s: any) => s.name) },
-    yAxis: { type: "value", name: "µs" },
-    color: CAT_COLORS,
-    series: cats.map((c) => ({ name: c, type: "bar", stack: "step", data: report.steps.map((s: any) => s.breakdown_us[c]) })),
-  }), [report]);
+  const option = useMemo(() => {
+    const u = timeUnit(report.steps.map((s: any) => s.duration_us));  // the longest step's unit
+    return {
+      tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: u.text },
+      legend: { type: "scroll", top: 0 },
+      grid: { left: 70, right: 20, top: 40, bottom: 30 },
+      xAxis: { type: "category", data: report.steps.map((s: any) => s.name) },
+      yAxis: timeAxis(u),
+      color: CAT_COLORS,
+      series: cats.map((c) => ({ name: c, type: "bar", stack: "step", data: report.steps.map((s: any) => s.breakdown_us[c]) })),
+    };
+  }, [report]);
+  const avg = timeUnit([report.breakdown.step_avg_us]), cat = timeUnit(cats.map((c) => report.breakdown.avg_us[c]));
   const src = report.source;
   return (
     <div class="page" id="page-overview">
       <section class="cards">
-        <div class="card"><div class="label">average step</div><div class="big" id="step-avg">{us(report.breakdown.step_avg_us)}</div><div class="unit">µs</div></div>
+        <div class="card"><div class="label">average step</div><div class="big" id="step-avg">{avg.fmt(report.breakdown.step_avg_us)}</div><div class="unit">{avg.label}</div></div>
         <div class="card"><div class="label">steps</div><div class="big">{report.steps.length}</div></div>
         <div class="card"><div class="label">events</div><div class="big">{src.events}</div></div>
         {report.gpu.map((g: any) => (
@@ -39,9 +43,9 @@ export function Overview({ report, config }: PageProps) {
       {src.warnings.map((w: string) => <p class="warn">warning: {w}</p>)}
       <h2>Step time breakdown</h2>
       <Chart option={option} id="steps-chart" />
-      <table id="breakdown"><thead><tr><th>category</th><th class="num">avg µs per step</th><th class="num">% of step</th></tr></thead>
+      <table id="breakdown"><thead><tr><th>category</th><th class="num">avg {cat.label} per step</th><th class="num">% of step</th></tr></thead>
         <tbody>{cats.map((c) => (
-          <tr key={c} data-cat={c}><td>{c}</td><td class="num" data-key="avg_us">{us(report.breakdown.avg_us[c])}</td>
+          <tr key={c} data-cat={c}><td>{c}</td><td class="num" data-key="avg_us">{cat.fmt(report.breakdown.avg_us[c])}</td>
             <td class="num" data-key="pct">{pct(report.breakdown.pct[c])}</td></tr>))}</tbody></table>
       <h2>Findings</h2>
       {report.findings.length === 0 ? <p>No findings.</p> :
