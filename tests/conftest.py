@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,3 +26,14 @@ def shared_trace(relative: str) -> Path:
     if not path.exists():
         pytest.skip(f"real trace not available: {path} (needs ../shared/traces beside the repo)")
     return path
+
+
+def inlined_data(html: str) -> dict[str, Any]:
+    """The data block a single-file HTML page inlines (report/html.py render_page)."""
+    import json
+    import re
+
+    m = re.search(r'<script type="application/json" id="stepscope-data">(.*?)</script>', html,
+                  re.S)
+    assert m is not None, "no stepscope-data block"
+    return dict(json.loads(m.group(1)))

@@ -12,7 +12,7 @@ from stepscope.cli.main import main
 from stepscope.report.html import render_document, write_page
 from tests.browser.conftest import shot
 from tests.browser.helpers import shown_us, signed
-from tests.conftest import shared_trace
+from tests.conftest import inlined_data, shared_trace
 from tests.diff_builders import training_trace
 
 
@@ -21,9 +21,7 @@ def text(page: Any, selector: str) -> str:
 
 
 def embedded(html: Path) -> dict[str, Any]:
-    raw = html.read_text(encoding="utf-8")
-    start = raw.index('id="stepscope-data">') + len('id="stepscope-data">')
-    return dict(json.loads(raw[start:raw.index("</script>", start)]))
+    return inlined_data(html.read_text(encoding="utf-8"))
 
 
 def test_diff_html_of_the_resnet_pair(page: Any, tmp_path: Path,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import inlined_data
 from tests.diff_builders import training_trace
 
 from stepscope.cli.main import main
@@ -16,9 +17,7 @@ pytestmark = pytest.mark.skipif(find_bundle() is None, reason="front end not bui
 
 
 def inlined(html: Path) -> dict[str, Any]:
-    raw = html.read_text(encoding="utf-8")
-    start = raw.index('id="stepscope-data">') + len('id="stepscope-data">')
-    return dict(json.loads(raw[start:raw.index("</script>", start)]))
+    return inlined_data(html.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

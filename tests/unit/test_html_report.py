@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from pathlib import Path
 
 import pytest
+from tests.conftest import inlined_data
 from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace
 
 from stepscope.formats import load_trace
@@ -27,13 +27,6 @@ def _write(tmp_path: Path, cap: int = 100_000) -> str:
     return out.read_text(encoding="utf-8")
 
 
-def _data(html: str) -> dict:  # type: ignore[type-arg]
-    m = re.search(r'<script type="application/json" id="stepscope-data">(.*?)</script>', html,
-                  re.S)
-    assert m is not None
-    return json.loads(m.group(1))  # type: ignore[no-any-return]
-
-
 def test_self_contained_and_escaped(tmp_path: Path) -> None:
     html = _write(tmp_path)
     # No network: nothing loaded by URL, no external script/style/font.
@@ -42,7 +35,7 @@ def test_self_contained_and_escaped(tmp_path: Path) -> None:
     # Hostile trace strings never appear raw: only as JSON escapes inside the data block.
     assert EVIL_OP not in html and "<img src=x" not in html
     assert html.count("</script>") == 2
-    data = _data(html)
+    data = inlined_data(html)
     assert data["report"]["kernels"][0]["name"] in (EVIL_KERNEL, "ampere_sgemm_64x64_nn")
     assert EVIL_OP in data["timeline"]["strings"]
     assert data["report"] == build_report(
@@ -64,7 +57,7 @@ def test_csp_admits_only_the_inlined_script(tmp_path: Path) -> None:
 
 
 def test_timeline_cap_is_stated_and_keeps_the_longest(tmp_path: Path) -> None:
-    data = _data(_write(tmp_path, cap=5))["timeline"]
+    data = inlined_data(_write(tmp_path, cap=5))["timeline"]
     assert (data["cap"], data["kept"], data["events"]) == (5, 5, 21)
     # the 3 steps (1000 µs) and the 3 kernels of 300 µs... minus one: longest first
     assert sorted(data["columns"]["dur"], reverse=True)[:3] == [1_000_000] * 3

@@ -4,11 +4,11 @@ outputs inline the same document that ``--format json`` prints; an unwritable pa
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.conftest import shared_trace
+from tests.conftest import inlined_data, shared_trace
 
 from stepscope.cli.main import main
 from stepscope.server.bundle import find_bundle
@@ -17,11 +17,8 @@ pytestmark = pytest.mark.skipif(find_bundle() is None, reason="front end not bui
 A100 = "tensorrt/trex/examples/pytorch/resnet/A100"
 
 
-def inlined(path: Path) -> dict:  # type: ignore[type-arg]
-    m = re.search(r'<script type="application/json" id="stepscope-data">(.*?)</script>',
-                  path.read_text(encoding="utf-8"), re.S)
-    assert m is not None
-    return json.loads(m.group(1))  # type: ignore[no-any-return]
+def inlined(path: Path) -> dict[str, Any]:
+    return inlined_data(path.read_text(encoding="utf-8"))
 
 
 def test_report_html_carries_the_json_report(tmp_path: Path,
