@@ -8,13 +8,15 @@ type D = Record<string, any>;
 const signed = (x: number | null | undefined, d = 3) => (x == null ? "—" : (x >= 0 ? "+" : "") + x.toFixed(d));
 const sig = (r: D) => (r.significance == null ? "—" : r.significance.significant ? "yes" : "no");
 
+/** Red for more time, green for less, no colour for no change. */
+const tone = (delta: number | null | undefined) => (!delta ? "" : delta > 0 ? "worse" : "better");
 const signedIn = (u: Unit, x: number | null | undefined) => (x == null ? "—" : (x >= 0 ? "+" : "") + u.fmt(x));
 
 function changeCols(u: Unit): Column<D>[] {
   return [
     { key: "base_us", label: `base ${u.label}`, num: true, value: (r) => r.base_us, render: (r) => u.fmt(r.base_us) },
     { key: "new_us", label: `new ${u.label}`, num: true, value: (r) => r.new_us, render: (r) => u.fmt(r.new_us) },
-    { key: "delta_us", label: `Δ ${u.label}`, num: true, value: (r) => r.delta_us, render: (r) => <span class={r.delta_us > 0 ? "worse" : "better"}>{signedIn(u, r.delta_us)}</span> },
+    { key: "delta_us", label: `Δ ${u.label}`, num: true, value: (r) => r.delta_us, render: (r) => <span class={tone(r.delta_us)}>{signedIn(u, r.delta_us)}</span> },
     { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct, render: (r) => signed(r.delta_pct, 2) },
     { key: "share_of_step_change_pct", label: "share of step change %", num: true, value: (r) => r.share_of_step_change_pct, render: (r) => pct(r.share_of_step_change_pct) },
     { key: "significant", label: "significant", value: sig, render: (r) => <span title={r.significance?.p_value != null ? `p = ${r.significance.p_value}` : ""}>{sig(r)}</span> },
@@ -90,7 +92,7 @@ function DiffView({ diff }: { diff: D }) {
   return <>
     <section class="cards">
       <div class="card"><div class="label">step time base → new</div><div class="big"><span id="diff-step-base">{u.fmt(st.base_us)}</span> → <span id="diff-step-new">{u.fmt(st.new_us)}</span></div><div class="unit">{u.label} per step ({diff.base.steps} vs {diff.new.steps} steps)</div></div>
-      <div class="card"><div class="label">change</div><div class={`big ${st.delta_us > 0 ? "worse" : "better"}`} id="diff-step-delta">{signedIn(u, st.delta_us)}</div><div class="unit">{u.label} ({signed(st.delta_pct, 2)} %)</div></div>
+      <div class="card"><div class="label">change</div><div class={`big ${tone(st.delta_us)}`} id="diff-step-delta">{signedIn(u, st.delta_us)}</div><div class="unit">{u.label} ({signed(st.delta_pct, 2)} %)</div></div>
       <div class="card"><div class="label">verdict</div><div class="big" id="diff-verdict">{st.verdict}</div><div class="unit">{st.significance ? `p = ${st.significance.p_value ?? "—"} (${st.significance.test})` : "no per-step samples"}</div></div>
       {diff.gate.length > 0 && <div class="card"><div class="label">gate</div><div class={`big ${diff.passed ? "better" : "worse"}`} id="diff-gate-verdict">{diff.passed ? "passed" : "FAILED"}</div><div class="unit">{diff.gate.length} threshold{diff.gate.length > 1 ? "s" : ""}</div></div>}
     </section>
@@ -101,7 +103,8 @@ function DiffView({ diff }: { diff: D }) {
         <tbody>{diff.gate.map((g: D, i: number) => <tr key={i}><td class="kname">{g.expression}</td>
           <td class={g.broken ? "worse" : "better"}>{g.broken ? "broken" : "ok"}</td><td>{g.reason}</td></tr>)}</tbody></table></>}
     <h2>Step breakdown</h2>
-    <Table id="diff-categories" rows={diff.categories} cols={catCols(u)} />
+    {/* categories the step never spent time in (e.g. kernels of a CPU run) are left out, as in the text diff */}
+    <Table id="diff-categories" rows={diff.categories.filter((c: D) => c.base_us !== 0 || c.new_us !== 0)} cols={catCols(u)} />
     <h2>Operators</h2>
     <Table id="diff-operators" rows={diff.operators} cols={items} searchKey={(r) => r.name} />
     <h2>Kernels</h2>
