@@ -1,6 +1,7 @@
 // Layered top-to-bottom layout of a DAG (Sugiyama-style, without dummy nodes): each node's
-// layer is its longest path from a source (sources then move down next to their consumers); nodes within a layer are ordered by the mean
-// position of their neighbours (barycentre), which removes most edge crossings.
+// layer is its longest path from a source (sources then move down next to their consumers);
+// nodes within a layer are ordered by the mean position of their neighbours (barycentre),
+// which removes most edge crossings.
 
 export interface Layout {
   layer: number[];   // per node: 0 = top
