@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from stepscope.analysis.step_series import StepSeries
 from stepscope.errors import StepscopeError, one_line
@@ -35,35 +36,72 @@ class Entry:
                 "error": self.error, "elapsed_s": round(time.monotonic() - self.started, 3)}
 
 
-class TraceStore:
-    """Loaded traces keyed by absolute path; one background thread per load."""
+def file_stamp(path: str) -> tuple[float, int]:
+    """(mtime, size) of a file, (0, 0) when it cannot be read: a change means load again."""
+    try:
+        st = os.stat(path)
+        return st.st_mtime, st.st_size
+    except OSError:
+        return 0.0, 0
+
+
+def load_into(entry: Entry, work: Callable[[], None]) -> None:
+    """Run a background load; a failure becomes the entry's one-line error, never a raise."""
+    try:
+        work()
+        entry.state = "ready"
+    except StepscopeError as exc:
+        entry.error, entry.state = one_line(str(exc)), "error"
+    except Exception as exc:
+        entry.error = f"internal error ({type(exc).__name__}: {one_line(str(exc))})"
+        entry.state = "error"
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+class BackgroundLoads(Generic[K]):
+    """Entries loaded on a thread pool; beyond ``keep``, the least recently used finished
+    ones are dropped (they load again, from the Arrow cache, when asked for)."""
+
+    def __init__(self, *, keep: int, workers: int, name: str) -> None:
+        self._entries: dict[K, Entry] = {}  # insertion order = least recently used first
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+
+    def entry(self, key: K, start: Callable[[], Entry], load: Callable[[Entry], None],
+              stale: Callable[[Entry], bool] = lambda e: False) -> Entry:
+        """The entry for ``key``: a new one (``start()``, loaded by ``load``) on first
+        request or when a finished one is ``stale``."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is None or (entry.state in ("ready", "error") and stale(entry)):
+                entry = start()
+                self._pool.submit(load, entry)
+            self._entries[key] = entry
+            done = [k for k, e in self._entries.items() if e.state in ("ready", "error")]
+            for old in done[: max(0, len(self._entries) - self._keep)]:
+                del self._entries[old]
+            return entry
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class TraceStore(BackgroundLoads[str]):
+    """Loaded traces keyed by absolute path, loaded again when the file changes."""
 
     def __init__(self, *, use_cache: bool = True, workers: int = 2,
                  max_loaded: int = MAX_LOADED) -> None:
-        self._entries: dict[str, Entry] = {}  # insertion order = least recently used first
-        self._max = max_loaded
-        self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stepscope-load")
+        super().__init__(keep=max_loaded, workers=workers, name="stepscope-load")
         self._use_cache = use_cache
 
     def get(self, path: str) -> Entry:
         """The entry for ``path``, starting its load on first request or when the file changed."""
-        try:
-            st = os.stat(path)
-            stamp = (st.st_mtime, st.st_size)
-        except OSError:
-            stamp = (0.0, 0)
-        with self._lock:
-            entry = self._entries.get(path)
-            if entry is None or (entry.stamp != stamp and entry.state in ("ready", "error")):
-                entry = Entry(stamp=stamp)
-                self._pool.submit(self._load, path, entry)
-            self._entries.pop(path, None)
-            self._entries[path] = entry
-            done = [p for p, e in self._entries.items() if e.state in ("ready", "error")]
-            for old in done[: max(0, len(self._entries) - self._max)]:
-                del self._entries[old]  # reopened from the Arrow cache when asked again
-            return entry
+        stamp = file_stamp(path)
+        return self.entry(path, lambda: Entry(stamp=stamp),
+                          lambda e: self._load(path, e), stale=lambda e: e.stamp != stamp)
 
     def _load(self, path: str, entry: Entry) -> None:
         from stepscope.analysis.step_series import step_series
@@ -74,11 +112,10 @@ class TraceStore:
         def tick(done: int, total: int) -> None:
             entry.done, entry.total = done, total
 
-        try:
+        def work() -> None:
             if is_trtexec_run(path):  # a TensorRT engine's outputs: its own report, no timeline
                 entry.state = "reading"
                 entry.report = load_trt_report(path)
-                entry.state = "ready"
                 return
             entry.state = "reading"
             trace = load_trace(path, use_cache=self._use_cache, progress=tick)
@@ -89,12 +126,5 @@ class TraceStore:
             entry.series = step_series(trace, a.steps, a.tree)
             entry.state = "indexing"
             entry.timeline = TimelineIndex(trace)
-            entry.state = "ready"
-        except StepscopeError as exc:
-            entry.error, entry.state = one_line(str(exc)), "error"
-        except Exception as exc:
-            entry.error = f"internal error ({type(exc).__name__}: {one_line(str(exc))})"
-            entry.state = "error"
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        load_into(entry, work)
