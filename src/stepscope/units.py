@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 
@@ -56,3 +57,8 @@ def bytes_unit(values: Iterable[float]) -> tuple[str, float, str]:
         if largest >= size:
             return unit, float(size), "{:,.2f}"
     return "B", 1.0, "{:,.0f}"
+
+
+def round_finite(x: float | None, nd: int) -> float | None:
+    """``x`` to ``nd`` decimals for JSON; None for None, NaN and infinities."""
+    return None if x is None or not math.isfinite(x) else round(float(x), nd)

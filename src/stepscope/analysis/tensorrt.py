@@ -25,6 +25,7 @@ from stepscope.model.tensorrt import (
     Stat,
     TrtRun,
 )
+from stepscope.units import round_finite
 
 PERCENTILES = (90.0, 95.0, 99.0)
 _PROFILE_SUFFIX = re.compile(r" \[profile \d+\]$")
@@ -245,11 +246,6 @@ class TrtAnalysis:
         if s is not None and s.mean > 0:
             return s.mean
         return self.layer_total_ms if self.layer_total_ms > 0 else None
-
-
-def round_finite(x: float | None, nd: int) -> float | None:
-    """``x`` to ``nd`` decimals for JSON; None for None, NaN and infinities."""
-    return None if x is None or not math.isfinite(x) else round(float(x), nd)
 
 
 def base_layer_name(name: str) -> str:

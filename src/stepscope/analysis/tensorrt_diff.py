@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.analysis.tensorrt import LayerRow, TrtAnalysis, base_layer_name, round_finite
+from stepscope.analysis.tensorrt import LayerRow, TrtAnalysis, base_layer_name
 from stepscope.analysis.tensorrt_names import pwn_leaves, split_top
+from stepscope.units import round_finite
 
 
 @dataclass(frozen=True)

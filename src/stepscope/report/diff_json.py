@@ -10,12 +10,13 @@ import msgspec
 from stepscope.analysis.diff import Change, Diff, ItemChange, SideInfo
 from stepscope.analysis.gate import GateResult
 from stepscope.analysis.significance import Significance
+from stepscope.report.rounding import r
 
 SCHEMA = "stepscope.diff/1"
 
 
-def _r(x: float | None, nd: int = 3) -> float | None:
-    return None if x is None else round(float(x), nd)
+def _r(x: float | None, nd: int = 3) -> float | None:  # µs to the ns
+    return r(x, nd)
 
 
 def _sig(s: Significance | None) -> dict[str, Any] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from stepscope.units import round_finite
+
 
 def us(ns: float | int) -> float:
     """Nanoseconds as microseconds, to 3 decimals (one ns)."""
@@ -9,5 +11,5 @@ def us(ns: float | int) -> float:
 
 
 def r(x: float | None, nd: int = 2) -> float | None:
-    """``x`` to ``nd`` decimals; None stays None."""
-    return None if x is None else round(float(x), nd)
+    """``x`` to ``nd`` decimals; None stays None (as do NaN and infinities, which JSON lacks)."""
+    return round_finite(x, nd)
