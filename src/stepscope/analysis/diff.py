@@ -106,12 +106,8 @@ def combine_ranks(ranks: Sequence[RunSummary], label: str) -> RunSummary:
     n = float(len(ranks))
 
     def items(get: str) -> tuple[ItemSummary, ...]:
-        acc: dict[tuple[str, str | None], list[tuple[int, ItemSummary]]] = {}
-        for i, r in enumerate(ranks):
-            for it in getattr(r, get):
-                acc.setdefault((it.name, it.shape), []).append((i, it))
         out = []
-        for (name, shape), group in acc.items():
+        for (name, shape), group in _by_item([getattr(r, get) for r in ranks]).items():
             out.append(
                 ItemSummary(
                     name=name,
@@ -160,22 +156,18 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
 
     def items(get: str) -> tuple[ItemSummary, ...]:
         tables: list[Sequence[ItemSummary]] = [getattr(r, get) for r in runs]
-        acc: dict[tuple[str, str | None], list[ItemSummary]] = {}
-        for table in tables:
-            for it in table:
-                acc.setdefault((it.name, it.shape), []).append(it)
         device, host = _joined_series(runs, tables, "device"), _joined_series(runs, tables, "host")
         return tuple(
             ItemSummary(
                 name=name,
                 shape=shape,
-                calls=sum(g.calls for g in group),
-                host_us=sum(g.host_us for g in group),
-                device_us=sum(g.device_us for g in group),
+                calls=sum(g.calls for _, g in group),
+                host_us=sum(g.host_us for _, g in group),
+                device_us=sum(g.device_us for _, g in group),
                 per_step=None if device is None else device[(name, shape)],
                 host_per_step=None if host is None else host[(name, shape)],
             )
-            for (name, shape), group in acc.items()
+            for (name, shape), group in _by_item(tables).items()
         )
 
     return RunSummary(
@@ -197,6 +189,17 @@ def pool(runs: Sequence[RunSummary], label: str) -> RunSummary:
         world_size=runs[0].world_size,
         warnings=tuple(w for r in runs for w in r.warnings),
     )
+
+
+def _by_item(
+    tables: Sequence[Sequence[ItemSummary]],
+) -> dict[tuple[str, str | None], list[tuple[int, ItemSummary]]]:
+    """Rows of several runs' tables by (name, shape), each with the index of its run."""
+    acc: dict[tuple[str, str | None], list[tuple[int, ItemSummary]]] = {}
+    for i, table in enumerate(tables):
+        for it in table:
+            acc.setdefault((it.name, it.shape), []).append((i, it))
+    return acc
 
 
 def _rank_mean(
