@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 
 def format_us(us: float) -> str:
-    """µs as one value with its unit: '89.0 µs', '1.92 ms'."""
-    return f"{us / 1000.0:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
+    """µs as one value with its unit: '89.0 µs', '1.92 ms', '-1.50 ms' (unit by magnitude)."""
+    return f"{us / 1000.0:,.2f} ms" if abs(us) >= 1000 else f"{us:,.1f} µs"
 
 
 def column_unit(values_us: Iterable[float]) -> tuple[str, float, str]:

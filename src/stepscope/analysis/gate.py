@@ -27,6 +27,7 @@ from stepscope.analysis.breakdown import CATEGORIES
 from stepscope.analysis.diff import GPU_METRICS, Change, Diff, ItemChange, normalise
 from stepscope.analysis.significance import compare_samples
 from stepscope.errors import UsageError
+from stepscope.units import format_us
 
 _EXPR = re.compile(
     r"^\s*(?P<metric>.+?)\s*(?P<op>>=|<=|>|<)\s*"
@@ -82,13 +83,6 @@ def parse(text: str) -> Threshold:
     return Threshold(text.strip(), metric, m["op"], value, unit == "%")
 
 
-def _fmt_us(us: float) -> str:
-    a = abs(us)
-    if a >= 1000:
-        return f"{us / 1000.0:,.2f} ms"
-    return f"{us:,.1f} µs"
-
-
 def _sig_text(ch: Change) -> str:
     s = ch.significance
     if s is None:
@@ -96,7 +90,7 @@ def _sig_text(ch: Change) -> str:
     if s.significant is None:
         return f"noise not checked ({min(s.n_base, s.n_new)} step(s) in a run; 3 needed)"
     state = "significant" if s.significant else "within noise"
-    return f"{state} (p={s.p_value:.3g}, step-to-step spread {_fmt_us(s.noise)})"
+    return f"{state} (p={s.p_value:.3g}, step-to-step spread {format_us(s.noise)})"
 
 
 def _items(rows: Sequence[ItemChange], name: str) -> list[ItemChange]:
@@ -172,7 +166,7 @@ def evaluate(diff: Diff, thresholds: Sequence[Threshold]) -> list[GateResult]:
         sig = ch.significant
         broken = crossed and sig is not False
         if kind == "us":
-            values = f"{_fmt_us(ch.base)} -> {_fmt_us(ch.new)}"
+            values = f"{format_us(ch.base)} -> {format_us(ch.new)}"
             change = (
                 f"{ch.delta:+,.1f} µs" if abs(ch.delta) < 1000 else f"{ch.delta / 1000:+,.2f} ms"
             )
