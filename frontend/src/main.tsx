@@ -2,7 +2,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { makeSource } from "./data";
 import { ROUTES } from "./routes";
-import type { Config, Dict, Progress, RunTree } from "./types";
+import { traceList, type Config, type Dict, type Progress, type RunTree } from "./types";
 import "./style.css";
 
 const source = makeSource();
@@ -31,7 +31,7 @@ function App() {
     return () => { window.removeEventListener("hashchange", on); if (t) clearInterval(t); };
   }, []);
 
-  const traces = runs?.runs.flatMap((r) => r.workers.flatMap((w) => w.spans.map((s) => ({ run: r.run, worker: w.worker, ...s })))) ?? [];
+  const traces = traceList(runs);
   const trace = state.trace || traces[0]?.trace || "";
 
   useEffect(() => {
@@ -63,7 +63,7 @@ function App() {
         <nav>{routes.map((r) => <a key={r.path} id={`nav-${r.path}`} class={r.path === route.path ? "active" : ""}
           href={`#/${r.path}?trace=${encodeURIComponent(trace)}`}>{r.title}</a>)}</nav>
         {source.mode === "server" && <select id="trace-select" value={trace} onChange={(e) => go(route.path, (e.target as HTMLSelectElement).value)}>
-          {traces.map((t) => <option key={t.trace} value={t.trace}>{t.run} / {t.worker}{t.span ? ` / ${t.span}` : ""}</option>)}
+          {traces.map((t) => <option key={t.trace} value={t.trace}>{t.label}</option>)}
         </select>}
       </header>
       <main>

@@ -31,3 +31,8 @@ export const isDiff = (r: Dict) => typeof r.schema === "string" && r.schema.star
 export const isEngineDiff = (r: Dict) => typeof r.schema === "string" && r.schema.startsWith("stepscope.tensorrt-diff/");
 /** `stepscope report DIR --html` inlines a run report (several ranks): the Distributed page shows it. */
 export const isRun = (r: Dict) => r.source?.format === "run";
+/** Every trace of a logdir tree, with the label the pickers show ("run / worker / span"). */
+export function traceList(runs: RunTree | null) {
+  return runs?.runs.flatMap((r) => r.workers.flatMap((w) => w.spans.map((s) => ({
+    run: r.run, worker: w.worker, ...s, label: `${r.run} / ${w.worker}${s.span ? ` / ${s.span}` : ""}` })))) ?? [];
+}

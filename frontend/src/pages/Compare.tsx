@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../routes";
 import { Table, type Column } from "../table";
 import { pct, pctUnit, timeUnit, type TimeUnit as Unit } from "../format";
-import { isDiff, type RunTree } from "../types";
+import { isDiff, traceList, type RunTree } from "../types";
 
 type D = Record<string, any>;
 const signed = (x: number | null | undefined, d = 3) => (x == null ? "—" : (x >= 0 ? "+" : "") + x.toFixed(d));
@@ -31,9 +31,6 @@ const itemCols = (u: Unit): Column<D>[] => [
   ...changeCols(u),
 ];
 
-function flat(runs: RunTree | null) {
-  return runs?.runs.flatMap((r) => r.workers.flatMap((w) => w.spans.map((s) => ({ label: `${r.run} / ${w.worker}${s.span ? ` / ${s.span}` : ""}`, trace: s.trace })))) ?? [];
-}
 
 export function Compare(props: PageProps) {
   // `stepscope diff --html`: the diff is the page's report; the dashboard computes it on demand.
@@ -48,7 +45,7 @@ function ComparePicker({ source, trace }: PageProps) {
   const [diff, setDiff] = useState<D | null>(null);
   const [state, setState] = useState<string>("");
   useEffect(() => { source.runs().then(setRuns); }, []);
-  const traces = flat(runs);
+  const traces = traceList(runs);
   useEffect(() => { if (!next && traces.length > 1) setNext(traces.find((t) => t.trace !== base)?.trace ?? ""); }, [runs]);
   useEffect(() => {
     if (!base || !next || !source.diff) return;
