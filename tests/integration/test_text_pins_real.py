@@ -11,9 +11,15 @@ from typing import Any
 from rich.console import Console
 from tests.conftest import shared_trace
 
+from stepscope.analysis.tensorrt import analyse_tensorrt
+from stepscope.analysis.tensorrt_diff import compare_engines
 from stepscope.formats import load_trace
+from stepscope.formats.trtexec_load import load_trt_run
 from stepscope.report.build import build_report
+from stepscope.report.tensorrt import build_trt_report
 from stepscope.report.text import render_text
+from stepscope.report.text_tensorrt import render_trt_text
+from stepscope.report.text_tensorrt_diff import render_engine_diff
 
 TRACE = "kineto_resnet50/num_workers_0/worker0.1623143566756.pt.trace.json.gz"
 
@@ -111,3 +117,64 @@ def test_finding_saving() -> None:
     s = d["findings"][0]["estimated_saving"]
     assert (s["us_per_step"], s["pct_of_step"]) == (35_503.667, 22.92)
     assert "saves up to 35.50 ms per step (22.9 % of the step) · input-pipeline" in text
+
+
+TRT = "tensorrt/trex/examples/tensorflow/resnet/RTX-3090/{}/resnet.onnx.engine.profile.json"
+
+
+def _trt_text(draw: Any) -> str:
+    console = Console(record=True, width=200, file=io.StringIO(), color_system=None)
+    draw(console)
+    return console.export_text()
+
+
+def test_tensorrt_layer_counts_sums_and_shares() -> None:
+    report = build_trt_report(load_trt_run(str(shared_trace(TRT.format("fp32")))), top=5)
+    t = report.to_json()["tensorrt"]
+    text = _trt_text(lambda c: render_trt_text(report, c))
+    assert len(t["layers"]) == 103 and t["layer_total_ms"] == 12.399744
+    assert ("Layers (103; top 5 by time, per inference, 1 profiled iterations; sum 12.40 ms)"
+            in text)
+    assert (t["timing_cv_pct"], t["iterations_timed"]) == (1.339, 263)
+    assert "GPU compute coefficient of variance: 1.34 % over 263 timed iterations" in text
+    rf = t["reformats"]
+    assert (rf["layers"], rf["average_ms"], rf["share_pct"]) == (43, 0.330624, 2.67)
+    assert "Reformat layers: 43 · 330.6 µs per inference (2.7 % of layer time)" in text
+    assert t["precision_mix"] == [
+        {"key": "FP32", "average_ms": 12.399744, "share_pct": 100.0, "layers": 103}]
+    assert "Precision mix (by layer time): FP32 100.0 % (103 layers)" in text
+    shares = ", ".join(f"{s['key']} {s['share_pct']:.1f} %" for s in t["by_type"][:8])
+    assert shares.startswith("CaskConvolution 93.0 %, Reformat 2.7 %, Padding 2.0 %")
+    assert "By layer type: " + shares in " ".join(text.split())
+    # the slowest layer's avg in µs (0.433152 ms), its share of the layer sum
+    top = max(t["layers"], key=lambda r: r["average_ms"])
+    assert top["average_ms"] == 0.433152
+    assert f"{top['share_pct']:.1f}" == f"{100 * 0.433152 / 12.399744:.1f}" == "3.5"
+    assert _row(text, top["name"])[:3] == [str(top["index"]), "433.2", "3.5"]
+
+
+def test_tensorrt_diff_overview_and_only_in_rows() -> None:
+    a, b = (analyse_tensorrt(load_trt_run(str(shared_trace(TRT.format(p)))))
+            for p in ("fp32", "fp16"))
+    cmp = compare_engines(a, b)
+    j = cmp.to_json()
+    text = _trt_text(lambda c: render_engine_diff(cmp, c))
+    assert (j["a"]["inference_ms"], j["b"]["inference_ms"]) == (12.1952, 4.02732)
+    assert (j["a"]["layer_total_ms"], j["b"]["layer_total_ms"]) == (12.399744, 4.272736)
+    assert _row(text, "per inference, GPU compute (ms)") == ["12.20", "4.03"]
+    assert _row(text, "sum of per-layer times (ms)") == ["12.40", "4.27"]
+    # speedup = A / B per inference, from the JSON's one figure
+    assert j["speedup"] == 3.028118 and f"{12.1952 / 4.02732:.2f}" == "3.03"
+    assert "B is 3.03x the speed of A per inference" in text
+    assert (len(j["only_a"]), len(j["only_b"])) == (26, 9)
+    assert j["only_a"][0]["a_ms"] == 0.06656
+    flat = " ".join(text.split())
+    assert "Only in A (26): " in flat and "MaxPool 66.6 µs;" in flat
+    assert "Only in B (9): " in flat
+    mix = {s["key"]: (s["a_pct"], s["b_pct"]) for s in j["precision_mix"]}
+    assert mix == {"FP32": (100.0, 3.21), "FP16": (0.0, 96.79)}
+    assert ("Precision mix (share of layer time, A → B): FP32 100.0 % → 3.2 %, "
+            "FP16 0.0 % → 96.8 %") in flat
+    top = j["matched_layers"][0]
+    assert (top["a_ms"], top["b_ms"], top["delta_ms"]) == (0.34304, 0.082944, -0.260096)
+    assert _row(text, top["name"])[:3] == ["343.0", "82.9", "−260.1"]
