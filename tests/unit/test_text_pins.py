@@ -10,12 +10,15 @@ from typing import Any
 from rich.console import Console
 from tests.builders import TraceBuilder
 from tests.diff_builders import training_trace
+from tests.distributed_builders import write_run
 
 from stepscope import build_report
 from stepscope.analysis.diff import diff_runs
 from stepscope.report.diff_json import diff_to_json
 from stepscope.report.diff_load import summarise_trace
 from stepscope.report.diff_text import render_diff_text
+from stepscope.report.run import build_run_report, find_run
+from stepscope.report.text_distributed import render_run_text
 from stepscope.report.text_efficiency import render_efficiency
 
 
@@ -93,3 +96,38 @@ def test_diff_text_figures_equal_the_diff_json(tmp_path: Path) -> None:
     util = next(g for g in j["gpu"] if g["metric"] == "utilization_pct")
     assert (util["base"], util["new"], util["delta"]) == (88.14, 90.24, 2.1)
     assert "GPU 0 utilization_pct: 88.14 % → 90.24 % (+2.10 points)" in text
+
+
+def test_run_text_figures_by_hand(tmp_path: Path) -> None:
+    # two ranks, two 4.5 ms steps; rank 0 computes 1 ms, rank 1 3 ms, then a 4 MB all-reduce
+    # whose transfer takes 1 ms once rank 1 arrives
+    write_run(tmp_path, [1000, 3000], steps=2)
+    report = build_run_report(find_run([str(tmp_path)]), executor="serial", use_cache=False)
+    c = _console()
+    render_run_text(report, c)
+    text = c.export_text()
+    d = report.to_json()["distributed"]
+    # rank 0 per step: compute 1 ms, in the all-reduce 3 ms (2 ms waiting for rank 1, 1 ms
+    # transfer), 0.5 ms other: 2 steps -> 2, 0, 6, 1, 4, 2 (ms)
+    r0 = d["ranks"][0]
+    assert [r0[k] for k in ("computation_us", "overlap_us", "communication_us", "other_us",
+                            "sync_us", "transfer_us")] == [2000, 0, 6000, 1000, 4000, 2000]
+    per_rank = text.split("Per rank")[1].split("\n\n")[0]
+    assert _cells(per_rank, "0 ") == [
+        "2.00", "0.0", "6.00", "1.00", "4.00", "2.00", "0.0"]
+    # rank 1 made rank 0 wait 2 ms in each step: 4 ms, 100 % of the waiting; last at 2 of 2
+    # calls; its 6 ms of compute are 2 ms over the ranks' mean (4 ms)
+    s = d["stragglers"][0]
+    assert (s["rank"], s["wait_caused_us"], s["share_pct"], s["last_arrivals"],
+            s["matched_calls"], s["computation_excess_us"]) == (1, 4000, 100.0, 2, 2, 2000)
+    stragglers = text.split("Stragglers")[1].split("\n\n")[0]
+    assert _cells(stragglers, "1 ") == ["4.00", "100.0", "2/2", "2.00"]
+    steps = text.split("who made the others wait")[1].split("\n\n")[0]
+    assert _cells(steps, "1 ") == ["1", "2.00"] and _cells(steps, "2 ") == ["1", "2.00"]
+    # 2 calls of 4,000,000 B; 8 ms in all-reduces over both ranks, 2 ms of it transfer;
+    # algbw = 4e6 B / 1 ms = 4 GB/s, busbw = algbw * 2(n-1)/n = 4 GB/s for n = 2
+    coll = d["collectives"][0]
+    assert (coll["calls"], coll["bytes_per_call"], coll["time_us"], coll["transfer_us"],
+            coll["algbw_gbps"], coll["busbw_gbps"]) == (2, 4e6, 8000, 2000, 4.0, 4.0)
+    assert _cells(text, "allreduce ") == ["0", "2", "4,000,000", "8.00", "2.00", "4.000",
+                                          "4.000"]
