@@ -34,10 +34,14 @@ def render_efficiency(console: Console, data: dict[str, Any]) -> None:
             hanging(console, "  ", Text(f"device {d['device']} {d['name']}: peak unknown — "
                                         f"{d['note'] or ''}"))
         else:
-            peak = d["peak_tflops"].get(e["mfu_dtype"]) or d["peak_tflops"].get("fp32")
+            # the peak MFU divides by (steps[].peak_tflops), not a second pick from the table:
+            # a bf16 run on a V100 has no bf16 peak, so no MFU, and shows no fp32 stand-in
+            peak = next((s["peak_tflops"] for s in e["steps"] if s["device"] == d["device"]),
+                        None)
             hanging(console, "  ", Text(
                 f"device {d['device']} {d['name']}: {d['peak_match']} ({d['matched_by']}), "
-                f"{e['mfu_dtype']} peak {peak} TFLOP/s, {d['peak_gbytes_per_s']} GB/s"
+                f"{e['mfu_dtype']} peak {MISSING if peak is None else f'{peak} TFLOP/s'}, "
+                f"{d['peak_gbytes_per_s']} GB/s"
                 + (f" — {d['note']}" if d["note"] else "")))
     hanging(console, "  ", Text(
         f"MFU {_pct(e['mfu_pct'])} · HFU {_pct(e['hfu_pct'])} ({e['mfu_dtype']}) · "
