@@ -175,18 +175,20 @@ class Report:
             **real_trace_json(a),  # issue 9: warm-up, clock skew, communication, graphs
             "nsys": nsys_json(a),
             "ncu": ncu_json(self.ncu),
-            "distributed": _rank_part(a.trace),
+            "distributed": _rank_part(a),
         }
 
 
-def _rank_part(trace: Trace) -> dict[str, Any] | None:
+def _rank_part(a: Analyses) -> dict[str, Any] | None:
     """A trace of a distributed job shows its own rank's part (report/distributed_json.py)."""
+    trace = a.trace
     if not len(trace.collectives) and (trace.meta.world_size or 1) <= 1:
         return None
     from stepscope.analysis.comm import rank_summary
     from stepscope.report.distributed_json import rank_part_json
 
-    return rank_part_json(rank_summary(trace))
+    # the whole trace's steps (not a.steps, which may leave warm-up out), a.operators as they are
+    return rank_part_json(rank_summary(trace, links=a.links, operators=a.operators))
 
 
 def _op_json(r: OperatorRow) -> dict[str, Any]:
