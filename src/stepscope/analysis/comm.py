@@ -113,10 +113,14 @@ def _collective_rows(trace: Trace) -> tuple[np.ndarray, bool]:
     if len(dev):
         return dev, True
     host = np.flatnonzero(c.on_device == 0)
-    backend = np.array(
-        [trace.name(int(n)).startswith(("gloo:", "nccl:", "rccl:", "mpi:", "ucc:", "xccl:"))
-         for n in c.name[host]], dtype=bool)
+    names = c.name[host]
+    backend = trace.string_ids(_is_backend_range)[names] & (names >= 0)
     return (host[backend] if backend.any() else host), False
+
+
+def _is_backend_range(name: str) -> bool:
+    """The backend's own record of a call (``gloo:all_reduce``, ``nccl:broadcast``, ...)."""
+    return name.startswith(("gloo:", "nccl:", "rccl:", "mpi:", "ucc:", "xccl:"))
 
 
 def _calls(trace: Trace, starts: np.ndarray, ends: np.ndarray, names: list[str]) -> list[Call]:
