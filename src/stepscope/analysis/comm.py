@@ -16,13 +16,18 @@ Definitions (torch-tb-profiler's distributed view, HTA's overlap):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stepscope.analysis import intervals as iv
+from stepscope.analysis.links import Links
 from stepscope.analysis.names import is_collective_kernel
 from stepscope.analysis.steps import find_steps
 from stepscope.model.trace import DEV_KERNEL, HOST_OP, Trace
+
+if TYPE_CHECKING:
+    from stepscope.analysis.operators import OperatorRow
 
 # dtype as Kineto writes it (NCCL args: "Float", "BFloat16"; Input type: "float", "c10::Half")
 DTYPE_BYTES: dict[str, int] = {
@@ -108,10 +113,14 @@ def _collective_rows(trace: Trace) -> tuple[np.ndarray, bool]:
     if len(dev):
         return dev, True
     host = np.flatnonzero(c.on_device == 0)
-    backend = np.array(
-        [trace.name(int(n)).startswith(("gloo:", "nccl:", "rccl:", "mpi:", "ucc:", "xccl:"))
-         for n in c.name[host]], dtype=bool)
+    names = c.name[host]
+    backend = trace.string_ids(_is_backend_range)[names] & (names >= 0)
     return (host[backend] if backend.any() else host), False
+
+
+def _is_backend_range(name: str) -> bool:
+    """The backend's own record of a call (``gloo:all_reduce``, ``nccl:broadcast``, ...)."""
+    return name.startswith(("gloo:", "nccl:", "rccl:", "mpi:", "ucc:", "xccl:"))
 
 
 def _calls(trace: Trace, starts: np.ndarray, ends: np.ndarray, names: list[str]) -> list[Call]:
@@ -191,10 +200,11 @@ def _is_comm_wrapper(name: str) -> bool:
 TOP_OPS = 15
 
 
-def _top_ops(trace: Trace) -> tuple[tuple[str, int], ...]:
+def _top_ops(trace: Trace, links: Links,
+             operators: list[OperatorRow] | None) -> tuple[tuple[str, int], ...]:
     from stepscope.analysis.operators import operator_stats
 
-    rows = operator_stats(trace)
+    rows = operator_stats(trace, links=links) if operators is None else operators
     gpu = trace.has_gpu
     out = []
     for r in rows:
@@ -208,9 +218,15 @@ def _top_ops(trace: Trace) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def rank_summary(trace: Trace) -> RankSummary:
-    """Per-step computation/communication split and the collective calls of one rank."""
-    steps = find_steps(trace)
+def rank_summary(trace: Trace, *, links: Links | None = None,
+                 operators: list[OperatorRow] | None = None) -> RankSummary:
+    """Per-step computation/communication split and the collective calls of one rank.
+
+    ``links`` and ``operators`` (``operator_stats(trace)``), when the caller has them already
+    (``Analyses``), are reused instead of being built again.
+    """
+    links = links or Links(trace)
+    steps = find_steps(trace, links)
     comp, comm, on_device = _comm_and_compute(trace)
     overlap = iv.intersect(comp, comm)
     busy = iv.merge(comp, comm)
@@ -229,5 +245,6 @@ def rank_summary(trace: Trace) -> RankSummary:
     return RankSummary(
         path=trace.meta.path, rank=trace.meta.rank, world_size=trace.meta.world_size,
         backend=trace.meta.backend, on_device=on_device, steps=rows,
-        calls=tuple(_calls(trace, starts, ends, names)), top_ops=_top_ops(trace),
+        calls=tuple(_calls(trace, starts, ends, names)),
+        top_ops=_top_ops(trace, links, operators),
     )

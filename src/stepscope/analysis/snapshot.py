@@ -13,6 +13,7 @@ difference between the allocated bytes at the end and the trace's net allocation
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -119,6 +120,14 @@ def _int(v: Any) -> int:
     return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0
 
 
+def _ints(values: list[Any]) -> I64:
+    """``_int`` of each value: one C-speed conversion when all are plain ints (the usual
+    case), a call per value only when some are not."""
+    if set(map(type, values)) <= {int}:
+        return np.array(values, dtype=np.int64)
+    return np.array([_int(v) for v in values], dtype=np.int64)
+
+
 def _sites(items: Iterable[tuple[str, int]]) -> tuple[Site, ...]:
     acc: dict[str, list[int]] = {}
     for site, size in items:
@@ -129,20 +138,20 @@ def _sites(items: Iterable[tuple[str, int]]) -> tuple[Site, ...]:
     return tuple(Site(k, v[0], v[1]) for k, v in ranked)
 
 
-def _replay(entries: tuple[dict[str, Any], ...], end_allocated: int,
+def _replay(entries: tuple[dict[str, Any], ...], names: list[str], end_allocated: int,
             live_blocks: list[tuple[int, int, str]]
             ) -> tuple[int | None, int | None, tuple[Site, ...], int, tuple[Oom, ...]]:
     """Peak of allocated bytes over the trace, the sites live then, bytes allocated before
-    the trace, and the OOM entries (with allocated bytes at that moment)."""
+    the trace, and the OOM entries (with allocated bytes at that moment).
+
+    ``names``: each entry's action as a string (read once by the caller)."""
     n = len(entries)
     if n == 0:
         return None, None, (), end_allocated, ()
-    names = [str(e.get("action")) for e in entries]
-    action = np.array([_ALLOC_ACTIONS.get(a, _FREE_ACTIONS.get(a, A_OTHER)) for a in names],
-                      dtype=np.int8)
-    size = np.array([_int(e.get("size")) for e in entries], dtype=np.int64)
-    addr = np.array([_int(e.get("addr", -1)) if "addr" in e else -1 for e in entries],
-                    dtype=np.int64)
+    code = {a: _ALLOC_ACTIONS.get(a, _FREE_ACTIONS.get(a, A_OTHER)) for a in dict.fromkeys(names)}
+    action = np.fromiter(map(code.__getitem__, names), dtype=np.int8, count=n)
+    size = _ints([e.get("size") for e in entries])
+    addr = _ints([e.get("addr", -1) for e in entries])  # -1 when absent, as _int(-1)
     delta = np.where(action == A_ALLOC, size, np.where(action == A_FREE, -size, 0))
     net = int(delta.sum())
     before = end_allocated - net
@@ -180,7 +189,7 @@ def _replay(entries: tuple[dict[str, Any], ...], end_allocated: int,
         Oom(time_us=_int(entries[i].get("time_us")) if entries[i].get("time_us") else None,
             requested=int(size[i]), device_free=_int(entries[i].get("device_free")),
             allocated=int(level[i]))
-        for i in range(n) if entries[i].get("action") == "oom"
+        for i in np.flatnonzero(np.fromiter(map("oom".__eq__, names), bool, n)).tolist()
     )
     return peak, peak_time, _sites(items), before, ooms
 
@@ -218,11 +227,9 @@ def snapshot_analysis(snap: MemorySnapshot) -> SnapshotResult:
                         split_n += 1
                         split_b += size
         entries = snap.device_traces[d] if d < len(snap.device_traces) else ()
-        actions: dict[str, int] = {}
-        for e in entries:
-            a = str(e.get("action"))
-            actions[a] = actions.get(a, 0) + 1
-        peak, peak_t, peak_sites, before, ooms = _replay(entries, allocated, live)
+        names = [str(e.get("action")) for e in entries]  # once: counted here, replayed below
+        actions = Counter(names)
+        peak, peak_t, peak_sites, before, ooms = _replay(entries, names, allocated, live)
         out.append(DeviceSnapshot(
             device=d, segments=len(segs), reserved=reserved, allocated=allocated,
             active=active, requested=requested, inactive=max(reserved - active, 0),

@@ -14,7 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from stepscope.analysis.links import Links
 from stepscope.analysis.operators import OperatorRow, operator_stats
+from stepscope.analysis.optree import OpTree
 from stepscope.errors import UsageError
 from stepscope.formats.load import load_trace
 from stepscope.model import Trace
@@ -34,7 +36,9 @@ def print_top_tables(prof_or_trace: Any, n: int = 20, *, console: Console | None
     trace = as_trace(prof_or_trace)
     console = console or Console()
     gpu = trace.has_gpu
-    by_name = operator_stats(trace)
+    links = Links(trace)  # one Links and OpTree for both tables
+    tree = OpTree(trace, links)
+    by_name = operator_stats(trace, links=links, tree=tree)
     if not by_name:
         console.print("No operators in this trace (was anything run inside the profiled steps?)")
         return
@@ -45,7 +49,7 @@ def print_top_tables(prof_or_trace: Any, n: int = 20, *, console: Console | None
     rows = sorted(by_name, key=lambda r: (-r.host_self_us, r.name))
     _table(console, "Top operators by self CPU time", rows[:n], gpu=gpu,
            share_of=sum(r.host_self_us for r in by_name), device_share=False)
-    by_shape = operator_stats(trace, by_shape=True)
+    by_shape = operator_stats(trace, by_shape=True, links=links, tree=tree)
     key = "device" if gpu else "CPU"
     _table(console, f"Top operators by input shape (self {key} time)", by_shape[:n], gpu=gpu,
            share_of=sum((r.device_self_us if gpu else r.host_self_us) for r in by_shape),

@@ -23,7 +23,7 @@ from stepscope.analysis.significance import ALPHA
 from stepscope.cli.options import add_top, tell_written
 from stepscope.errors import TraceFormatError, TraceSourceError, UsageError, one_line
 from stepscope.formats.kineto import looks_like_kineto
-from stepscope.io.source import is_url, read_source
+from stepscope.io.source import is_url, read_source, read_url_head
 from stepscope.report.diff_json import diff_to_json
 
 REPORT, TRACE, FOLDER, TENSORRT = "report", "trace", "folder", "tensorrt"
@@ -108,8 +108,8 @@ HEAD = 8192
 
 def _head(path: str) -> bytes:
     """The first bytes of a file, inflated when gzip, without reading the whole file."""
-    if is_url(path):
-        return bytes(read_source(path).data[:HEAD])
+    if is_url(path):  # only the head: the whole object is downloaded once, when it is read
+        return read_url_head(path, HEAD)
     try:
         with open(path, "rb") as fh:
             raw = fh.read(HEAD)

@@ -156,6 +156,28 @@ def _read_url(path: str, storage_options: dict[str, Any] | None) -> RawSource:
     return RawSource(path, False, stat_key, None, lambda: blob)
 
 
+def read_url_head(path: str, n: int, storage_options: dict[str, Any] | None = None) -> bytes:
+    """The first ``n`` (inflated) bytes of a URL without downloading the whole object.
+
+    For sniffing what a remote file holds before reading it for real (which would otherwise
+    fetch it twice). Anything unusual (an error, a gzip stream that does not inflate) goes
+    through ``read_source``, so the answer and the error messages are the same as its.
+    """
+    import fsspec
+
+    try:
+        fs, fs_path = fsspec.core.url_to_fs(path, **(storage_options or {}))
+        with fs.open(fs_path, "rb") as fh:
+            head = fh.read(n)
+            if head[:2] != GZIP_MAGIC:
+                return bytes(head)
+            fh.seek(0)
+            with gzip.GzipFile(fileobj=fh) as gz:
+                return gz.read(n)
+    except Exception:  # read_source raises its one-line error, or salvages a cut gzip
+        return bytes(read_source(path, storage_options).data[:n])
+
+
 def read_source(path: str, storage_options: dict[str, Any] | None = None) -> RawSource:
     """Return the (inflated) bytes of ``path``; raises StepscopeError with a one-line message."""
     if is_url(path):

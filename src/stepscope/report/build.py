@@ -7,6 +7,7 @@ bump SCHEMA on any incompatible change.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from stepscope.analysis.breakdown import CATEGORIES
@@ -27,7 +28,10 @@ from stepscope.report.rounding import us as _us
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
+    from stepscope.analysis.comm import RankSummary
+    from stepscope.analysis.kernel_ops import KernelOpRow
     from stepscope.analysis.ncu_join import NcuJoin
+    from stepscope.analysis.operators_stack import StackRow
     from stepscope.model.ncu import NcuReport
 
 SCHEMA = "stepscope.report/1"
@@ -44,6 +48,31 @@ class Report:
     @property
     def trace(self) -> Trace:
         return self.analyses.trace
+
+    # The tables to_json derives from the analyses, computed on first use and kept: to_json
+    # runs once per output, and `report --html` writes two (the page and the text or JSON).
+    @cached_property
+    def kernel_ops(self) -> list[KernelOpRow]:
+        from stepscope.analysis.kernel_ops import kernels_by_operator
+
+        return kernels_by_operator(self.analyses.trace, self.analyses.tree)
+
+    @cached_property
+    def op_stacks(self) -> list[StackRow]:
+        from stepscope.analysis.operators_stack import operators_by_stack
+
+        return operators_by_stack(self.analyses.trace, self.analyses.tree)
+
+    @cached_property
+    def rank_summary(self) -> RankSummary | None:
+        """This rank's part of a distributed job; None for a single-process trace."""
+        a = self.analyses
+        if not len(a.trace.collectives) and (a.trace.meta.world_size or 1) <= 1:
+            return None
+        from stepscope.analysis.comm import rank_summary
+
+        # the whole trace's steps (not a.steps, which may leave warm-up out)
+        return rank_summary(a.trace, links=a.links, operators=a.operators)
 
     def to_json(self) -> dict[str, Any]:
         a = self.analyses
@@ -120,8 +149,8 @@ class Report:
                 }
                 for k in a.kernels[: self.top]
             ],
-            "kernels_by_operator": _kernel_ops_json(a, self.top),
-            "operators_by_stack": _op_stack_json(a, self.top),
+            "kernels_by_operator": _kernel_ops_json(self.kernel_ops, self.top),
+            "operators_by_stack": _op_stack_json(self.op_stacks, self.top),
             "temporal": []
             if a.temporal is None
             else [
@@ -175,18 +204,17 @@ class Report:
             **real_trace_json(a),  # issue 9: warm-up, clock skew, communication, graphs
             "nsys": nsys_json(a),
             "ncu": ncu_json(self.ncu),
-            "distributed": _rank_part(a.trace),
+            "distributed": _rank_part(self.rank_summary),
         }
 
 
-def _rank_part(trace: Trace) -> dict[str, Any] | None:
+def _rank_part(summary: RankSummary | None) -> dict[str, Any] | None:
     """A trace of a distributed job shows its own rank's part (report/distributed_json.py)."""
-    if not len(trace.collectives) and (trace.meta.world_size or 1) <= 1:
+    if summary is None:
         return None
-    from stepscope.analysis.comm import rank_summary
     from stepscope.report.distributed_json import rank_part_json
 
-    return rank_part_json(rank_summary(trace))
+    return rank_part_json(summary)
 
 
 def _op_json(r: OperatorRow) -> dict[str, Any]:
@@ -204,26 +232,22 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     return out
 
 
-def _kernel_ops_json(a: Analyses, top: int) -> list[dict[str, Any]]:
-    from stepscope.analysis.kernel_ops import kernels_by_operator
-
+def _kernel_ops_json(rows: list[KernelOpRow], top: int) -> list[dict[str, Any]]:
     return [
         {"kernel": r.kernel, "operator": r.operator, "calls": r.calls,
          "total_us": round(r.total_us, 3), "mean_us": round(r.mean_us, 3),
          "min_us": round(r.min_us, 3), "max_us": round(r.max_us, 3)}
-        for r in kernels_by_operator(a.trace, a.tree)[:top]
+        for r in rows[:top]
     ]
 
 
-def _op_stack_json(a: Analyses, top: int) -> list[dict[str, Any]]:
-    from stepscope.analysis.operators_stack import operators_by_stack
-
+def _op_stack_json(rows: list[StackRow], top: int) -> list[dict[str, Any]]:
     return [
         {"name": r.name, "call_stack": r.call_stack, "calls": r.calls,
          "host_self_us": round(r.host_self_us, 3), "host_total_us": round(r.host_total_us, 3),
          "device_self_us": round(r.device_self_us, 3),
          "device_total_us": round(r.device_total_us, 3)}
-        for r in operators_by_stack(a.trace, a.tree)[:top]
+        for r in rows[:top]
     ]
 
 
