@@ -42,3 +42,110 @@ def test_bad_options_are_one_line_exit_2(argv: list[str], words: list[str],
     assert "usage:" not in line
     for w in words:
         assert w in line, line
+
+
+# ---------------------------------------------------------------- output paths
+
+
+@pytest.fixture()
+def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in front end, so --html runs without the vite build."""
+    dist = tmp_path / "dist"
+    (dist / "assets").mkdir(parents=True)
+    (dist / "index.html").write_text("<!doctype html>")
+    (dist / "assets" / "app.js").write_text("console.log(1)")
+    monkeypatch.setenv("STEPSCOPE_FRONTEND_DIST", str(dist))
+    return dist
+
+
+def _no_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the trace was read before the output path was checked")
+
+    monkeypatch.setattr("stepscope.cli.report.load_trace", refuse)
+    monkeypatch.setattr("stepscope.report.diff_load.trace_summary_and_report", refuse)
+
+
+@pytest.mark.usefixtures("bundle")
+@pytest.mark.parametrize("where", ["below_a_file", "a_directory", "empty"])
+def test_bad_html_path_fails_before_the_analysis(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trace = _trace(tmp_path)
+    (tmp_path / "file").write_text("x")
+    out, reason = {"below_a_file": (str(tmp_path / "file" / "r.html"), "not a directory"),
+                   "a_directory": (str(tmp_path), "is a directory"),
+                   "empty": ("", "empty path")}[where]
+    _no_analysis(monkeypatch)
+    for argv in (["report", str(trace), "--html", out],
+                 ["diff", str(trace), str(trace), "--html", out]):
+        assert main(argv) == 2
+        line = _one_line(capsys)
+        assert "cannot write the HTML report" in line and reason in line, line
+        assert out in line
+
+
+def test_html_without_the_front_end_fails_before_the_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("stepscope.server.bundle.find_bundle", lambda: None)
+    _no_analysis(monkeypatch)
+    assert main(["report", str(_trace(tmp_path)), "--html", str(tmp_path / "r.html")]) == 2
+    assert "front end is not built" in _one_line(capsys)
+
+
+@pytest.mark.usefixtures("bundle")
+def test_bad_html_path_writes_no_baseline(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    trace = _trace(tmp_path)
+    (tmp_path / "file").write_text("x")
+    baseline = tmp_path / "baseline.json"
+    assert main(["diff", str(trace), str(trace), "--save-baseline", str(baseline),
+                 "--html", str(tmp_path / "file" / "d.html")]) == 2
+    assert "cannot write the HTML report" in _one_line(capsys)
+    assert not baseline.exists()  # nothing written before the error
+
+
+def test_bad_baseline_path_fails_before_the_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _trace(tmp_path)
+    _no_analysis(monkeypatch)
+    assert main(["diff", str(trace), str(trace), "--save-baseline", str(tmp_path)]) == 2
+    line = _one_line(capsys)
+    assert line == f"stepscope: error: --save-baseline {tmp_path}: cannot write (is a directory)"
+
+
+def test_baseline_from_a_saved_report_is_refused_before_the_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _trace(tmp_path)
+    report = tmp_path / "report.json"
+    report.write_text('{"schema": "stepscope.report/1"}')
+    _no_analysis(monkeypatch)
+    assert main(["diff", str(trace), str(report), "--save-baseline",
+                 str(tmp_path / "b.json")]) == 2
+    line = _one_line(capsys)
+    assert f"NEW ({report}) must be a single trace, not a saved stepscope report" in line
+
+
+def test_write_atomic_keeps_the_old_file_when_the_write_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from stepscope.io.output import write_atomic
+
+    out = tmp_path / "sub" / "report.html"
+    write_atomic(str(out), b"old")  # folders made
+    assert out.read_bytes() == b"old"
+
+    def full_disk(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        write_atomic(str(out), b"new")
+    assert out.read_bytes() == b"old"
+    assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # no temp file left

@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
     from stepscope.cli.report_run import is_run_args, run_many
     from stepscope.formats.trtexec_load import is_trtexec_output
 
+    if args.html is not None:  # a bad output path fails now, not after the analysis
+        from stepscope.report.html import check_html_output
+
+        check_html_output(args.html)
     if len(args.path) == 1 and is_trtexec_output(args.path[0]):
         # trtexec exports/log (a file or a folder of them): the TensorRT report
         from stepscope.cli.report_tensorrt import run_tensorrt
