@@ -149,3 +149,28 @@ def test_write_atomic_keeps_the_old_file_when_the_write_fails(
         write_atomic(str(out), b"new")
     assert out.read_bytes() == b"old"
     assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # no temp file left
+
+
+# ---------------------------------------------------------------- view
+
+
+def test_view_port_in_use_is_one_line(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    trace = _trace(tmp_path)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["view", str(trace), "--port", str(port)]) == 2
+    assert _one_line(capsys) == (
+        f"stepscope: error: --port {port}: 127.0.0.1:{port} is already in use (another "
+        "stepscope view or TensorBoard?); choose another --port")
+
+
+def test_view_unknown_host_is_one_line(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", str(_trace(tmp_path)), "--host", "no-such-host.invalid"]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("stepscope: error: --host no-such-host.invalid: not an address"), line
