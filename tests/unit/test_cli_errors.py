@@ -34,6 +34,13 @@ def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
     (["report", "x.json", "--format", "xml"], ["--format", "'xml'"]),
     (["nosuchcommand"], ["stepscope: error:", "'nosuchcommand'"]),
     (["--no-such-option"], ["stepscope: error:", "--no-such-option"]),
+    # --workers -3 with dask hung for ever; nan/inf/negative bandwidths were taken silently
+    (["report", "a", "b", "--executor", "dask", "--workers", "-3"], ["--workers", "-3"]),
+    (["report", "a", "b", "--workers", "0"], ["--workers", "1 or more"]),
+    (["report", "a", "b", "--link-gbps", "-5"], ["--link-gbps", "positive number, got -5"]),
+    (["report", "a", "b", "--link-gbps", "nan"], ["--link-gbps", "positive number, got nan"]),
+    (["report", "a", "b", "--link-gbps", "inf"], ["--link-gbps", "positive number, got inf"]),
+    (["report", "a", "b", "--link-gbps", "fast"], ["--link-gbps", "expected a number"]),
 ])
 def test_bad_options_are_one_line_exit_2(argv: list[str], words: list[str],
                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,6 +49,15 @@ def test_bad_options_are_one_line_exit_2(argv: list[str], words: list[str],
     assert "usage:" not in line
     for w in words:
         assert w in line, line
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "0", "-1"])
+def test_peaks_must_be_finite_and_positive(value: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    trace = _trace(tmp_path)
+    for flag in ("--peak-tflops", "--peak-gbps"):
+        assert main(["report", str(trace), flag, value]) == 2
+        assert f"{flag} must be a positive number" in _one_line(capsys)
 
 
 # ---------------------------------------------------------------- output paths

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from rich.console import Console
@@ -76,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
     for flag, value in (("--peak-tflops", tflops), ("--peak-gbps", gbps)):
-        if value is not None and not value > 0:
+        if value is not None and not (value > 0 and math.isfinite(value)):
             raise UsageError(f"{flag} must be a positive number, got {value}")
     return Overrides(tflops=tflops, gbps=gbps)
 
