@@ -190,3 +190,24 @@ def test_view_unknown_host_is_one_line(tmp_path: Path,
     assert main(["view", str(_trace(tmp_path)), "--host", "no-such-host.invalid"]) == 2
     line = _one_line(capsys)
     assert line.startswith("stepscope: error: --host no-such-host.invalid: not an address"), line
+
+
+# ---------------------------------------------------------------- files named from the cwd
+
+
+def test_trtexec_file_named_from_the_working_folder(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``report x.engine.profile.json`` in its own folder: listed as ./x and as x, it was
+    refused as "two profile files (x, x)"."""
+    from tests.trt_builders import layer_info_text, profile_text
+
+    (tmp_path / "m.engine.profile.json").write_text(profile_text([("Conv_1", 1.5)]))
+    (tmp_path / "m.engine.graph.json").write_text(layer_info_text(
+        [{"name": "Conv_1", "type": "Convolution", "inputs": [("in", "Half")],
+          "outputs": [("out", "Half")]}]))
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "m.engine.profile.json"]) == 0
+    out = capsys.readouterr().out
+    assert "Conv_1" in out
+    assert "files in ./" in out  # the folder of the two files, not "/"

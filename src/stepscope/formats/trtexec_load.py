@@ -141,7 +141,8 @@ def find_files(path: str) -> tuple[str, dict[str, str]]:
         if engine is not None:
             folder = os.path.dirname(local) or "."
             for p in _candidates(folder):
-                if p != local and _engine_of(p) == engine:
+                # "x.profile.json" is listed as "./x.profile.json": compare whole paths
+                if os.path.abspath(p) != os.path.abspath(local) and _engine_of(p) == engine:
                     k = sniff(_head(p))
                     if k not in (None, "output"):
                         found.append((p, k))
