@@ -211,3 +211,20 @@ def test_trtexec_file_named_from_the_working_folder(tmp_path: Path,
     out = capsys.readouterr().out
     assert "Conv_1" in out
     assert "files in ./" in out  # the folder of the two files, not "/"
+
+
+def test_folder_mixing_trtexec_outputs_and_traces(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The profiler trace was left out without a word and the engine reported alone."""
+    from tests.trt_builders import profile_text
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "m.engine.profile.json").write_text(profile_text([("Conv_1", 1.5)]))
+    trace = _trace(mixed)
+    for argv in (["report", str(mixed)], ["diff", str(trace), str(mixed)]):
+        assert main(argv) == 2
+        line = _one_line(capsys)
+        assert line == (f"stepscope: error: {mixed}: folder holds both trtexec outputs and "
+                        f"profiler traces ({trace.name}); give the trace files, or move them "
+                        "out to report the engine")

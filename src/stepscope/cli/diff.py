@@ -77,9 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def input_kind(path: str) -> str:
     """What a path holds: REPORT, TRACE, FOLDER or TENSORRT; one-line error otherwise."""
-    from stepscope.formats.trtexec_load import is_trtexec_output
+    from stepscope.formats.trtexec_load import find_files, is_trtexec_output
 
     if not is_url(path) and is_trtexec_output(path):  # trtexec exports, a file or a folder
+        if os.path.isdir(path):
+            find_files(path)  # a folder of two engines, or mixing traces in, is refused here
         return TENSORRT
     if not is_url(path) and os.path.isdir(path):
         return FOLDER
