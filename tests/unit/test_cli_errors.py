@@ -228,3 +228,24 @@ def test_folder_mixing_trtexec_outputs_and_traces(tmp_path: Path,
         assert line == (f"stepscope: error: {mixed}: folder holds both trtexec outputs and "
                         f"profiler traces ({trace.name}); give the trace files, or move them "
                         "out to report the engine")
+
+
+# ---------------------------------------------------------------- run
+
+
+def test_run_refuses_an_unwritable_logdir_before_the_program_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The program ran (a whole training run) and only then was the trace found unwritable."""
+    import sys
+
+    marker = tmp_path / "ran"
+    script = tmp_path / "train.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["run", "--logdir", str(blocker / "logs"), "--", sys.executable,
+                 str(script)]) == 2
+    assert _one_line(capsys) == (f"stepscope: error: --logdir '{blocker / 'logs'}': cannot "
+                                 f"write traces there ({blocker} is not a directory)")
+    assert not marker.exists()

@@ -124,9 +124,23 @@ def child_settings(args: argparse.Namespace) -> dict[str, Any]:
             "with_stack": not args.no_stack}
 
 
+def check_logdir(logdir: str) -> None:
+    """Refuse a local --logdir the traces cannot be written to, before the program runs
+    (found out after it, a long training run would be profiled for nothing)."""
+    from stepscope.io.output import unwritable
+    from stepscope.io.source import is_url
+
+    if is_url(logdir):
+        return
+    problem = "empty path" if not logdir else unwritable(os.path.join(logdir, ".stepscope"))
+    if problem is not None:
+        raise UsageError(f"--logdir {logdir!r}: cannot write traces there ({problem})")
+
+
 def run(args: argparse.Namespace) -> int:
     child = build_command(list(args.command))
     settings = child_settings(args)
+    check_logdir(args.logdir)
     fd, manifest = tempfile.mkstemp(prefix="stepscope-run-", suffix=".json")
     os.close(fd)
     try:
