@@ -249,3 +249,28 @@ def test_run_refuses_an_unwritable_logdir_before_the_program_runs(
     assert _one_line(capsys) == (f"stepscope: error: --logdir '{blocker / 'logs'}': cannot "
                                  f"write traces there ({blocker} is not a directory)")
     assert not marker.exists()
+
+
+def test_run_with_a_python_without_torch_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed the cause, then "no trace written: the program ended without stepscope
+    finishing (killed or os._exit?)": two lines, the second wrong."""
+    import argparse
+    import json
+    import sys
+
+    from stepscope.capture import runner
+    from stepscope.cli.run import _read_manifest, _report
+
+    manifest = tmp_path / "manifest.json"
+    script = tmp_path / "train.py"
+    script.write_text("")
+    monkeypatch.setenv(runner.CONFIG_ENV, json.dumps({"manifest": str(manifest)}))
+    monkeypatch.setitem(sys.modules, "stepscope.capture.autostep", None)  # import fails
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    assert runner.main([str(script)]) == 2
+    _report(_read_manifest(str(manifest)), argparse.Namespace())
+    line = _one_line(capsys)
+    assert line.startswith("stepscope run: no trace written: cannot profile with "), line
+    assert "Python of your training environment" in line
