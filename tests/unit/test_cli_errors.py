@@ -251,6 +251,22 @@ def test_run_refuses_an_unwritable_logdir_before_the_program_runs(
     assert not marker.exists()
 
 
+def test_demo_refuses_an_unwritable_outdir_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the demo trained before the output folder was checked")
+
+    monkeypatch.setattr("stepscope.demo.run_demo", refuse)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["demo", "--outdir", str(blocker), "--steps", "3", "--device", "cpu"]) == 2
+    assert _one_line(capsys) == (f"stepscope: error: --outdir '{blocker}': cannot write "
+                                 f"traces there ({blocker} is not a directory)")
+
+
 def test_run_with_a_python_without_torch_says_so_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from stepscope.report import DEFAULT_TOP
@@ -38,3 +39,17 @@ def add_top(parser: argparse.ArgumentParser) -> None:
 def tell_written(what: str, path: str) -> None:
     """``what: path`` on stderr, plain: a long path is not wrapped nor read as markup."""
     print(f"{what}: {path}", file=sys.stderr)
+
+
+def check_output_dir(flag: str, folder: str) -> None:
+    """Refuse a local output folder (``--logdir``, ``--outdir``) that cannot be written,
+    before the work that fills it; URLs are left to the writer."""
+    from stepscope.errors import UsageError
+    from stepscope.io.output import unwritable
+    from stepscope.io.source import is_url
+
+    if is_url(folder):
+        return
+    problem = unwritable(os.path.join(folder, ".stepscope"))  # "" is the current folder
+    if problem is not None:
+        raise UsageError(f"{flag} {folder!r}: cannot write traces there ({problem})")

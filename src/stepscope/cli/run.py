@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import stepscope
-from stepscope.cli.options import add_top
+from stepscope.cli.options import add_top, check_output_dir
 from stepscope.errors import StepscopeError, UsageError, one_line
 
 HELP = "profile an unmodified Python script: stepscope run -- python train.py ARGS"
@@ -124,23 +124,11 @@ def child_settings(args: argparse.Namespace) -> dict[str, Any]:
             "with_stack": not args.no_stack}
 
 
-def check_logdir(logdir: str) -> None:
-    """Refuse a local --logdir the traces cannot be written to, before the program runs
-    (found out after it, a long training run would be profiled for nothing)."""
-    from stepscope.io.output import unwritable
-    from stepscope.io.source import is_url
-
-    if is_url(logdir):
-        return
-    problem = "empty path" if not logdir else unwritable(os.path.join(logdir, ".stepscope"))
-    if problem is not None:
-        raise UsageError(f"--logdir {logdir!r}: cannot write traces there ({problem})")
-
-
 def run(args: argparse.Namespace) -> int:
     child = build_command(list(args.command))
     settings = child_settings(args)
-    check_logdir(args.logdir)
+    # found out after the program, a long training run would be profiled for nothing
+    check_output_dir("--logdir", args.logdir)
     fd, manifest = tempfile.mkstemp(prefix="stepscope-run-", suffix=".json")
     os.close(fd)
     try:
