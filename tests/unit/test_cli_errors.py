@@ -290,3 +290,24 @@ def test_run_with_a_python_without_torch_says_so_once(
     line = _one_line(capsys)
     assert line.startswith("stepscope run: no trace written: cannot profile with "), line
     assert "Python of your training environment" in line
+
+
+# ---------------------------------------------------------------- JSON output
+
+
+def test_ncu_json_has_no_infinity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A value of 1e400 reached the JSON as ``Infinity``: not JSON (jq, strict parsers)."""
+    import json
+
+    header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+              '"Block Size","Grid Size","Device","CC","Section Name","Metric Name",'
+              '"Metric Unit","Metric Value"')
+    row = ('"0","1","p","h","k","1","7","(1,1,1)","(1,1,1)","0","8.0",'
+           '"GPU Speed Of Light Throughput","Duration","nsecond","{}"')
+    for value in ("1e400", "inf", "-inf"):
+        csv = tmp_path / "k.csv"
+        csv.write_text(f"{header}\n{row.format(value)}\n")
+        assert main(["report", str(csv), "--format", "json"]) == 0
+        out = capsys.readouterr().out
+        doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+        assert doc["ncu"]["kernels"][0]["duration_ns"] is None
