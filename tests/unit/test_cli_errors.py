@@ -311,3 +311,22 @@ def test_ncu_json_has_no_infinity(tmp_path: Path, capsys: pytest.CaptureFixture[
         out = capsys.readouterr().out
         doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
         assert doc["ncu"]["kernels"][0]["duration_ns"] is None
+
+
+def test_a_broken_memory_timeline_beside_the_trace_does_not_cost_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The optional sidecar file failed the whole report (exit 2, nothing printed)."""
+    import json
+
+    from stepscope.formats.memory_timeline import timeline_path
+
+    trace = _trace(tmp_path)
+    side = Path(timeline_path(str(trace)))
+    side.write_text("[[1, 2, 3]]")
+    assert main(["report", "--no-cache", str(trace), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"]["partial"] is True
+    assert doc["source"]["warnings"] == [
+        f"memory timeline left out: {side}: memory timeline rows are not "
+        "[time, action, bytes, category]"]

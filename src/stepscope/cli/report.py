@@ -127,10 +127,11 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    from stepscope.formats.memory_timeline import find_memory_timeline
+    from stepscope.formats.memory_timeline import timeline_beside
 
+    trace, timeline = timeline_beside(trace)
     report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
-                          memory_timeline=find_memory_timeline(args.path))
+                          memory_timeline=timeline)
     if args.html:
         from stepscope.cli.options import tell_written
         from stepscope.report.html import write_html

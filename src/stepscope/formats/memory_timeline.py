@@ -10,6 +10,7 @@ unknown]`` bytes per time. The HTML export holds only a picture and is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import Any
@@ -17,9 +18,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from stepscope.errors import TraceFormatError, one_line
+from stepscope.errors import StepscopeError, TraceFormatError, one_line
 from stepscope.io.source import is_url, local_path, read_source
 from stepscope.model.memory_files import TIMELINE_CATEGORIES, MemoryTimeline
+from stepscope.model.trace import Trace
 
 N_CAT = len(TIMELINE_CATEGORIES)
 
@@ -105,3 +107,14 @@ def find_memory_timeline(trace_path: str) -> MemoryTimeline | None:
         return None
     path = timeline_path(trace_path)
     return read_memory_timeline(path) if os.path.isfile(local_path(path)) else None
+
+
+def timeline_beside(trace: Trace) -> tuple[Trace, MemoryTimeline | None]:
+    """The trace and the memory timeline beside it; a timeline that cannot be read is left
+    out with a warning on the trace (it is optional: it must not cost the trace's report)."""
+    try:
+        return trace, find_memory_timeline(trace.meta.path)
+    except StepscopeError as exc:
+        warning = f"memory timeline left out: {one_line(str(exc))}"
+        meta = dataclasses.replace(trace.meta, warnings=(*trace.meta.warnings, warning))
+        return dataclasses.replace(trace, meta=meta), None
