@@ -330,3 +330,20 @@ def test_a_broken_memory_timeline_beside_the_trace_does_not_cost_the_report(
     assert doc["source"]["warnings"] == [
         f"memory timeline left out: {side}: memory timeline rows are not "
         "[time, action, bytes, category]"]
+
+
+@pytest.mark.parametrize(("rows", "what"), [
+    ([[1, 2, 2**62, 4], [2, 2, 2**62, 4]], "sizes"),  # summed: wrapped to negative sizes
+    ([[2**63 - 1, 2, 8, 4]], "times"),
+    ([[10**18], [[0, 1, 2, 3, 4, 5, 6, 7, 8]]], "times"),  # µs -> ns wrapped
+])
+def test_memory_timeline_numbers_that_would_wrap(rows: list[object], what: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """int64 overflow printed "peak 8,589,934,592.00 GiB" and the like, exit 0."""
+    import json
+
+    path = tmp_path / "timeline.json"
+    path.write_text(json.dumps(rows))
+    assert main(["memory", str(path)]) == 2
+    assert _one_line(capsys) == (f"stepscope: error: {path}: memory timeline {what} out of "
+                                 "range (corrupt file?)")

@@ -31,6 +31,17 @@ def looks_like_timeline(data: bytes | memoryview) -> bool:
     return head.startswith((b"[[", b"[ [")) or head.startswith(b"[\n")
 
 
+_LIMIT = float(2**62)  # int64 with room: beyond it sums and ns conversions wrap silently
+
+
+def _check_range(path: str, t_ns: Any, total_bytes: float) -> None:
+    """Refuse numbers no profiler writes (they wrapped round into nonsense sizes)."""
+    if len(t_ns) and float(np.abs(t_ns).max()) >= _LIMIT:
+        raise TraceFormatError(f"{path}: memory timeline times out of range (corrupt file?)")
+    if total_bytes >= _LIMIT:
+        raise TraceFormatError(f"{path}: memory timeline sizes out of range (corrupt file?)")
+
+
 def _raw(rows: Any, path: str) -> MemoryTimeline:
     try:
         arr = np.array(rows, dtype=np.int64)
@@ -41,6 +52,7 @@ def _raw(rows: Any, path: str) -> MemoryTimeline:
         raise TraceFormatError(f"{path}: memory timeline rows are not [time, action, bytes, "
                                "category]")
     t, cat, nbytes = arr[:, 0], arr[:, 3], arr[:, 2]
+    _check_range(path, t, np.abs(nbytes).sum(dtype=np.float64))  # the running sums fit
     if len(arr) and (cat.min() < 0 or cat.max() >= N_CAT):
         raise TraceFormatError(f"{path}: memory timeline category outside 0..{N_CAT - 1}")
     pos = t[t >= 0]
@@ -64,6 +76,8 @@ def _plot(doc: Any, path: str) -> MemoryTimeline:
     if s.ndim != 2 or s.shape[0] != len(t) or s.shape[1] != N_CAT + 1:
         raise TraceFormatError(f"{path}: memory timeline sizes are not {N_CAT + 1} columns "
                                "per time")
+    _check_range(path, np.array(times, dtype=np.float64) * 1000,
+                 np.abs(s).sum(axis=1, dtype=np.float64).max(initial=0.0))
     order = np.argsort(t, kind="stable")
     return MemoryTimeline(path=path, raw=False, t_ns=t[order], sizes=s[order, 1:])
 
