@@ -347,3 +347,23 @@ def test_memory_timeline_numbers_that_would_wrap(rows: list[object], what: str, 
     assert main(["memory", str(path)]) == 2
     assert _one_line(capsys) == (f"stepscope: error: {path}: memory timeline {what} out of "
                                  "range (corrupt file?)")
+
+
+@pytest.mark.parametrize("segment", [
+    {"device": 0, "total_size": 2048, "blocks": True},  # 'bool' object is not iterable
+    {"device": 0, "total_size": 2**70, "blocks": []},  # int too large to convert
+    {"device": 0, "total_size": float("nan"), "blocks": []},  # cannot convert NaN
+    {"device": 0, "total_size": 2048,
+     "blocks": [{"size": float("inf"), "state": "active_allocated", "address": 2**64}]},
+    {"device": -1, "total_size": 2048, "blocks": []},  # tuple index out of range
+])
+def test_hostile_snapshot_fields_are_no_internal_error(
+    segment: dict[str, object], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pickle
+
+    path = tmp_path / "snap.pickle"
+    path.write_bytes(pickle.dumps({"segments": [segment], "device_traces": []}))
+    for fmt in ("text", "json"):
+        assert main(["memory", str(path), "--format", fmt]) == 0
+        assert capsys.readouterr().err == ""

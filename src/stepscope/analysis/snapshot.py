@@ -12,6 +12,7 @@ difference between the allocated bytes at the end and the trace's net allocation
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -115,8 +116,17 @@ class SnapshotResult:
     devices: tuple[DeviceSnapshot, ...]
 
 
+_INT64 = 2**63
+
+
 def _int(v: Any) -> int:
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0
+    """A snapshot number as an int64; 0 for anything else (a hostile or corrupt pickle can
+    hold strings, NaN, infinities or ints beyond 64 bits in any field)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return 0
+    if isinstance(v, float) and not math.isfinite(v):
+        return 0
+    return int(v) if -_INT64 <= v < _INT64 else 0
 
 
 def _sites(items: Iterable[tuple[str, int]]) -> tuple[Site, ...]:
@@ -200,7 +210,9 @@ def snapshot_analysis(snap: MemorySnapshot) -> SnapshotResult:
         for seg in segs:
             reserved += _int(seg.get("total_size"))
             expandable |= bool(seg.get("is_expandable", False))
-            blocks = [b for b in seg.get("blocks", []) if isinstance(b, dict)]
+            raw_blocks = seg.get("blocks")
+            blocks = [b for b in raw_blocks if isinstance(b, dict)] \
+                if isinstance(raw_blocks, list | tuple) else []
             in_use = any(b.get("state") != "inactive" for b in blocks)
             for b in blocks:
                 size = _int(b.get("size"))
@@ -217,7 +229,7 @@ def snapshot_analysis(snap: MemorySnapshot) -> SnapshotResult:
                     if in_use:
                         split_n += 1
                         split_b += size
-        entries = snap.device_traces[d] if d < len(snap.device_traces) else ()
+        entries = snap.device_traces[d] if 0 <= d < len(snap.device_traces) else ()
         actions: dict[str, int] = {}
         for e in entries:
             a = str(e.get("action"))
