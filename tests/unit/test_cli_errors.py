@@ -367,3 +367,15 @@ def test_hostile_snapshot_fields_are_no_internal_error(
     for fmt in ("text", "json"):
         assert main(["memory", str(path), "--format", fmt]) == 0
         assert capsys.readouterr().err == ""
+
+
+def test_a_long_message_keeps_its_end() -> None:
+    """Cut at 300 characters, a message with long paths lost what was wrong and what to do."""
+    from stepscope.errors import one_line
+
+    long_path = "/data/" + "deep/" * 80 + "rank0.pt.trace.json"
+    line = one_line(f"{long_path}: not a trace (give a PyTorch profiler trace)")
+    assert len(line) == 300 and "…" in line
+    assert line.startswith("/data/deep/")
+    assert line.endswith("not a trace (give a PyTorch profiler trace)")
+    assert one_line("short\n  message") == "short message"
