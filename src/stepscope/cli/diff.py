@@ -172,8 +172,10 @@ def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:
     n = _with_status(args, new, lambda: _load(new, args.new_kind, use_cache))
     try:
         diff = diff_runs(b.summary, n.summary, alpha=args.alpha)
-    except ValueError as exc:
-        raise UsageError(f"{base} vs {new}: incompatible runs ({exc})") from None
+    except ValueError as exc:  # the reason names the runs when it is about one of them
+        named = base in str(exc) or new in str(exc)
+        raise UsageError(f"incompatible runs: {exc}" if named
+                         else f"{base} vs {new}: incompatible runs ({exc})") from None
     gate = evaluate(diff, args.thresholds)
     if args.save_baseline is not None:
         _save_baseline(args.save_baseline, new, n)
