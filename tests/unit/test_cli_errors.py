@@ -379,3 +379,18 @@ def test_a_long_message_keeps_its_end() -> None:
     assert line.startswith("/data/deep/")
     assert line.endswith("not a trace (give a PyTorch profiler trace)")
     assert one_line("short\n  message") == "short message"
+
+
+def test_diff_of_a_rank_folder_and_one_trace_names_each_run_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.distributed_builders import write_run
+
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    write_run(ranks, [100.0, 100.0])
+    trace = _trace(tmp_path)
+    assert main(["diff", "--no-cache", str(trace), str(ranks)]) == 2
+    assert _one_line(capsys) == (
+        f"stepscope: error: incompatible runs: {ranks} is a 2-rank job, {trace} one process: "
+        "give a folder of rank traces on both sides, or one rank's trace on both")
