@@ -394,3 +394,36 @@ def test_diff_of_a_rank_folder_and_one_trace_names_each_run_once(
     assert _one_line(capsys) == (
         f"stepscope: error: incompatible runs: {ranks} is a 2-rank job, {trace} one process: "
         "give a folder of rank traces on both sides, or one rank's trace on both")
+
+
+# ---------------------------------------------------------------- options that do not apply
+
+
+def test_options_another_kind_of_input_uses_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They were ignored without a word: ``report ranks/ --step 5`` printed every step,
+    ``report engine/ --step 3`` and ``report trace.json --nsys missing.sqlite`` exit 0."""
+    from tests.trt_builders import profile_text
+
+    trace = _trace(tmp_path)
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    (engine / "m.engine.profile.json").write_text(profile_text([("Conv_1", 1.5)]))
+    cases = [
+        ([str(trace), "--nsys", "missing.sqlite"],
+         f"{trace}: --nsys does not apply to one trace (only to TensorRT engine outputs)"),
+        ([str(trace), "--workers", "2"],
+         f"{trace}: --workers does not apply to one trace (only to a run of many ranks)"),
+        ([str(engine), "--step", "3"],
+         f"{engine}: --step does not apply to TensorRT engine outputs (only to one trace)"),
+        ([str(engine), "--peak-tflops", "100"],
+         f"{engine}: --peak-tflops does not apply to TensorRT engine outputs (only to one "
+         "trace)"),
+        ([str(trace), str(trace), "--step", "1"],
+         f"{trace} (and 1 more): --step does not apply to a run of many ranks (only to one "
+         "trace)"),
+    ]
+    for argv, message in cases:
+        assert main(["report", *argv]) == 2
+        assert _one_line(capsys) == f"stepscope: error: {message}"
