@@ -427,3 +427,12 @@ def test_options_another_kind_of_input_uses_are_refused(
     for argv, message in cases:
         assert main(["report", *argv]) == 2
         assert _one_line(capsys) == f"stepscope: error: {message}"
+
+
+def test_unknown_url_scheme_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """It said "cannot read (ValueError)"."""
+    for argv in (["report", "nosuchproto://bucket/x.json"], ["memory", "nosuchproto://b/x"]):
+        assert main(argv) == 2
+        line = _one_line(capsys)
+        assert line.startswith(f"stepscope: error: {argv[1]}: unknown URL scheme "
+                               "'nosuchproto://'"), line
