@@ -436,3 +436,16 @@ def test_unknown_url_scheme_says_so(capsys: pytest.CaptureFixture[str]) -> None:
         line = _one_line(capsys)
         assert line.startswith(f"stepscope: error: {argv[1]}: unknown URL scheme "
                                "'nosuchproto://'"), line
+
+
+def test_a_saved_report_given_to_report_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said "JSON but not a trace (no "traceEvents" array)"."""
+    trace = _trace(tmp_path)
+    assert main(["report", "--no-cache", str(trace), "--format", "json"]) == 0
+    saved = tmp_path / "report.json"
+    saved.write_text(capsys.readouterr().out)
+    assert main(["report", str(saved)]) == 2
+    assert _one_line(capsys) == (f"stepscope: error: {saved}: a stepscope report or diff, not "
+                                 "a trace (compare saved reports with: stepscope diff)")
