@@ -449,3 +449,17 @@ def test_a_saved_report_given_to_report_says_what_it_is(
     assert main(["report", str(saved)]) == 2
     assert _one_line(capsys) == (f"stepscope: error: {saved}: a stepscope report or diff, not "
                                  "a trace (compare saved reports with: stepscope diff)")
+
+
+def test_memory_on_a_tensorrt_profile_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said "memory timeline rows are not [time, action, bytes, category] integers"."""
+    from tests.trt_builders import profile_text
+
+    profile = tmp_path / "m.engine.profile.json"
+    profile.write_text(profile_text([("Conv_1", 1.5)]))
+    assert main(["memory", str(profile)]) == 2
+    assert _one_line(capsys) == (f"stepscope: error: {profile}: a TensorRT trtexec export, not "
+                                 "a memory snapshot or timeline (for engines use: stepscope "
+                                 "report)")

@@ -37,6 +37,12 @@ def analyse(path: str) -> dict[str, Any]:
         result = snapshot_analysis(snapshot_from_data(loads_plain(data, path), path))
         return {"kind": "snapshot", "result": snapshot_json(result),
                 "findings": [f.to_json() for f in snapshot_findings(result)]}
+    from stepscope.formats.trtexec_load import sniff
+
+    if sniff(bytes(data[:4096]).decode("utf-8", "replace")) not in (None, "output"):
+        # a trtexec profile is a JSON list too: it read as a "malformed memory timeline"
+        raise TraceFormatError(f"{path}: a TensorRT trtexec export, not a memory snapshot or "
+                               "timeline (for engines use: stepscope report)")
     if looks_like_timeline(data) or bytes(data[:64]).lstrip().lower().startswith(b"<"):
         return {"kind": "timeline", "result": timeline_json(category_timeline(
             timeline_from_json(data, path)))}
