@@ -22,6 +22,10 @@ class UsageError(StepscopeError):
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    """Collapse whitespace so an error message always fits on one line."""
+    """Collapse whitespace so an error message always fits on one line; a long one loses
+    its middle, not its end (the file comes first and what to do about it last)."""
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    head = (limit - 1) // 2
+    return flat[:head] + "…" + flat[len(flat) - (limit - 1 - head):]

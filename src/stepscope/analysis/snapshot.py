@@ -12,6 +12,7 @@ difference between the allocated bytes at the end and the trace's net allocation
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -116,15 +117,27 @@ class SnapshotResult:
     devices: tuple[DeviceSnapshot, ...]
 
 
+_INT64 = 2**63
+
+
 def _int(v: Any) -> int:
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0
+    """A snapshot number as an int64; 0 for anything else (a hostile or corrupt pickle can
+    hold strings, NaN, infinities or ints beyond 64 bits in any field)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return 0
+    if isinstance(v, float) and not math.isfinite(v):
+        return 0
+    return int(v) if -_INT64 <= v < _INT64 else 0
 
 
 def _ints(values: list[Any]) -> I64:
     """``_int`` of each value: one C-speed conversion when all are plain ints (the usual
     case), a call per value only when some are not."""
     if set(map(type, values)) <= {int}:
-        return np.array(values, dtype=np.int64)
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:  # an int beyond 64 bits: _int's 0 for it, per value
+            pass
     return np.array([_int(v) for v in values], dtype=np.int64)
 
 
@@ -209,7 +222,9 @@ def snapshot_analysis(snap: MemorySnapshot) -> SnapshotResult:
         for seg in segs:
             reserved += _int(seg.get("total_size"))
             expandable |= bool(seg.get("is_expandable", False))
-            blocks = [b for b in seg.get("blocks", []) if isinstance(b, dict)]
+            raw_blocks = seg.get("blocks")
+            blocks = [b for b in raw_blocks if isinstance(b, dict)] \
+                if isinstance(raw_blocks, list | tuple) else []
             in_use = any(b.get("state") != "inactive" for b in blocks)
             for b in blocks:
                 size = _int(b.get("size"))
@@ -226,7 +241,7 @@ def snapshot_analysis(snap: MemorySnapshot) -> SnapshotResult:
                     if in_use:
                         split_n += 1
                         split_b += size
-        entries = snap.device_traces[d] if d < len(snap.device_traces) else ()
+        entries = snap.device_traces[d] if 0 <= d < len(snap.device_traces) else ()
         names = [str(e.get("action")) for e in entries]  # once: counted here, replayed below
         actions = Counter(names)
         peak, peak_t, peak_sites, before, ooms = _replay(entries, names, allocated, live)

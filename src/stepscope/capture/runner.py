@@ -45,8 +45,13 @@ def main(argv: list[str]) -> int:
     try:
         from stepscope.capture.autostep import AutoConfig, AutoProfiler
     except ImportError as exc:
-        print(f"stepscope run: cannot profile with {sys.executable}: {exc} "
-              "(run it with the Python of your training environment)", file=sys.stderr)
+        note = (f"cannot profile with {sys.executable}: {exc} "
+                "(run it with the Python of your training environment)")
+        if manifest:  # the parent says it, once (not "ended without stepscope finishing")
+            with open(manifest, "w", encoding="utf-8") as fh:
+                json.dump({"mode": "unknown", "traces": [], "note": note}, fh)
+        else:
+            print(f"stepscope run: {note}", file=sys.stderr)
         return 2
     from stepscope.capture.native_noise import quiet_native_profiler
 

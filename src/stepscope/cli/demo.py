@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.cli.options import add_top
+from stepscope.cli.options import add_top, check_output_dir
 from stepscope.errors import UsageError
 
 HELP = "profile a built-in workload before and after the advised fixes"
@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.steps < 3 or args.batch_size < 1:
         raise UsageError("stepscope demo: --steps must be >= 3 and --batch-size >= 1")
+    check_output_dir("--outdir", args.outdir)  # not after the first of the two runs
     try:
         import torch
     except ImportError:

@@ -77,9 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def input_kind(path: str) -> str:
     """What a path holds: REPORT, TRACE, FOLDER or TENSORRT; one-line error otherwise."""
-    from stepscope.formats.trtexec_load import is_trtexec_output
+    from stepscope.formats.trtexec_load import find_files, is_trtexec_output
 
     if not is_url(path) and is_trtexec_output(path):  # trtexec exports, a file or a folder
+        if os.path.isdir(path):
+            find_files(path)  # a folder of two engines, or mixing traces in, is refused here
         return TENSORRT
     if not is_url(path) and os.path.isdir(path):
         return FOLDER
@@ -159,7 +161,7 @@ def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
         raise UsageError(f"{base}, {new}: --fail-on gates training runs; it does not apply "
                          "to TensorRT engine comparisons")
     cmp, doc = engine_diff(base, new)
-    if args.html:
+    if args.html is not None:
         _write_diff_html(args.html, doc, f"{base} vs {new}")
     return print_engine_diff(cmp, doc, fmt=args.format, top=args.top)
 
@@ -170,12 +172,14 @@ def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:
     n = _with_status(args, new, lambda: _load(new, args.new_kind, use_cache))
     try:
         diff = diff_runs(b.summary, n.summary, alpha=args.alpha)
-    except ValueError as exc:
-        raise UsageError(f"{base} vs {new}: incompatible runs ({exc})") from None
+    except ValueError as exc:  # the reason names the runs when it is about one of them
+        named = base in str(exc) or new in str(exc)
+        raise UsageError(f"incompatible runs: {exc}" if named
+                         else f"{base} vs {new}: incompatible runs ({exc})") from None
     gate = evaluate(diff, args.thresholds)
-    if args.save_baseline:
+    if args.save_baseline is not None:
         _save_baseline(args.save_baseline, new, n)
-    if args.html:
+    if args.html is not None:
         _write_diff_html(args.html, diff_to_json(diff, gate), f"{base} vs {new}")
     if args.format == "json":
         from stepscope.report.diff_json import render_diff_json
@@ -213,14 +217,29 @@ def pick_comparer(
 # ---------------------------------------------------------------- output
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    from stepscope.io.output import unwritable
+
+    if args.html is not None:
+        from stepscope.report.html import check_html_output
+
+        check_html_output(args.html)
+    if args.save_baseline is not None:
+        problem = unwritable(args.save_baseline)
+        if problem is not None:
+            raise UsageError(f"--save-baseline {args.save_baseline!r}: cannot write ({problem})"
+                             if not args.save_baseline else
+                             f"--save-baseline {args.save_baseline}: cannot write ({problem})")
+
+
 def _save_baseline(out: str, new: str, side: Side) -> None:
+    from stepscope.io.output import write_atomic
     from stepscope.report.diff_load import baseline_json
 
     if side.report is None:
         raise UsageError(f"--save-baseline: NEW ({new}) must be a single trace")
     try:
-        with open(out, "wb") as fh:
-            fh.write(msgspec.json.encode(baseline_json(side.report, side.summary)))
+        write_atomic(out, msgspec.json.encode(baseline_json(side.report, side.summary)))
     except OSError as exc:
         raise UsageError(f"--save-baseline {out}: cannot write ({exc.strerror})") from None
 
@@ -250,11 +269,15 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 < args.alpha < 1.0:
         raise UsageError(f"--alpha {args.alpha}: must be between 0 and 1")
     args.thresholds = [parse(t) for t in args.fail_on]
+    _check_outputs(args)  # a bad output path fails now, not after reading both runs
     base, new = paths
     base_kind, new_kind = input_kind(base), input_kind(new)
     if args.baseline and base_kind != REPORT:
         raise UsageError(
             f"--baseline {base}: expected a saved JSON report, got {KIND_WORDS[base_kind]}"
         )
+    if args.save_baseline is not None and new_kind != TRACE:
+        raise UsageError(f"--save-baseline: NEW ({new}) must be a single trace, not "
+                         f"{KIND_WORDS[new_kind]}")
     args.base_kind, args.new_kind = base_kind, new_kind
     return pick_comparer(base, base_kind, new, new_kind)(base, new, args)

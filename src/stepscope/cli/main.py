@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from stepscope.errors import StepscopeError, one_line
 
@@ -36,12 +37,23 @@ HELPS: dict[str, str] = {
 }
 
 
+class OptionError(Exception):
+    """A command line argparse refused; ``str(err)`` is its one-line message."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line (no usage block) and no SystemExit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise OptionError(f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)")
+
+
 def _load(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="stepscope",
         description="Why is my model slow, and what exactly should I change?",
     )
@@ -58,7 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not args_list or args_list[0] not in COMMANDS:
-        parser.parse_args(args_list or ["--help"])
+        try:
+            parser.parse_args(args_list or ["--help"])
+        except OptionError as exc:
+            print(exc, file=sys.stderr)
         return 2
     name, rest = args_list[0], args_list[1:]
     try:
@@ -66,9 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:
         print(f"stepscope {name}: cannot start ({exc})", file=sys.stderr)
         return 2
-    sub = argparse.ArgumentParser(prog=f"stepscope {name}", description=HELPS[name])
+    sub = OneLineParser(prog=f"stepscope {name}", description=HELPS[name])
     module.add_arguments(sub)
-    args = sub.parse_args(rest)
+    try:
+        args = sub.parse_args(rest)
+    except OptionError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     try:
         code: int = module.run(args)
         return code

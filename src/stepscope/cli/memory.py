@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -16,6 +15,7 @@ from stepscope.errors import TraceFormatError
 from stepscope.formats.memory_timeline import looks_like_timeline, timeline_from_json
 from stepscope.formats.snapshot import PICKLE_PROTO, loads_plain, snapshot_from_data
 from stepscope.io.source import read_source
+from stepscope.report.json_out import strict_json
 from stepscope.report.memory_json import snapshot_json, timeline_json
 from stepscope.report.text_layout import bytes_column, fit_table, hanging, print_table, say
 from stepscope.units import format_bytes as fmt_bytes
@@ -37,6 +37,12 @@ def analyse(path: str) -> dict[str, Any]:
         result = snapshot_analysis(snapshot_from_data(loads_plain(data, path), path))
         return {"kind": "snapshot", "result": snapshot_json(result),
                 "findings": [f.to_json() for f in snapshot_findings(result)]}
+    from stepscope.formats.trtexec_load import sniff
+
+    if sniff(bytes(data[:4096]).decode("utf-8", "replace")) not in (None, "output"):
+        # a trtexec profile is a JSON list too: it read as a "malformed memory timeline"
+        raise TraceFormatError(f"{path}: a TensorRT trtexec export, not a memory snapshot or "
+                               "timeline (for engines use: stepscope report)")
     if looks_like_timeline(data) or bytes(data[:64]).lstrip().lower().startswith(b"<"):
         return {"kind": "timeline", "result": timeline_json(category_timeline(
             timeline_from_json(data, path)))}
@@ -47,7 +53,7 @@ def analyse(path: str) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     out = analyse(args.path)
     if args.format == "json":
-        sys.stdout.write(json.dumps(out, indent=1) + "\n")
+        sys.stdout.write(strict_json(out) + "\n")
         return 0
     render_memory_text(out, Console())
     return 0

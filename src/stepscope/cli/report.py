@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from rich.console import Console
@@ -74,9 +75,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser)
 
 
+TRACE, TENSORRT, RUN, NCU = "trace", "tensorrt", "run", "ncu"
+KIND_WORDS = {TRACE: "one trace", TENSORRT: "TensorRT engine outputs",
+              RUN: "a run of many ranks", NCU: "an Nsight Compute export on its own"}
+# (attribute, flag, default, the inputs it applies to): given elsewhere it would be
+# ignored without a word, and the user would believe e.g. that --step 5 was analysed
+ONLY_FOR: tuple[tuple[str, str, object, frozenset[str]], ...] = (
+    ("step", "--step", None, frozenset({TRACE})),
+    ("view", "--view", "summary", frozenset({TRACE})),
+    ("peak_tflops", "--peak-tflops", None, frozenset({TRACE})),
+    ("peak_gbps", "--peak-gbps", None, frozenset({TRACE})),
+    ("ncu", "--ncu", None, frozenset({TRACE})),
+    ("nsys", "--nsys", None, frozenset({TENSORRT})),
+    ("html", "--html", None, frozenset({TRACE, TENSORRT, RUN})),
+    ("executor", "--executor", "processes", frozenset({RUN})),
+    ("workers", "--workers", None, frozenset({RUN})),
+    ("scheduler", "--scheduler", None, frozenset({RUN})),
+    ("link_gbps", "--link-gbps", None, frozenset({RUN})),
+)
+
+
+def check_options_apply(args: argparse.Namespace, kind: str) -> None:
+    """Refuse an option that the report of this kind of input does not use."""
+    paths = args.path if isinstance(args.path, list) else [args.path]
+    label = paths[0] if len(paths) == 1 else f"{paths[0]} (and {len(paths) - 1} more)"
+    for attr, flag, default, kinds in ONLY_FOR:
+        if kind not in kinds and getattr(args, attr, default) != default:
+            uses = " or ".join(KIND_WORDS[k] for k in sorted(kinds))
+            raise UsageError(f"{label}: {flag} does not apply to {KIND_WORDS[kind]} "
+                             f"(only to {uses})")
+
+
 def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
     for flag, value in (("--peak-tflops", tflops), ("--peak-gbps", gbps)):
-        if value is not None and not value > 0:
+        if value is not None and not (value > 0 and math.isfinite(value)):
             raise UsageError(f"{flag} must be a positive number, got {value}")
     return Overrides(tflops=tflops, gbps=gbps)
 
@@ -85,22 +117,30 @@ def run(args: argparse.Namespace) -> int:
     from stepscope.cli.report_run import is_run_args, run_many
     from stepscope.formats.trtexec_load import is_trtexec_output
 
+    if args.html is not None:  # a bad output path fails now, not after the analysis
+        from stepscope.report.html import check_html_output
+
+        check_html_output(args.html)
     if len(args.path) == 1 and is_trtexec_output(args.path[0]):
         # trtexec exports/log (a file or a folder of them): the TensorRT report
         from stepscope.cli.report_tensorrt import run_tensorrt
 
+        check_options_apply(args, TENSORRT)
         args.path = args.path[0]
         return run_tensorrt(args)
     if is_run_args(args):  # a directory, prefix or several files: a run of many ranks
+        check_options_apply(args, RUN)
         return run_many(args)
-    args.path = args.path[0]
 
     from stepscope.formats.ncu import is_ncu_file, load_ncu
 
-    if is_ncu_file(args.path):  # an Nsight Compute export on its own
+    if is_ncu_file(args.path[0]):  # an Nsight Compute export on its own
         from stepscope.cli.report_ncu import run_ncu_only
 
-        return run_ncu_only(load_ncu(args.path), args.format, args.top)
+        check_options_apply(args, NCU)
+        return run_ncu_only(load_ncu(args.path[0]), args.format, args.top)
+    check_options_apply(args, TRACE)
+    args.path = args.path[0]
     ncu = load_ncu(args.ncu) if getattr(args, "ncu", None) else None
     peaks = peak_overrides(args.peak_tflops, args.peak_gbps)  # before reading a large file
     err = Console(stderr=True)
@@ -122,10 +162,11 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    from stepscope.formats.memory_timeline import find_memory_timeline
+    from stepscope.formats.memory_timeline import timeline_beside
 
+    trace, timeline = timeline_beside(trace)
     report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
-                          memory_timeline=find_memory_timeline(args.path))
+                          memory_timeline=timeline)
     if args.html:
         from stepscope.cli.options import tell_written
         from stepscope.report.html import write_html

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -11,6 +10,7 @@ from rich.console import Console
 from stepscope.analysis.ncu_join import join_ncu
 from stepscope.model.ncu import NcuReport
 from stepscope.report.build import SCHEMA
+from stepscope.report.json_out import strict_json
 from stepscope.report.ncu_json import ncu_json
 from stepscope.report.text_ncu import render_ncu
 
@@ -25,7 +25,7 @@ def run_ncu_only(report: NcuReport, fmt: str, top: int) -> int:
         "ncu": ncu,
     }
     if fmt == "json":
-        sys.stdout.write(json.dumps(data, indent=1) + "\n")
+        sys.stdout.write(strict_json(data) + "\n")
     else:
         console = Console()
         console.rule(f"stepscope report — {report.path}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from stepscope.cli.options import positive_float, positive_int
 from stepscope.parallel.executor import EXECUTORS
 
 if TYPE_CHECKING:
@@ -19,11 +20,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("runs of many ranks (a directory, prefix or several files)")
     group.add_argument("--executor", choices=EXECUTORS, default="processes",
                        help="where per-rank work runs (default: processes)")
-    group.add_argument("--workers", type=int, default=None, metavar="N",
+    group.add_argument("--workers", type=positive_int, default=None, metavar="N",
                        help="worker processes (pool or Dask LocalCluster; default: CPU count)")
     group.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="address of an existing Dask scheduler (implies --executor dask)")
-    group.add_argument("--link-gbps", type=float, default=None, metavar="GBPS",
+    group.add_argument("--link-gbps", type=positive_float, default=None, metavar="GBPS",
                        help="peak bandwidth of the collectives' link per rank (GB/s): adds "
                        "%% of link peak to the collectives (bus bandwidth / peak)")
 

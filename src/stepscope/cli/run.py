@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import stepscope
-from stepscope.cli.options import add_top
+from stepscope.cli.options import add_top, check_output_dir
 from stepscope.errors import StepscopeError, UsageError, one_line
 
 HELP = "profile an unmodified Python script: stepscope run -- python train.py ARGS"
@@ -127,6 +127,8 @@ def child_settings(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     child = build_command(list(args.command))
     settings = child_settings(args)
+    # found out after the program, a long training run would be profiled for nothing
+    check_output_dir("--logdir", args.logdir)
     fd, manifest = tempfile.mkstemp(prefix="stepscope-run-", suffix=".json")
     os.close(fd)
     try:

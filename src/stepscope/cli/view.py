@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 
 from stepscope.errors import StepscopeError
@@ -42,8 +44,7 @@ def parse_path_map(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stepscope.server.app import DEFAULT_SOURCE_LINK, ViewConfig, create_app
-    from stepscope.server.bundle import find_bundle
+    from stepscope.server.app import DEFAULT_SOURCE_LINK
 
     if not os.path.exists(args.path):
         raise ViewError(f"{args.path}: no such file or directory")
@@ -53,6 +54,18 @@ def run(args: argparse.Namespace) -> int:
     if "{path}" not in template:
         raise ViewError(f"--source-link {template!r}: must contain {{path}}")
     path_map = parse_path_map(args.path_map)  # every option checked before anything is said
+    sock = bind_socket(args.host, args.port)  # a port in use: one line, before "serving"
+    try:
+        return _serve(args, sock, template, path_map)
+    finally:
+        sock.close()
+
+
+def _serve(args: argparse.Namespace, sock: socket.socket, template: str,
+           path_map: tuple[tuple[str, str], ...]) -> int:
+    from stepscope.server.app import ViewConfig, create_app
+    from stepscope.server.bundle import find_bundle
+
     if find_bundle() is None:
         print("stepscope view: the front end is not built; run scripts/setup.sh "
               "(npm ci + vite build)", file=sys.stderr)
@@ -63,5 +76,29 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(config)
     print(f"stepscope view: serving {config.root} at http://{args.host}:{args.port}/ "
           "(Ctrl+C to stop)", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
+                                           log_level="warning"))
+    server.run(sockets=[sock])
     return 0
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` for the server; ViewError in one line when it cannot."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise ViewError(f"--host {host}: not an address of this machine ({reason})") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ViewError(f"--port {port}: {host}:{port} is already in use (another "
+                            "stepscope view or TensorBoard?); choose another --port") from None
+        raise ViewError(f"--host {host} --port {port}: cannot listen there "
+                        f"({exc.strerror or exc})") from None
+    return sock

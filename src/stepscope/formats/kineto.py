@@ -400,6 +400,10 @@ def _careful_split(path: str, data: memoryview) -> tuple[Document | None, memory
             return None, _array_body(path, data), []
         doc = _DOCUMENT.decode(data)
         if len(doc.traceEvents) == 0:
+            head = bytes(data[:4096])
+            if b'"schema"' in head and b'"stepscope.' in head:  # our own output, given back
+                raise TraceFormatError(f"{path}: a stepscope report or diff, not a trace "
+                                       "(compare saved reports with: stepscope diff)")
             raise TraceFormatError(f"{path}: JSON but not a trace (no \"traceEvents\" array)")
         return doc, _array_body(path, memoryview(doc.traceEvents)), []
     except msgspec.ValidationError as exc:

@@ -10,6 +10,7 @@ unknown]`` bytes per time. The HTML export holds only a picture and is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import Any
@@ -17,9 +18,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from stepscope.errors import TraceFormatError, one_line
+from stepscope.errors import StepscopeError, TraceFormatError, one_line
 from stepscope.io.source import is_url, local_path, read_source
 from stepscope.model.memory_files import TIMELINE_CATEGORIES, MemoryTimeline
+from stepscope.model.trace import Trace
 
 N_CAT = len(TIMELINE_CATEGORIES)
 
@@ -27,6 +29,17 @@ N_CAT = len(TIMELINE_CATEGORIES)
 def looks_like_timeline(data: bytes | memoryview) -> bool:
     head = bytes(data[:64]).lstrip()
     return head.startswith((b"[[", b"[ [")) or head.startswith(b"[\n")
+
+
+_LIMIT = float(2**62)  # int64 with room: beyond it sums and ns conversions wrap silently
+
+
+def _check_range(path: str, t_ns: Any, total_bytes: float) -> None:
+    """Refuse numbers no profiler writes (they wrapped round into nonsense sizes)."""
+    if len(t_ns) and float(np.abs(t_ns).max()) >= _LIMIT:
+        raise TraceFormatError(f"{path}: memory timeline times out of range (corrupt file?)")
+    if total_bytes >= _LIMIT:
+        raise TraceFormatError(f"{path}: memory timeline sizes out of range (corrupt file?)")
 
 
 def _raw(rows: Any, path: str) -> MemoryTimeline:
@@ -39,6 +52,7 @@ def _raw(rows: Any, path: str) -> MemoryTimeline:
         raise TraceFormatError(f"{path}: memory timeline rows are not [time, action, bytes, "
                                "category]")
     t, cat, nbytes = arr[:, 0], arr[:, 3], arr[:, 2]
+    _check_range(path, t, np.abs(nbytes).sum(dtype=np.float64))  # the running sums fit
     if len(arr) and (cat.min() < 0 or cat.max() >= N_CAT):
         raise TraceFormatError(f"{path}: memory timeline category outside 0..{N_CAT - 1}")
     pos = t[t >= 0]
@@ -62,6 +76,8 @@ def _plot(doc: Any, path: str) -> MemoryTimeline:
     if s.ndim != 2 or s.shape[0] != len(t) or s.shape[1] != N_CAT + 1:
         raise TraceFormatError(f"{path}: memory timeline sizes are not {N_CAT + 1} columns "
                                "per time")
+    _check_range(path, np.array(times, dtype=np.float64) * 1000,
+                 np.abs(s).sum(axis=1, dtype=np.float64).max(initial=0.0))
     order = np.argsort(t, kind="stable")
     return MemoryTimeline(path=path, raw=False, t_ns=t[order], sizes=s[order, 1:])
 
@@ -105,3 +121,14 @@ def find_memory_timeline(trace_path: str) -> MemoryTimeline | None:
         return None
     path = timeline_path(trace_path)
     return read_memory_timeline(path) if os.path.isfile(local_path(path)) else None
+
+
+def timeline_beside(trace: Trace) -> tuple[Trace, MemoryTimeline | None]:
+    """The trace and the memory timeline beside it; a timeline that cannot be read is left
+    out with a warning on the trace (it is optional: it must not cost the trace's report)."""
+    try:
+        return trace, find_memory_timeline(trace.meta.path)
+    except StepscopeError as exc:
+        warning = f"memory timeline left out: {one_line(str(exc))}"
+        meta = dataclasses.replace(trace.meta, warnings=(*trace.meta.warnings, warning))
+        return dataclasses.replace(trace, meta=meta), None

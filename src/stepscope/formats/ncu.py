@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -77,6 +78,8 @@ def _number(value: str, unit: str = "") -> float | None:
     try:
         x = float(v)
     except ValueError:
+        return None
+    if not math.isfinite(x):  # "1e400", "inf": no measurement (and no Infinity in JSON)
         return None
     u = unit.strip().lower().split("/")[0]
     if u in _TIME:

@@ -125,6 +125,14 @@ def find_files(path: str) -> tuple[str, dict[str, str]]:
                 f"{path}: folder holds no trtexec outputs "
                 "(--exportProfile/--exportTimes/--exportLayerInfo JSON or a log)"
             )
+        traces = [os.path.basename(p) for p, k in files
+                  if k is None and '"traceEvents"' in _head(p)]
+        if traces:  # one would be left out without a word: say so, and how to choose
+            raise TraceFormatError(
+                f"{path}: folder holds both trtexec outputs and profiler traces "
+                f"({', '.join(traces[:2])}{', …' if len(traces) > 2 else ''}); give the "
+                "trace files, or move them out to report the engine"
+            )
         engines = sorted({e for p, _ in found if (e := _engine_of(p)) is not None})
         if len(engines) > 1:
             raise TraceFormatError(
@@ -141,7 +149,8 @@ def find_files(path: str) -> tuple[str, dict[str, str]]:
         if engine is not None:
             folder = os.path.dirname(local) or "."
             for p in _candidates(folder):
-                if p != local and _engine_of(p) == engine:
+                # "x.profile.json" is listed as "./x.profile.json": compare whole paths
+                if os.path.abspath(p) != os.path.abspath(local) and _engine_of(p) == engine:
                     k = sniff(_head(p))
                     if k not in (None, "output"):
                         found.append((p, k))

@@ -26,6 +26,9 @@ def storage_error(path: str, exc: BaseException, action: str = "read") -> str:
     """``path: access denied ...`` / ``cannot reach ...`` / ``cannot read (TypeName)``."""
     text = f"{type(exc).__name__} {exc}".lower()
     scheme = path.split("://", 1)[0].lower() if "://" in path else ""
+    if isinstance(exc, ValueError) and "protocol not known" in text:  # fsspec's word for it
+        return (f"{path}: unknown URL scheme {scheme + '://'!r} (a local path, or s3://, "
+                "gs://, az://, http(s)://, ...)")
     if isinstance(exc, PermissionError) or any(tok in text for tok in _DENIED):
         hint = CREDENTIAL_HINTS.get(scheme, "the storage credentials")
         return f"{path}: access denied; check the credentials ({hint})"

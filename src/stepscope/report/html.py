@@ -99,15 +99,24 @@ def render_document(doc: dict[str, Any], label: str, *, title: str) -> str:
 
 
 def write_page(text: str, out: str) -> str:
-    """Write a rendered page to ``out`` (parents made); returns ``out``."""
-    parent = os.path.dirname(os.path.abspath(out))
+    """Write a rendered page to ``out`` (parents made, all at once); returns ``out``."""
+    from stepscope.io.output import write_atomic
+
     try:
-        os.makedirs(parent, exist_ok=True)
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_atomic(out, text.encode("utf-8"))
     except OSError as exc:
         raise HtmlReportError(f"{out}: cannot write the HTML report ({exc.strerror})") from exc
     return out
+
+
+def check_html_output(out: str) -> None:
+    """Refuse ``--html OUT`` before the analysis: no front end, or a path not writable."""
+    from stepscope.io.output import unwritable
+
+    _bundle()
+    problem = unwritable(out)
+    if problem is not None:
+        raise HtmlReportError(f"{out or '--html'}: cannot write the HTML report ({problem})")
 
 
 def write_html(report: Report, out: str, *, timeline_cap: int = TIMELINE_CAP) -> str:

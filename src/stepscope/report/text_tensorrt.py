@@ -31,7 +31,7 @@ LAYER_NAME = 28  # layer names say what runs: narrow terminals drop columns befo
 def _files(console: Console, files: list[str]) -> None:
     """The folder once, then the file names (a long shared path folded five times)."""
     if len(files) > 1:
-        folder = os.path.commonpath(files)
+        folder = os.path.commonpath(files) or os.curdir  # "" for files named from the cwd
         hanging(console, "files in ", Text(folder + os.sep, style="dim"), extra=2)
         hanging(console, "  ", Text(", ".join(os.path.relpath(f, folder) for f in files),
                                     style="dim"), extra=2)
