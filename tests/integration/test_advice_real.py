@@ -26,6 +26,9 @@ def test_num_workers_0_leads_with_the_input_pipeline() -> None:
     assert fs[0].saving_pct == pytest.approx(33.4, abs=0.5)  # DataLoader share of the step
     assert any("num_workers=0" in e for e in fs[0].evidence)
     assert fs[0].source_lines[0].startswith("resnet50_profiler_api.py(42)")
+    # the line's time per step is the loader's: one 69.30 ms fetch per step (evidence above)
+    assert any("69.30 ms each" in e for e in fs[0].evidence)
+    assert fs[0].source_lines[0].endswith("(69.30 ms per step)")
     ids = [f.id for f in fs]
     # V100 (cc 7.0), fp32 convolutions: torch-tb-profiler reports 68 % eligible, 0 % on TC
     tc = next(f for f in fs if f.id == "tensor-cores")

@@ -242,7 +242,8 @@ class Context:
             for frame, wt in self._python_frames(host_idx[rest], weight[rest]).items():
                 totals[frame] = totals.get(frame, 0.0) + wt
         ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
-        return [f"{frame}  ({wt / self.n_steps / 1000.0:,.1f} µs per step)" for frame, wt in ranked]
+        return [f"{frame}  ({format_us(wt / self.n_steps / 1000.0)} per step)"
+                for frame, wt in ranked]
 
     def _python_frames(self, host_idx: I64, weight: F64) -> dict[str, float]:
         host = self.trace.host
