@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stepscope.analysis.breakdown import CATEGORIES
-from stepscope.analysis.diff import ItemSummary, RunSummary, diff_runs
+from stepscope.analysis.compare.diff import ItemSummary, RunSummary, diff_runs
+from stepscope.analysis.trace.breakdown import CATEGORIES
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("STEPSCOPE_SHARED_TRACES", ROOT.parent / "shared" / "traces"))

@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from stepscope.analysis.links import Links
-from stepscope.analysis.memory import memory_analysis
-from stepscope.analysis.modules import module_analysis
-from stepscope.analysis.optree import OpTree
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.events.optree import OpTree
+from stepscope.analysis.events.steps import find_steps
+from stepscope.analysis.memory.records import memory_analysis
+from stepscope.analysis.trace.modules import module_analysis
 from stepscope.model.trace import (
     HOST_ANNOTATION,
     HOST_OP,

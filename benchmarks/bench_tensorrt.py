@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=1_000_000)
     ap.add_argument("--layers", type=int, default=5000)
     args = ap.parse_args()
-    from stepscope.formats.trtexec_load import load_trt_run
+    from stepscope.formats.tensorrt.load import load_trt_run
     from stepscope.report.tensorrt import build_trt_report
 
     with tempfile.TemporaryDirectory() as tmp:

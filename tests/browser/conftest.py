@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stepscope.server.bundle import find_bundle
+from stepscope.report.bundle import find_bundle
 
 CHROMIUM = os.environ.get("STEPSCOPE_CHROMIUM", "/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / "out" / "screenshots"

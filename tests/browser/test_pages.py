@@ -227,9 +227,9 @@ def test_pages_in_the_html_report(page: Any, tmp_path: Path) -> None:
 
 
 def test_compare_page_on_two_real_runs(page: Any, serve: Any) -> None:
-    from stepscope.analysis.diff import diff_runs
-    from stepscope.report.diff_json import diff_to_json
+    from stepscope.analysis.compare.diff import diff_runs
     from stepscope.report.diff_load import summary_from_report
+    from stepscope.report.json.diff import diff_to_json
 
     root = shared_trace("kineto_resnet50")
     base = "num_workers_0/worker0.1623143089861.pt.trace.json.gz"
@@ -268,7 +268,7 @@ def test_compare_page_on_two_real_runs(page: Any, serve: Any) -> None:
 
 
 def test_tensorrt_page_on_trtexec_outputs(page: Any, serve: Any) -> None:
-    from stepscope.formats.trtexec_load import load_trt_run
+    from stepscope.formats.tensorrt.load import load_trt_run
     from stepscope.report.tensorrt import build_trt_report
 
     root = shared_trace("tensorrt/trex/examples/pytorch/resnet/A100")
@@ -307,7 +307,7 @@ def test_tensorrt_page_on_trtexec_outputs(page: Any, serve: Any) -> None:
 
 def test_nsight_page_in_the_html_report_with_ncu(page: Any, tmp_path: Path) -> None:
     """An nsys export with a real Nsight Compute CSV joined, from file://: both tables."""
-    from stepscope.formats.ncu import load_ncu
+    from stepscope.formats.nsight.ncu import load_ncu
     from stepscope.report.html import write_html
 
     ncu_csv = Path(__file__).resolve().parents[1] / "data" / "ncu" / "superbench_cublaslt_ncu.log"

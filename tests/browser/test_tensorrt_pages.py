@@ -18,7 +18,7 @@ EVIL_TENSOR = "t<b>1</b>&amp;<svg onload=alert(3)>"
 
 
 def _trt_page(engine: Path, out: Path) -> dict[str, Any]:
-    from stepscope.formats.trtexec_load import load_trt_run
+    from stepscope.formats.tensorrt.load import load_trt_run
     from stepscope.report.tensorrt import build_trt_report
 
     doc = build_trt_report(load_trt_run(str(engine))).to_json()
@@ -82,7 +82,7 @@ def test_engine_graph_nodes_selection_and_table(page: Any, tmp_path: Path) -> No
 
 
 def test_engine_comparison_page(page: Any, tmp_path: Path) -> None:
-    from stepscope.cli.diff_tensorrt import engine_diff
+    from stepscope.cli.engine_diff import engine_diff
 
     root = shared_trace(A100)
     _cmp, doc = engine_diff(str(root / "fp32"), str(root / "fp16"))

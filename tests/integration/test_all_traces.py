@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import SHARED_TRACES, shared_trace
 
 import stepscope
-from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.cli.main import main
 
 TRACES = [

@@ -12,7 +12,7 @@ import stepscope
 from stepscope.cli.main import main
 from stepscope.demo import DemoResult, run_demo
 from stepscope.model import Trace
-from stepscope.server.bundle import find_bundle
+from stepscope.report.bundle import find_bundle
 
 pytest.importorskip("torch")
 

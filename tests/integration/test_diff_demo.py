@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analysis.diff import Diff, diff_runs
-from stepscope.analysis.gate import evaluate, parse
+from stepscope.analysis.compare.diff import Diff, diff_runs
+from stepscope.analysis.compare.gate import evaluate, parse
 from stepscope.report.diff_load import summarise_trace
 
 pytest.importorskip("torch")

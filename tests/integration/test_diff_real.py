@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import shared_trace
 
-from stepscope.analysis.diff import Diff, diff_runs
-from stepscope.analysis.gate import evaluate, parse
+from stepscope.analysis.compare.diff import Diff, diff_runs
+from stepscope.analysis.compare.gate import evaluate, parse
 from stepscope.cli.main import main
 from stepscope.report.diff_load import summarise_folder, summarise_trace
 

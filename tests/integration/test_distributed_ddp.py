@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import ROOT
 
-from stepscope.analysis.comm import rank_summary
+from stepscope.analysis.distributed.rank import rank_summary
 from stepscope.formats import load_trace
 from stepscope.report.run import build_run_report, find_run
 

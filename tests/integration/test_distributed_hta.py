@@ -53,7 +53,7 @@ def test_dlrm_run_figures() -> None:
 
 
 def test_nccl_collective_sizes() -> None:
-    from stepscope.analysis.comm import rank_summary
+    from stepscope.analysis.distributed.rank import rank_summary
     from stepscope.formats import load_trace
 
     s = rank_summary(load_trace(str(shared_trace(

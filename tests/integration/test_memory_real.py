@@ -18,12 +18,12 @@ import pytest
 from tests.conftest import shared_trace
 
 import stepscope
-from stepscope.analysis.memory import CUMULATIVE_NOTE
-from stepscope.analysis.memory_timeline import category_timeline
-from stepscope.analysis.snapshot import snapshot_analysis
-from stepscope.analysis.suite import run_analyses
-from stepscope.formats.memory_timeline import read_memory_timeline
-from stepscope.formats.snapshot import read_snapshot
+from stepscope.analysis.memory.records import CUMULATIVE_NOTE
+from stepscope.analysis.memory.snapshot import snapshot_analysis
+from stepscope.analysis.memory.timeline import category_timeline
+from stepscope.analysis.trace.suite import run_analyses
+from stepscope.formats.memory.snapshot import read_snapshot
+from stepscope.formats.memory.timeline import read_memory_timeline
 
 # fmt: off
 _W0 = {'CPU': {'rows': 12, 'sums': [375719904, 375720720, 834, 895946304, 895947168, 1842, 8088],

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import shared_trace
 
-from stepscope.analysis.nsys_stats import nsys_stats
+from stepscope.analysis.nsight.stats import nsys_stats
 from stepscope.cli.main import main
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report

@@ -33,8 +33,8 @@ import pytest
 from tests.conftest import shared_trace
 
 import stepscope
-from stepscope.analysis.suite import Analyses, run_analyses
-from stepscope.analysis.temporal import temporal_breakdown
+from stepscope.analysis.trace.suite import Analyses, run_analyses
+from stepscope.analysis.trace.temporal import temporal_breakdown
 
 PTS = 0.5
 
@@ -416,6 +416,6 @@ def test_whole_trace_scope_counts_20_percent_more_launches(rel: str) -> None:
 
 
 def _dropped_steps(a: Analyses) -> list[Any]:
-    from stepscope.analysis.steps import find_steps
+    from stepscope.analysis.events.steps import find_steps
 
     return [s for s in find_steps(a.trace).steps if s.name in a.steps.dropped]

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import shared_trace
 
 import stepscope
-from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.report.build import Report, build_report
 
 REL = 0.01  # 1 % relative for durations

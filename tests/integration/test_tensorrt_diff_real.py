@@ -9,10 +9,10 @@ import pytest
 from rich.console import Console
 from tests.conftest import shared_trace
 
-from stepscope.analysis.tensorrt import analyse_tensorrt
-from stepscope.analysis.tensorrt_diff import EngineComparison, compare_engines
-from stepscope.formats.trtexec_load import load_trt_run
-from stepscope.report.text_tensorrt_diff import render_engine_diff
+from stepscope.analysis.tensorrt.diff import EngineComparison, compare_engines
+from stepscope.analysis.tensorrt.engine import analyse_tensorrt
+from stepscope.formats.tensorrt.load import load_trt_run
+from stepscope.report.text.tensorrt_diff import render_engine_diff
 
 RESNET = "tensorrt/trex/examples/tensorflow/resnet/RTX-3090/{}/resnet.onnx.engine.profile.json"
 

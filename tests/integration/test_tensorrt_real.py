@@ -9,9 +9,9 @@ import pytest
 from tests.conftest import SHARED_TRACES, shared_trace
 
 from stepscope.advice.tensorrt import advise_tensorrt
-from stepscope.analysis.tensorrt import analyse_tensorrt, summary_from_times
+from stepscope.analysis.tensorrt.engine import analyse_tensorrt, summary_from_times
 from stepscope.cli.main import main
-from stepscope.formats.trtexec_load import load_trt_run
+from stepscope.formats.tensorrt.load import load_trt_run
 
 ROOT = SHARED_TRACES / "tensorrt"
 FILES = sorted(p for p in ROOT.rglob("*") if p.is_file() and p.suffix in (".json", ".out"))
@@ -95,7 +95,7 @@ def test_pinned_trtexec_85_log_folder() -> None:
 
 
 def test_compare_real_engines() -> None:
-    from stepscope.analysis.tensorrt_diff import compare_engines
+    from stepscope.analysis.tensorrt.diff import compare_engines
 
     base = "tensorrt/trex/examples/pytorch/resnet/A100/"
     a = analyse_tensorrt(load_trt_run(str(shared_trace(base + "qat-residual"))))
@@ -118,8 +118,8 @@ def test_folder_with_two_engines_is_one_line_error(
 def test_kernel_mapping_on_a_real_nsys_export() -> None:
     """No TensorRT nsys export exists in ../shared/traces; the same NVTX projection on a real
     nsys 2024/2025 export (nvFuser on an H200) checks the reader against the real schema."""
-    from stepscope.analysis.tensorrt_kernels import layer_gpu_times
-    from stepscope.formats.trtexec_nsys import read_layer_kernels
+    from stepscope.analysis.tensorrt.kernels import layer_gpu_times
+    from stepscope.formats.tensorrt.nsys import read_layer_kernels
 
     path = shared_trace("nsys/nvidia-fuser/a049892_report1.sqlite")
     tr = read_layer_kernels(str(path))

@@ -11,15 +11,15 @@ from typing import Any
 from rich.console import Console
 from tests.conftest import shared_trace
 
-from stepscope.analysis.tensorrt import analyse_tensorrt
-from stepscope.analysis.tensorrt_diff import compare_engines
+from stepscope.analysis.tensorrt.diff import compare_engines
+from stepscope.analysis.tensorrt.engine import analyse_tensorrt
 from stepscope.formats import load_trace
-from stepscope.formats.trtexec_load import load_trt_run
+from stepscope.formats.tensorrt.load import load_trt_run
 from stepscope.report.build import build_report
 from stepscope.report.tensorrt import build_trt_report
-from stepscope.report.text import render_text
-from stepscope.report.text_tensorrt import render_trt_text
-from stepscope.report.text_tensorrt_diff import render_engine_diff
+from stepscope.report.text.render import render_text
+from stepscope.report.text.tensorrt import render_trt_text
+from stepscope.report.text.tensorrt_diff import render_engine_diff
 
 TRACE = "kineto_resnet50/num_workers_0/worker0.1623143566756.pt.trace.json.gz"
 

@@ -12,15 +12,15 @@ import pytest
 from rich.console import Console
 from tests.conftest import shared_trace
 
-from stepscope.analysis.tensorrt import analyse_tensorrt
-from stepscope.analysis.tensorrt_diff import compare_engines
+from stepscope.analysis.tensorrt.diff import compare_engines
+from stepscope.analysis.tensorrt.engine import analyse_tensorrt
 from stepscope.formats import load_trace
-from stepscope.formats.trtexec_load import load_trt_run
+from stepscope.formats.tensorrt.load import load_trt_run
 from stepscope.report.build import Report, build_report
 from stepscope.report.tensorrt import build_trt_report
-from stepscope.report.text import render_text
-from stepscope.report.text_tensorrt import render_trt_text
-from stepscope.report.text_tensorrt_diff import render_engine_diff
+from stepscope.report.text.render import render_text
+from stepscope.report.text.tensorrt import render_trt_text
+from stepscope.report.text.tensorrt_diff import render_engine_diff
 
 NSYS = "nsys/nvidia-fuser/a049892_report1.sqlite"
 TRT = "tensorrt/trex/examples/tensorflow/resnet/RTX-3090/{}/resnet.onnx.engine.profile.json"
@@ -102,10 +102,10 @@ def test_tensorrt_diff_fits_every_width(width: int) -> None:
 def test_ncu_section_fits_every_width(width: int) -> None:
     from pathlib import Path
 
-    from stepscope.analysis.ncu_join import join_ncu
-    from stepscope.formats.ncu import load_ncu
-    from stepscope.report.ncu_json import ncu_json
-    from stepscope.report.text_ncu import render_ncu
+    from stepscope.analysis.nsight.ncu_join import join_ncu
+    from stepscope.formats.nsight.ncu import load_ncu
+    from stepscope.report.json.ncu import ncu_json
+    from stepscope.report.text.ncu import render_ncu
 
     path = Path(__file__).resolve().parent.parent / "data" / "ncu" / "superbench_cublaslt_ncu.log"
     data = ncu_json(join_ncu(load_ncu(str(path)), None))

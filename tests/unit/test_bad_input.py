@@ -235,7 +235,7 @@ def test_event_boundary_pattern_inside_args_does_not_break_reading(tmp_path: Pat
     text = json.dumps(head)[:-1] + ',\n  "traceEvents": [\n' + weird + ",\n" + body + "\n]}\n"
     p = tmp_path / "weird.json"
     p.write_text(text)
-    import stepscope.formats.kineto as k
+    import stepscope.formats.kineto.reader as k
 
     old = k.CHUNK_BYTES
     k.CHUNK_BYTES = 64  # force many chunk cuts on a small file
@@ -250,7 +250,7 @@ def test_event_boundary_pattern_inside_args_does_not_break_reading(tmp_path: Pat
 def test_parallel_and_serial_reads_agree(tmp_path: Path) -> None:
     import numpy as np
 
-    import stepscope.formats.kineto as k
+    import stepscope.formats.kineto.reader as k
     from stepscope.formats import load_trace
 
     b = _good()

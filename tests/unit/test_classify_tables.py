@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from stepscope.analysis import names
+from stepscope.classify import names
 from stepscope.classify.communication import (
     COMMUNICATION_KERNELS,
     communication_family,

@@ -105,7 +105,7 @@ def test_bad_html_path_fails_before_the_analysis(
 def test_html_without_the_front_end_fails_before_the_analysis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("stepscope.server.bundle.find_bundle", lambda: None)
+    monkeypatch.setattr("stepscope.report.bundle.find_bundle", lambda: None)
     _no_analysis(monkeypatch)
     assert main(["report", str(_trace(tmp_path)), "--html", str(tmp_path / "r.html")]) == 2
     assert "front end is not built" in _one_line(capsys)
@@ -319,7 +319,7 @@ def test_a_broken_memory_timeline_beside_the_trace_does_not_cost_the_report(
     """The optional sidecar file failed the whole report (exit 2, nothing printed)."""
     import json
 
-    from stepscope.formats.memory_timeline import timeline_path
+    from stepscope.formats.memory.timeline import timeline_path
 
     trace = _trace(tmp_path)
     side = Path(timeline_path(str(trace)))

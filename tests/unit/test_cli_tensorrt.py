@@ -12,9 +12,9 @@ from rich.console import Console
 from tests.trt_builders import layer_info_text, log_text, nsys_sqlite, profile_text, times_text
 
 from stepscope.cli.main import main
-from stepscope.formats.trtexec_load import find_files, is_trtexec_output, load_trt_run
+from stepscope.formats.tensorrt.load import find_files, is_trtexec_output, load_trt_run
 from stepscope.report.tensorrt import build_trt_report
-from stepscope.report.text_tensorrt import render_trt_text
+from stepscope.report.text.tensorrt import render_trt_text
 
 TACTIC = "ampere_h16816cudnn_128x128_ldg8_relu_exp_stages_64x3_large_nhwc_tn_v1"
 HOSTILE = '[bold red]x[/] <script>alert(1)</script> & "q"'
@@ -191,7 +191,7 @@ def test_nsys_text(
 
 
 def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from stepscope.cli.diff_tensorrt import run_tensorrt_diff
+    from stepscope.cli.engine_diff import run_tensorrt_diff
 
     a = tmp_path / "a"
     b = tmp_path / "b"
@@ -213,7 +213,7 @@ def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_unsupported_format_is_a_usage_error(tmp_path: Path) -> None:
     import argparse
 
-    from stepscope.cli.report_tensorrt import run_tensorrt
+    from stepscope.cli.engine import run_tensorrt
     from stepscope.errors import UsageError
 
     _engine(tmp_path)

@@ -9,7 +9,7 @@ from tests.dashboard_builders import dashboard_trace
 
 from stepscope.cli.main import main
 from stepscope.cli.view import parse_path_map
-from stepscope.server.bundle import find_bundle
+from stepscope.report.bundle import find_bundle
 
 
 def test_path_map_parsing() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.builders import TraceBuilder
 
 from stepscope.errors import StepscopeError
-from stepscope.formats.kineto_comms import normalise_collective
+from stepscope.formats.kineto.comms import normalise_collective
 
 
 def test_gloo_range_sizes_from_input_dims(tmp_path: Path) -> None:

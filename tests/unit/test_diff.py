@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from tests.diff_builders import MM_US, training_trace
 
-from stepscope.analysis.diff import diff_runs, normalise
-from stepscope.analysis.gate import evaluate, parse
-from stepscope.analysis.significance import (
+from stepscope.analysis.compare.diff import diff_runs, normalise
+from stepscope.analysis.compare.gate import evaluate, parse
+from stepscope.analysis.compare.significance import (
     compare_rows,
     compare_samples,
     mann_whitney,
@@ -22,8 +22,8 @@ from stepscope.analysis.significance import (
 )
 from stepscope.cli.main import main
 from stepscope.errors import UsageError
-from stepscope.report.diff_json import diff_to_json
 from stepscope.report.diff_load import summarise_folder, summarise_trace
+from stepscope.report.json.diff import diff_to_json
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.diff_builders import training_trace
 
-from stepscope.analysis.diff import diff_runs
+from stepscope.analysis.compare.diff import diff_runs
 from stepscope.errors import StepscopeError
-from stepscope.report.diff_json import render_diff_json
 from stepscope.report.diff_load import baseline_json, read_report, trace_summary_and_report
+from stepscope.report.json.diff import render_diff_json
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow,

@@ -11,7 +11,7 @@ from tests.conftest import inlined_data
 from tests.diff_builders import training_trace
 
 from stepscope.cli.main import main
-from stepscope.server.bundle import find_bundle
+from stepscope.report.bundle import find_bundle
 
 pytestmark = pytest.mark.skipif(find_bundle() is None, reason="front end not built (setup.sh)")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from tests.distributed_builders import NELEMS, write_run
 
-from stepscope.advice.rules import rank_imbalance, rank_overlap, straggler
-from stepscope.analysis.comm import dtype_bytes, rank_summary
-from stepscope.analysis.distributed import bus_factor
+from stepscope.advice.rules.distributed import rank_imbalance, rank_overlap, straggler
+from stepscope.analysis.distributed.rank import dtype_bytes, rank_summary
+from stepscope.analysis.distributed.run import bus_factor
 from stepscope.cli.main import main
 from stepscope.formats import load_trace
 from stepscope.model.run import assign_ranks, rank_from_name

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from stepscope.analysis.efficiency import Overrides
-from stepscope.analysis.suite import run_analyses
-from stepscope.analysis.work import causal_fraction, decode, model_op
+from stepscope.analysis.efficiency.roofline import Overrides
+from stepscope.analysis.efficiency.work import causal_fraction, decode, model_op
+from stepscope.analysis.trace.suite import run_analyses
 from stepscope.classify.gpu_peaks import TABLE, match_peak
 from stepscope.cli.main import main
 
@@ -302,7 +302,7 @@ def test_malformed_records_never_raise() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from stepscope.analysis.work import _BY_NAME
+    from stepscope.analysis.efficiency.work import _BY_NAME
 
     ints = st.integers(min_value=-3, max_value=70)
     shape = st.lists(ints, max_size=5)

@@ -19,11 +19,11 @@ torch = pytest.importorskip("torch")
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from stepscope.analysis.efficiency import efficiency  # noqa: E402
-from stepscope.analysis.links import Links  # noqa: E402
-from stepscope.analysis.optree import OpTree  # noqa: E402
-from stepscope.analysis.steps import find_steps  # noqa: E402
-from stepscope.analysis.work import decode, model_op  # noqa: E402
+from stepscope.analysis.efficiency.roofline import efficiency  # noqa: E402
+from stepscope.analysis.efficiency.work import decode, model_op  # noqa: E402
+from stepscope.analysis.events.links import Links  # noqa: E402
+from stepscope.analysis.events.optree import OpTree  # noqa: E402
+from stepscope.analysis.events.steps import find_steps  # noqa: E402
 from stepscope.formats import load_trace  # noqa: E402
 from stepscope.model import Trace  # noqa: E402
 

@@ -16,9 +16,10 @@ import stepscope.advice.rules as rules
 
 def _snippets() -> list[tuple[str, str]]:
     out = []
-    for m in pkgutil.iter_modules(rules.__path__):
-        mod = importlib.import_module(f"stepscope.advice.rules.{m.name}")
-        out += [(f"{m.name}.{k}", v) for k, v in vars(mod).items()
+    for m in pkgutil.walk_packages(rules.__path__, prefix="stepscope.advice.rules."):
+        mod = importlib.import_module(m.name)
+        short = m.name.rsplit(".", 1)[-1]
+        out += [(f"{short}.{k}", v) for k, v in vars(mod).items()
                 if k.startswith("CODE") and isinstance(v, str)]
     return out
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from stepscope.analysis.gpu import gpu_metrics, sm_efficiency
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.events.steps import find_steps
+from stepscope.analysis.trace.gpu import gpu_metrics, sm_efficiency
 from stepscope.model import Trace
 
 US = 1000

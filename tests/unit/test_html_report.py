@@ -13,7 +13,7 @@ from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace
 
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
-from stepscope.server.bundle import find_bundle
+from stepscope.report.bundle import find_bundle
 
 pytestmark = pytest.mark.skipif(find_bundle() is None, reason="front end not built (setup.sh)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.analysis import intervals as iv
+from stepscope.analysis.events import intervals as iv
 
 
 def U(*pairs: tuple[int, int]) -> iv.Union:

@@ -158,7 +158,7 @@ def test_corrupt_cache_entry_is_dropped_and_reparsed(tmp_path: Path, damage: str
     path = str(_builder(damage).write(tmp_path, f"{damage}.json"))
     ref = stepscope.load(path, cache=False)
     stepscope.load(path)  # fills the cache
-    key = cache.key_for(read_source(path), __import__("stepscope.formats.kineto",
+    key = cache.key_for(read_source(path), __import__("stepscope.formats.kineto.reader",
                                                      fromlist=["READER_VERSION"]).READER_VERSION)
     entry = cache.cache_dir() / "traces" / key
     assert entry.is_dir()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import stepscope
-from stepscope.analysis.suite import run_analyses
+from stepscope.analysis.trace.suite import run_analyses
 
 torch = pytest.importorskip("torch")
 
@@ -133,8 +133,8 @@ def test_report_json_has_memory_and_modules(analyses: Any) -> None:
 
 def test_capture_can_write_the_memory_timeline(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from stepscope.analysis.memory_timeline import category_timeline
-    from stepscope.formats.memory_timeline import read_memory_timeline
+    from stepscope.analysis.memory.timeline import category_timeline
+    from stepscope.formats.memory.timeline import read_memory_timeline
 
     net = Net()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stepscope.analysis.memory_timeline import category_timeline
-from stepscope.analysis.snapshot import BEFORE_TRACE, snapshot_analysis
+from stepscope.analysis.memory.snapshot import BEFORE_TRACE, snapshot_analysis
+from stepscope.analysis.memory.timeline import category_timeline
 from stepscope.errors import TraceFormatError
-from stepscope.formats.memory_timeline import read_memory_timeline, timeline_from_json
-from stepscope.formats.snapshot import loads_plain, read_snapshot
+from stepscope.formats.memory.snapshot import loads_plain, read_snapshot
+from stepscope.formats.memory.timeline import read_memory_timeline, timeline_from_json
 
 MB = 1 << 20
 
@@ -256,8 +256,8 @@ def test_report_on_a_snapshot_points_to_stepscope_memory(tmp_path: Path) -> None
 
 
 def test_snapshot_fragmentation_finding() -> None:
-    from stepscope.advice.snapshot_rules import snapshot_findings
-    from stepscope.formats.snapshot import snapshot_from_data
+    from stepscope.advice.rules.memory.snapshot import snapshot_findings
+    from stepscope.formats.memory.snapshot import snapshot_from_data
 
     snap = built_snapshot()
     snap["segments"][1]["total_size"] = 2048 * MB  # a big, fully free segment

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.nsys_builders import NsysBuilder
 
-from stepscope.analysis.ncu_join import base_name, join_ncu
+from stepscope.analysis.nsight.ncu_join import base_name, join_ncu
 from stepscope.cli.main import main
 from stepscope.errors import TraceFormatError
 from stepscope.formats import load_trace
-from stepscope.formats.ncu import load_ncu, read_ncu
+from stepscope.formats.nsight.ncu import load_ncu, read_ncu
 from stepscope.report.build import build_report
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "ncu" / "superbench_cublaslt_ncu.log"

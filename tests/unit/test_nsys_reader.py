@@ -13,7 +13,7 @@ from tests.nsys_builders import PID, TID, NsysBuilder
 
 from stepscope.errors import StepscopeError, TraceFormatError
 from stepscope.formats import load_trace
-from stepscope.formats.nsys import api_base_name, step_label
+from stepscope.formats.nsight.sqlite import api_base_name, step_label
 from stepscope.model.trace import (
     DEV_KERNEL,
     DEV_MEMCPY,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from tests.nsys_builders import TID, NsysBuilder
 
-from stepscope.analysis.groupstats import group_stats
-from stepscope.analysis.nsys_stats import nsys_stats
+from stepscope.analysis.nsight.stats import nsys_stats
+from stepscope.analysis.trace.groupstats import group_stats
 from stepscope.formats import load_trace
 
 
@@ -69,7 +69,7 @@ def test_nccl_sum_from_the_nccl_domain(tmp_path: Path) -> None:
 
 
 def test_nvtx_levels_nested_and_per_thread(tmp_path: Path) -> None:
-    from stepscope.analysis.nvtx_tree import nvtx_levels
+    from stepscope.analysis.events.nvtx_tree import nvtx_levels
 
     b = NsysBuilder()
     b.nvtx("a", 0, 100)  # level 0, children b, d

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from stepscope.analysis.kernels import kernel_stats
-from stepscope.analysis.operators import OperatorRow, operator_stats
+from stepscope.analysis.trace.kernels import kernel_stats
+from stepscope.analysis.trace.operators import OperatorRow, operator_stats
 from stepscope.model import Trace
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from tests.builders import TraceBuilder
 
-from stepscope.formats import kineto, load_trace
+from stepscope.formats import load_trace
+from stepscope.formats.kineto import reader as kineto
 
 
 def _trace_file(tmp_path: Path, name: str, shape: int) -> Path:

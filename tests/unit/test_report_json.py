@@ -10,9 +10,9 @@ import msgspec
 import pytest
 from tests.builders import TraceBuilder
 
-from stepscope.analysis.breakdown import CATEGORIES
+from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.report.build import build_report
-from stepscope.report.json_out import render_json
+from stepscope.report.json.render import render_json
 
 
 def _data(tmp_path: Path, top: int = 20) -> dict[str, Any]:

@@ -19,9 +19,9 @@ with warnings.catch_warnings():
 
 from tests.dashboard_builders import dashboard_trace
 
-from stepscope.analysis.diff import diff_runs
-from stepscope.report.diff_json import diff_to_json
+from stepscope.analysis.compare.diff import diff_runs
 from stepscope.report.diff_load import summarise_trace
+from stepscope.report.json.diff import diff_to_json
 from stepscope.server.app import ViewConfig, create_app
 
 BASE, NEW = "run1/worker0.1.pt.trace.json.gz", "run2/worker0.2.pt.trace.json.gz"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from stepscope.analysis.breakdown import CATEGORIES, step_breakdown
-from stepscope.analysis.steps import find_steps, select_step
+from stepscope.analysis.events.steps import find_steps, select_step
+from stepscope.analysis.trace.breakdown import CATEGORIES, step_breakdown
 from stepscope.errors import UsageError
 
 US = 1000  # ns per µs

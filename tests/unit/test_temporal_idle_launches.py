@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from tests.builders import TraceBuilder
 
-from stepscope.analysis.idle import idle_breakdown
-from stepscope.analysis.launches import launch_stats
-from stepscope.analysis.temporal import temporal_breakdown
+from stepscope.analysis.trace.idle import idle_breakdown
+from stepscope.analysis.trace.launches import launch_stats
+from stepscope.analysis.trace.temporal import temporal_breakdown
 from stepscope.model import Trace
 
 US = 1000

@@ -10,20 +10,20 @@ import pytest
 from tests.trt_builders import nsys_sqlite, run
 
 from stepscope.advice.rules import TRT_RULES
+from stepscope.advice.rules.tensorrt.context import TrtContext
 from stepscope.advice.tensorrt import advise_tensorrt
-from stepscope.advice.tensorrt_context import TrtContext
-from stepscope.analysis.tensorrt import (
+from stepscope.analysis.tensorrt.diff import compare_engines, layer_nodes
+from stepscope.analysis.tensorrt.engine import (
     analyse_tensorrt,
     stat_of,
     trtexec_percentile,
     with_gpu_times,
 )
-from stepscope.analysis.tensorrt_diff import compare_engines, layer_nodes
-from stepscope.analysis.tensorrt_kernels import layer_gpu_times
+from stepscope.analysis.tensorrt.kernels import layer_gpu_times
 from stepscope.errors import TraceFormatError
-from stepscope.formats.trtexec_nsys import layer_of_range, read_layer_kernels
+from stepscope.formats.tensorrt.nsys import layer_of_range, read_layer_kernels
 from stepscope.report.tensorrt import TrtReport, tensorrt_json
-from stepscope.report.text_tensorrt_diff import render_engine_diff
+from stepscope.report.text.tensorrt_diff import render_engine_diff
 
 BASE = [  # name, avg ms, type, in dtype, out dtype
     ("QuantizeLinear_2", 0.10, "Reformat", "FP32", "INT8"),
@@ -291,7 +291,7 @@ def test_diff_renderer_escapes_names() -> None:
 
 
 def test_onnx_nodes_pair_renamed_myelin_layers() -> None:
-    from stepscope.analysis.tensorrt_names import onnx_nodes
+    from stepscope.analysis.tensorrt.names import onnx_nodes
     from stepscope.model.tensorrt import EngineLayer
 
     assert onnx_nodes("[ONNX Layer: /a/MatMul]\x1f[ONNX Layer: /a/Softmax]") == (
@@ -361,8 +361,8 @@ def test_layer_precision_rules() -> None:
 def test_iteration_series_buckets() -> None:
     from tests.trt_builders import times_text
 
-    from stepscope.analysis.tensorrt import iteration_series
-    from stepscope.formats.trtexec_json import read_times
+    from stepscope.analysis.tensorrt.engine import iteration_series
+    from stepscope.formats.tensorrt.exports import read_times
 
     t = read_times(times_text([1.0, 3.0, 2.0, 2.0, 5.0], enq=0.5).encode(), "t")
     s = iteration_series(t, max_points=2)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.conftest import shared_trace
 
-from stepscope.analysis.tensorrt_names import decode, decode_kernel, decode_layer, myelin_ops
+from stepscope.analysis.tensorrt.names import decode, decode_kernel, decode_layer, myelin_ops
 
 CASES = [  # (name, kind, ops prefix, precision, tensor cores, idioms)
     (

@@ -13,13 +13,13 @@ from tests.diff_builders import training_trace
 from tests.distributed_builders import write_run
 
 from stepscope import build_report
-from stepscope.analysis.diff import diff_runs
-from stepscope.report.diff_json import diff_to_json
+from stepscope.analysis.compare.diff import diff_runs
 from stepscope.report.diff_load import summarise_trace
-from stepscope.report.diff_text import render_diff_text
+from stepscope.report.json.diff import diff_to_json
 from stepscope.report.run import build_run_report, find_run
-from stepscope.report.text_distributed import render_run_text
-from stepscope.report.text_efficiency import render_efficiency
+from stepscope.report.text.diff import render_diff_text
+from stepscope.report.text.distributed import render_run_text
+from stepscope.report.text.efficiency import render_efficiency
 
 
 def _console(width: int = 160) -> Console:

@@ -11,8 +11,8 @@ from rich.console import Console
 from tests.builders import TraceBuilder
 
 from stepscope import build_report
-from stepscope.report.text import render_text
-from stepscope.report.text_layout import Column, fit_table, short_name, short_names
+from stepscope.report.text.layout import Column, fit_table, short_name, short_names
+from stepscope.report.text.render import render_text
 
 KERNELS = [
     "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
@@ -104,7 +104,7 @@ def test_zero_categories_are_listed_not_tabulated(tmp_path: Path) -> None:
 
 
 def test_code_comments_move_above_instead_of_folding() -> None:
-    from stepscope.report.text_layout import comments_above
+    from stepscope.report.text.layout import comments_above
 
     code = ("loader = DataLoader(ds,\n"
             "    num_workers=8,   # load batches in parallel worker processes\n)")

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from tests.trt_builders import layer_info_text, log_text, names_only_text, profile_text, times_text
 
 from stepscope.errors import StepscopeError, TraceFormatError
-from stepscope.formats.trtexec_json import dtype_of, read_layer_info, read_profile, read_times
-from stepscope.formats.trtexec_log import parse_stat, read_log, version_of
+from stepscope.formats.tensorrt.exports import dtype_of, read_layer_info, read_profile, read_times
+from stepscope.formats.tensorrt.log import parse_stat, read_log, version_of
 
 SETTINGS = settings(
     max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]

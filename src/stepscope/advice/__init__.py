@@ -7,12 +7,11 @@ never breaks the report. Findings are sorted by estimated saving per step, large
 
 from __future__ import annotations
 
-from stepscope.analysis.suite import Analyses
-
-from .context import Context
-from .finding import Finding
-from .rules import RULES
-from .rules import RuleFn as Rule
+from stepscope.advice.context import Context
+from stepscope.advice.finding import Finding
+from stepscope.advice.rules import RULES
+from stepscope.advice.rules import RuleFn as Rule
+from stepscope.analysis.trace.suite import Analyses
 
 __all__ = ["RULES", "Finding", "Rule", "advise"]
 

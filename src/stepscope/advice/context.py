@@ -11,15 +11,14 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis import intervals as iv
-from stepscope.analysis import names
-from stepscope.analysis.links import gather
-from stepscope.analysis.optree import NodeTimes
-from stepscope.analysis.suite import Analyses
+from stepscope.advice.finding import Finding
+from stepscope.analysis.events import intervals as iv
+from stepscope.analysis.events.links import gather
+from stepscope.analysis.events.optree import NodeTimes
+from stepscope.analysis.trace.suite import Analyses
+from stepscope.classify import names
 from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON
 from stepscope.units import format_us
-
-from .finding import Finding
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]

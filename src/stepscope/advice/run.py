@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from stepscope.analysis.distributed import Distributed
-
-from .finding import Finding
-from .rules import RUN_RULES, RunRuleFn
+from stepscope.advice.finding import Finding
+from stepscope.advice.rules import RUN_RULES, RunRuleFn
+from stepscope.analysis.distributed.run import Distributed
 
 
 def advise_run(dist: Distributed, rules: dict[str, RunRuleFn] | None = None) -> list[Finding]:

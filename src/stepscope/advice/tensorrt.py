@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from stepscope.analysis.tensorrt import TrtAnalysis
-
-from .finding import Finding
-from .rules import TRT_RULES, TrtRuleFn
-from .tensorrt_context import TrtContext
+from stepscope.advice.finding import Finding
+from stepscope.advice.rules import TRT_RULES, TrtRuleFn
+from stepscope.advice.rules.tensorrt.context import TrtContext
+from stepscope.analysis.tensorrt.engine import TrtAnalysis
 
 
 def advise_tensorrt(a: TrtAnalysis, rules: dict[str, TrtRuleFn] | None = None) -> list[Finding]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from stepscope.capture.export import _copy
 from stepscope.errors import UsageError
-from stepscope.formats.memory_timeline import timeline_path
+from stepscope.formats.memory.timeline import timeline_path
 
 __all__ = ["export_memory_timeline", "timeline_path"]
 

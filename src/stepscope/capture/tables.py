@@ -14,13 +14,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from stepscope.analysis.links import Links
-from stepscope.analysis.operators import OperatorRow, operator_stats
-from stepscope.analysis.optree import OpTree
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.events.optree import OpTree
+from stepscope.analysis.trace.operators import OperatorRow, operator_stats
 from stepscope.errors import UsageError
 from stepscope.formats.load import load_trace
 from stepscope.model import Trace
-from stepscope.report.text_layout import (
+from stepscope.report.text.layout import (
     MISSING,
     Column,
     count_column,

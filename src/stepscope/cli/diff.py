@@ -17,14 +17,14 @@ from typing import Any
 
 import msgspec
 
-from stepscope.analysis.diff import RunSummary, diff_runs
-from stepscope.analysis.gate import GateResult, evaluate, parse
-from stepscope.analysis.significance import ALPHA
+from stepscope.analysis.compare.diff import RunSummary, diff_runs
+from stepscope.analysis.compare.gate import GateResult, evaluate, parse
+from stepscope.analysis.compare.significance import ALPHA
 from stepscope.cli.options import add_top, tell_written
 from stepscope.errors import TraceFormatError, TraceSourceError, UsageError, one_line
-from stepscope.formats.kineto import looks_like_kineto
+from stepscope.formats.kineto.reader import looks_like_kineto
 from stepscope.io.source import is_url, read_source, read_url_head
-from stepscope.report.diff_json import diff_to_json
+from stepscope.report.json.diff import diff_to_json
 
 REPORT, TRACE, FOLDER, TENSORRT = "report", "trace", "folder", "tensorrt"
 KIND_WORDS = {
@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def input_kind(path: str) -> str:
     """What a path holds: REPORT, TRACE, FOLDER or TENSORRT; one-line error otherwise."""
-    from stepscope.formats.trtexec_load import find_files, is_trtexec_output
+    from stepscope.formats.tensorrt.load import find_files, is_trtexec_output
 
     if not is_url(path) and is_trtexec_output(path):  # trtexec exports, a file or a folder
         if os.path.isdir(path):
@@ -155,7 +155,7 @@ def _with_status(args: argparse.Namespace, path: str, work: Callable[[], Side]) 
 
 def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
     """Two TensorRT engines: layer latencies, precisions and fused groups side by side."""
-    from stepscope.cli.diff_tensorrt import engine_diff, print_engine_diff
+    from stepscope.cli.engine_diff import engine_diff, print_engine_diff
 
     if args.fail_on:
         raise UsageError(f"{base}, {new}: --fail-on gates training runs; it does not apply "
@@ -182,13 +182,13 @@ def _compare_runs(base: str, new: str, args: argparse.Namespace) -> int:
     if args.html is not None:
         _write_diff_html(args.html, diff_to_json(diff, gate), f"{base} vs {new}")
     if args.format == "json":
-        from stepscope.report.diff_json import render_diff_json
+        from stepscope.report.json.diff import render_diff_json
 
         sys.stdout.write(render_diff_json(diff, gate) + "\n")
     else:
         from rich.console import Console
 
-        from stepscope.report.diff_text import render_diff_text
+        from stepscope.report.text.diff import render_diff_text
 
         render_diff_text(diff, Console(), top=args.top, gate=gate)
     return _gate_exit(gate)

@@ -9,15 +9,15 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from stepscope.analysis.memory_timeline import category_timeline
-from stepscope.analysis.snapshot import snapshot_analysis
+from stepscope.analysis.memory.snapshot import snapshot_analysis
+from stepscope.analysis.memory.timeline import category_timeline
 from stepscope.errors import TraceFormatError
-from stepscope.formats.memory_timeline import looks_like_timeline, timeline_from_json
-from stepscope.formats.snapshot import PICKLE_PROTO, loads_plain, snapshot_from_data
+from stepscope.formats.memory.snapshot import PICKLE_PROTO, loads_plain, snapshot_from_data
+from stepscope.formats.memory.timeline import looks_like_timeline, timeline_from_json
 from stepscope.io.source import read_source
-from stepscope.report.json_out import strict_json
-from stepscope.report.memory_json import snapshot_json, timeline_json
-from stepscope.report.text_layout import bytes_column, fit_table, hanging, print_table, say
+from stepscope.report.json.memory import snapshot_json, timeline_json
+from stepscope.report.json.render import strict_json
+from stepscope.report.text.layout import bytes_column, fit_table, hanging, print_table, say
 from stepscope.units import format_bytes as fmt_bytes
 from stepscope.units import format_us
 
@@ -32,12 +32,12 @@ def analyse(path: str) -> dict[str, Any]:
     """``{"kind": "snapshot"|"timeline", "result": {...}}`` for a snapshot or timeline file."""
     data = read_source(path).data
     if bytes(data[:1]) == PICKLE_PROTO:
-        from stepscope.advice.snapshot_rules import snapshot_findings
+        from stepscope.advice.rules.memory.snapshot import snapshot_findings
 
         result = snapshot_analysis(snapshot_from_data(loads_plain(data, path), path))
         return {"kind": "snapshot", "result": snapshot_json(result),
                 "findings": [f.to_json() for f in snapshot_findings(result)]}
-    from stepscope.formats.trtexec_load import sniff
+    from stepscope.formats.tensorrt.load import sniff
 
     if sniff(bytes(data[:4096]).decode("utf-8", "replace")) not in (None, "output"):
         # a trtexec profile is a JSON list too: it read as a "malformed memory timeline"

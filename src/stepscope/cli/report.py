@@ -9,12 +9,12 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from stepscope.analysis.efficiency import Overrides
+from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.cli.options import add_top
 from stepscope.errors import UsageError
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
-from stepscope.report.views import VIEWS
+from stepscope.report.text.views import VIEWS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
     )
-    from stepscope.cli.report_run import add_run_arguments
+    from stepscope.cli.ranks import add_run_arguments
 
     add_run_arguments(parser)
 
@@ -114,8 +114,8 @@ def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stepscope.cli.report_run import is_run_args, run_many
-    from stepscope.formats.trtexec_load import is_trtexec_output
+    from stepscope.cli.ranks import is_run_args, run_many
+    from stepscope.formats.tensorrt.load import is_trtexec_output
 
     if args.html is not None:  # a bad output path fails now, not after the analysis
         from stepscope.report.html import check_html_output
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         check_html_output(args.html)
     if len(args.path) == 1 and is_trtexec_output(args.path[0]):
         # trtexec exports/log (a file or a folder of them): the TensorRT report
-        from stepscope.cli.report_tensorrt import run_tensorrt
+        from stepscope.cli.engine import run_tensorrt
 
         check_options_apply(args, TENSORRT)
         args.path = args.path[0]
@@ -132,10 +132,10 @@ def run(args: argparse.Namespace) -> int:
         check_options_apply(args, RUN)
         return run_many(args)
 
-    from stepscope.formats.ncu import is_ncu_file, load_ncu
+    from stepscope.formats.nsight.ncu import is_ncu_file, load_ncu
 
     if is_ncu_file(args.path[0]):  # an Nsight Compute export on its own
-        from stepscope.cli.report_ncu import run_ncu_only
+        from stepscope.cli.ncu_only import run_ncu_only
 
         check_options_apply(args, NCU)
         return run_ncu_only(load_ncu(args.path[0]), args.format, args.top)
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    from stepscope.formats.memory_timeline import timeline_beside
+    from stepscope.formats.memory.timeline import timeline_beside
 
     trace, timeline = timeline_beside(trace)
     report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
@@ -174,11 +174,11 @@ def run(args: argparse.Namespace) -> int:
         write_html(report, args.html)
         tell_written("HTML report", args.html)
     if args.format == "json":
-        from stepscope.report.json_out import render_json
+        from stepscope.report.json.render import render_json
 
         sys.stdout.write(render_json(report) + "\n")
     else:
-        from stepscope.report.text import render_text
+        from stepscope.report.text.render import render_text
 
         render_text(report, Console(), view=args.view)
     return 0

@@ -194,7 +194,7 @@ def _report(outcome: dict[str, Any], args: argparse.Namespace) -> None:
         return
     try:
         from stepscope.report.build import build_report
-        from stepscope.report.text import render_text
+        from stepscope.report.text.render import render_text
 
         render_text(build_report(stepscope.load(newest), top=args.top))
     except StepscopeError as exc:

@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace, sock: socket.socket, template: str,
            path_map: tuple[tuple[str, str], ...]) -> int:
+    from stepscope.report.bundle import find_bundle
     from stepscope.server.app import ViewConfig, create_app
-    from stepscope.server.bundle import find_bundle
 
     if find_bundle() is None:
         print("stepscope view: the front end is not built; run scripts/setup.sh "

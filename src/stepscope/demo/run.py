@@ -18,7 +18,7 @@ from stepscope.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
 from stepscope.report import DEFAULT_TOP
 
 if TYPE_CHECKING:
-    from stepscope.analysis.diff import Diff
+    from stepscope.analysis.compare.diff import Diff
     from stepscope.report.build import Report
 
 HTML_TOP = 20  # rows per table in the HTML report (build_report's default)
@@ -73,7 +73,7 @@ def _one(variant: Variant, index: int, outdir: str, steps: int, batch_size: int,
     result = train_profiled(variant, outdir, steps=steps, batch_size=batch_size, device=device)
     if quiet:
         return result, None
-    from stepscope.report.text import render_text
+    from stepscope.report.text.render import render_text
 
     report = _report(result.trace, top)
     render_text(report, console)
@@ -90,7 +90,7 @@ def _report(trace_path: str, top: int) -> Report:
 
 
 def _diff(before: str, after: str) -> Diff:
-    from stepscope.analysis.diff import diff_runs
+    from stepscope.analysis.compare.diff import diff_runs
     from stepscope.report.diff_load import summarise_trace
 
     return diff_runs(summarise_trace(before), summarise_trace(after))
@@ -110,8 +110,8 @@ def _write_html(trace_path: str, report: Report | None, out: str) -> str | None:
 
 def _write_compare_html(diff: Diff, out: str) -> str | None:
     """The before/after comparison as the single-file Compare page (``diff --html``)."""
-    from stepscope.report.diff_json import diff_to_json
     from stepscope.report.html import render_document, write_page
+    from stepscope.report.json.diff import diff_to_json
 
     label = f"{diff.base.label} vs {diff.new.label}"
     return _unless_no_front_end(
@@ -120,7 +120,7 @@ def _write_compare_html(diff: Diff, out: str) -> str | None:
 
 
 def _unless_no_front_end(write: Callable[[], str]) -> str | None:
-    from stepscope.server.bundle import find_bundle
+    from stepscope.report.bundle import find_bundle
 
     # without npm the front end is not built: the terminal report stands on its own
     return write() if find_bundle() is not None else None
@@ -150,7 +150,7 @@ def _summary(console: Console, result: DemoResult) -> None:
                   f"([bold green]{result.speedup:.1f}x[/])")
     console.print("What changed: " + escape(FIXED.description) + ".")
     if result.diff is not None:
-        from stepscope.report.diff_text import render_diff_brief
+        from stepscope.report.text.diff import render_diff_brief
 
         render_diff_brief(result.diff, console)
     console.print(f"Traces: {escape(result.slow_trace)}\n        {escape(result.fast_trace)}")

@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from stepscope.errors import TraceFormatError
-from stepscope.formats.kineto import READER_VERSION, ProgressFn, looks_like_kineto, read_kineto
+from stepscope.formats.kineto.reader import (
+    READER_VERSION,
+    ProgressFn,
+    looks_like_kineto,
+    read_kineto,
+)
+from stepscope.formats.nsight import load as nsys_load
 from stepscope.io import cache
 from stepscope.io.source import read_source
 from stepscope.model.trace import Trace
-
-from . import nsys_load
 
 
 def load_trace(
@@ -54,10 +58,10 @@ def load_trace(
 
 def _reject_trtexec(path: str, head: bytes) -> None:
     """trtexec exports are JSON too: name them instead of failing as a broken trace."""
-    from stepscope.formats.trtexec_load import sniff
+    from stepscope.formats.tensorrt.load import sniff
 
     if sniff(head.decode("utf-8", "replace")) not in (None, "output"):
         raise TraceFormatError(
             f"{path}: a TensorRT trtexec output, not a profiler trace; `stepscope report` reads "
-            "those from a local file or folder (API: stepscope.formats.trtexec_load.load_trt_run)"
+            "those from a local file or folder (API: stepscope.formats.tensorrt.load.load_trt_run)"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.analysis.comm import RankSummary, rank_summary
+from stepscope.analysis.distributed.rank import RankSummary, rank_summary
 from stepscope.errors import StepscopeError, one_line
 from stepscope.formats import load_trace
 

@@ -10,28 +10,28 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from stepscope.analysis.breakdown import CATEGORIES
-from stepscope.analysis.efficiency import Overrides
-from stepscope.analysis.memory_timeline import CategoryTimeline, category_timeline
-from stepscope.analysis.operators import OperatorRow
-from stepscope.analysis.suite import Analyses, run_analyses
+from stepscope.analysis.efficiency.roofline import Overrides
+from stepscope.analysis.memory.timeline import CategoryTimeline, category_timeline
+from stepscope.analysis.trace.breakdown import CATEGORIES
+from stepscope.analysis.trace.operators import OperatorRow
+from stepscope.analysis.trace.suite import Analyses, run_analyses
 from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
 from stepscope.report import DEFAULT_TOP
-from stepscope.report.efficiency_json import efficiency_json
-from stepscope.report.memory_json import memory_json, modules_json
-from stepscope.report.ncu_json import ncu_json
-from stepscope.report.nsys_json import nsys_json
-from stepscope.report.real_traces import real_trace_json
-from stepscope.report.rounding import r as _r
-from stepscope.report.rounding import us as _us
+from stepscope.report.json.efficiency import efficiency_json
+from stepscope.report.json.memory import memory_json, modules_json
+from stepscope.report.json.ncu import ncu_json
+from stepscope.report.json.nsys import nsys_json
+from stepscope.report.json.real_traces import real_trace_json
+from stepscope.report.json.rounding import r as _r
+from stepscope.report.json.rounding import us as _us
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
-    from stepscope.analysis.comm import RankSummary
-    from stepscope.analysis.kernel_ops import KernelOpRow
-    from stepscope.analysis.ncu_join import NcuJoin
-    from stepscope.analysis.operators_stack import StackRow
+    from stepscope.analysis.distributed.rank import RankSummary
+    from stepscope.analysis.nsight.ncu_join import NcuJoin
+    from stepscope.analysis.trace.kernel_ops import KernelOpRow
+    from stepscope.analysis.trace.operators_stack import StackRow
     from stepscope.model.ncu import NcuReport
 
 SCHEMA = "stepscope.report/1"
@@ -53,13 +53,13 @@ class Report:
     # runs once per output, and `report --html` writes two (the page and the text or JSON).
     @cached_property
     def kernel_ops(self) -> list[KernelOpRow]:
-        from stepscope.analysis.kernel_ops import kernels_by_operator
+        from stepscope.analysis.trace.kernel_ops import kernels_by_operator
 
         return kernels_by_operator(self.analyses.trace, self.analyses.tree)
 
     @cached_property
     def op_stacks(self) -> list[StackRow]:
-        from stepscope.analysis.operators_stack import operators_by_stack
+        from stepscope.analysis.trace.operators_stack import operators_by_stack
 
         return operators_by_stack(self.analyses.trace, self.analyses.tree)
 
@@ -69,7 +69,7 @@ class Report:
         a = self.analyses
         if not len(a.trace.collectives) and (a.trace.meta.world_size or 1) <= 1:
             return None
-        from stepscope.analysis.comm import rank_summary
+        from stepscope.analysis.distributed.rank import rank_summary
 
         # the whole trace's steps (not a.steps, which may leave warm-up out)
         return rank_summary(a.trace, links=a.links, operators=a.operators)
@@ -209,10 +209,10 @@ class Report:
 
 
 def _rank_part(summary: RankSummary | None) -> dict[str, Any] | None:
-    """A trace of a distributed job shows its own rank's part (report/distributed_json.py)."""
+    """A trace of a distributed job shows its own rank's part (report/json/distributed.py)."""
     if summary is None:
         return None
-    from stepscope.report.distributed_json import rank_part_json
+    from stepscope.report.json.distributed import rank_part_json
 
     return rank_part_json(summary)
 
@@ -255,7 +255,7 @@ def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = Non
                  memory_timeline: MemoryTimeline | None = None,
                  peaks: Overrides | None = None, ncu: NcuReport | None = None) -> Report:
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
-    from stepscope.analysis.ncu_join import join_ncu
+    from stepscope.analysis.nsight.ncu_join import join_ncu
 
     analyses = run_analyses(trace, step=step, peaks=peaks)
     return Report(analyses=analyses, top=top, findings=advise(analyses),

@@ -13,8 +13,7 @@ from typing import Any
 
 import msgspec
 
-from stepscope.analysis.breakdown import CATEGORIES
-from stepscope.analysis.diff import (
+from stepscope.analysis.compare.diff import (
     GPU_METRICS,
     FindingSummary,
     ItemSummary,
@@ -23,7 +22,8 @@ from stepscope.analysis.diff import (
     combine_ranks,
     pool,
 )
-from stepscope.analysis.step_series import OperatorSeries, StepSeries, step_series
+from stepscope.analysis.compare.step_series import OperatorSeries, StepSeries, step_series
+from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.report.build import SCHEMA, build_report
 

@@ -31,7 +31,7 @@ class HtmlReportError(StepscopeError):
 
 
 def _bundle() -> Path:
-    from stepscope.server.bundle import find_bundle  # the one place that knows where it is
+    from stepscope.report.bundle import find_bundle  # the one place that knows where it is
 
     found = find_bundle()
     if found is None:

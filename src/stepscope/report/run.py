@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepscope.advice.finding import Finding
-from stepscope.analysis.comm import RankSummary
-from stepscope.analysis.distributed import Distributed, analyse_run
+from stepscope.analysis.distributed.rank import RankSummary
+from stepscope.analysis.distributed.run import Distributed, analyse_run
 from stepscope.errors import TraceSourceError
 from stepscope.io.listing import is_run_location, list_traces
 from stepscope.model.run import Run, assign_ranks
 from stepscope.parallel.executor import map_ranks
 from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
-from stepscope.report.distributed_json import distributed_json
+from stepscope.report.json.distributed import distributed_json
 
 SCHEMA = "stepscope.report/1"
 

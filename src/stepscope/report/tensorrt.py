@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepscope.advice.finding import Finding
-from stepscope.analysis.tensorrt import TrtAnalysis, analyse_tensorrt, summary_json
+from stepscope.analysis.tensorrt.engine import TrtAnalysis, analyse_tensorrt, summary_json
 from stepscope.model.tensorrt import TrtRun
 from stepscope.report.build import SCHEMA
 
@@ -111,9 +111,9 @@ def build_trt_report(run: TrtRun, *, top: int = 20, nsys: str | None = None) -> 
     analysis = analyse_tensorrt(run)
     stats: dict[str, Any] | None = None
     if nsys is not None:
-        from stepscope.analysis.tensorrt import with_gpu_times
-        from stepscope.analysis.tensorrt_kernels import layer_gpu_times
-        from stepscope.formats.trtexec_nsys import read_layer_kernels
+        from stepscope.analysis.tensorrt.engine import with_gpu_times
+        from stepscope.analysis.tensorrt.kernels import layer_gpu_times
+        from stepscope.formats.tensorrt.nsys import read_layer_kernels
 
         mapping = layer_gpu_times(read_layer_kernels(nsys))
         analysis = with_gpu_times(analysis, mapping.per_layer_ms, mapping.kernels)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis import intervals
+from stepscope.analysis.events import intervals
 from stepscope.model.trace import DEV_KERNEL, Trace
 
 I64 = npt.NDArray[np.int64]

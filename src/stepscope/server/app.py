@@ -20,8 +20,8 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from stepscope.report.bundle import find_bundle
 from stepscope.report.timeline import TimelineIndex
-from stepscope.server.bundle import find_bundle
 from stepscope.server.logdir import TraceFile, discover, runs_json
 from stepscope.server.runs import RunStore, rank_files, run_location
 from stepscope.server.store import Entry, TraceStore

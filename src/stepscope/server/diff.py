@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from stepscope.analysis.diff import diff_runs
-from stepscope.analysis.step_series import StepSeries
+from stepscope.analysis.compare.diff import diff_runs
+from stepscope.analysis.compare.step_series import StepSeries
 from stepscope.errors import StepscopeError
-from stepscope.report.diff_json import diff_to_json
 from stepscope.report.diff_load import summary_from_report
+from stepscope.report.json.diff import diff_to_json
 from stepscope.server.store import DASHBOARD_TOP
 
 TABLES = ("operators", "operators_by_shape", "kernels")

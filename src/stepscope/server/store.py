@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from stepscope.analysis.step_series import StepSeries
+from stepscope.analysis.compare.step_series import StepSeries
 from stepscope.errors import StepscopeError, one_line
 from stepscope.report.build import Report
 from stepscope.report.timeline import TimelineIndex
@@ -104,7 +104,7 @@ class TraceStore(BackgroundLoads[str]):
                           lambda e: self._load(path, e), stale=lambda e: e.stamp != stamp)
 
     def _load(self, path: str, entry: Entry) -> None:
-        from stepscope.analysis.step_series import step_series
+        from stepscope.analysis.compare.step_series import step_series
         from stepscope.formats import load_trace
         from stepscope.report.build import build_report
         from stepscope.server.tensorrt import is_trtexec_run, load_trt_report

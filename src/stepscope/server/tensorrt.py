@@ -9,14 +9,14 @@ TRT_TOP = 1000  # layer and table rows the dashboard receives
 
 def is_trtexec_run(path: str) -> bool:
     """True when the file's first bytes are a trtexec output (a Kineto trace's are not)."""
-    from stepscope.formats.trtexec_load import is_trtexec_output
+    from stepscope.formats.tensorrt.load import is_trtexec_output
 
     return not path.endswith(".sqlite") and is_trtexec_output(path)
 
 
 def load_trt_report(path: str) -> dict[str, Any]:
     """Every trtexec output of the engine ``path`` belongs to, as the report JSON."""
-    from stepscope.formats.trtexec_load import load_trt_run
+    from stepscope.formats.tensorrt.load import load_trt_run
     from stepscope.report.tensorrt import build_trt_report
 
     return build_trt_report(load_trt_run(path), top=TRT_TOP).to_json()

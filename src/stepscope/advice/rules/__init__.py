@@ -4,47 +4,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stepscope.analysis.distributed import Distributed
-
-from ..context import Context
-from ..finding import Finding
-from ..tensorrt_context import TrtContext
-from . import (
+from stepscope.advice.context import Context
+from stepscope.advice.finding import Finding
+from stepscope.advice.rules.distributed import exposed_comm, rank_imbalance, rank_overlap, straggler
+from stepscope.advice.rules.efficiency import low_mfu, matmul_alignment, occupancy, tensor_cores
+from stepscope.advice.rules.memory import capacity as memory_capacity
+from stepscope.advice.rules.memory import fragmentation as memory_fragmentation
+from stepscope.advice.rules.memory import growth as memory_growth
+from stepscope.advice.rules.tensorrt import enqueue as trt_enqueue
+from stepscope.advice.rules.tensorrt import precision as trt_precision
+from stepscope.advice.rules.tensorrt import reformat as trt_reformat
+from stepscope.advice.rules.tensorrt import small_batch as trt_small_batch
+from stepscope.advice.rules.tensorrt import transfers as trt_transfers
+from stepscope.advice.rules.tensorrt import unstable as trt_unstable
+from stepscope.advice.rules.tensorrt.context import TrtContext
+from stepscope.advice.rules.trace import (
     batch_size,
     copies,
     cpu_ops,
     dataloader,
     elementwise,
-    exposed_comm,
     gpu_gaps,
     gpu_time_util,
-    h2d_overlap,
     launch_bound,
-    low_mfu,
-    matmul_alignment,
-    memcpy_async_pageable,
-    memcpy_sync,
-    memory_capacity,
-    memory_fragmentation,
-    memory_growth,
-    memset_sync,
     module_hotspot,
-    occupancy,
     optimizer,
-    pageable,
-    rank_imbalance,
-    rank_overlap,
-    straggler,
     sync,
-    tensor_cores,
-    trt_enqueue,
-    trt_precision,
-    trt_reformat,
-    trt_small_batch,
-    trt_transfers,
-    trt_unstable,
     warmup,
 )
+from stepscope.advice.rules.transfers import (
+    h2d_overlap,
+    memcpy_async_pageable,
+    memcpy_sync,
+    memset_sync,
+    pageable,
+)
+from stepscope.analysis.distributed.run import Distributed
 
 RuleFn = Callable[[Context], "Finding | list[Finding] | None"]
 
@@ -76,7 +71,7 @@ RULES: dict[str, RuleFn] = {
     "gpu-low-utilization": gpu_time_util.check,
 }
 
-# TensorRT (trtexec) runs: rules over stepscope.analysis.tensorrt.TrtAnalysis.
+# TensorRT (trtexec) runs: rules over stepscope.analysis.tensorrt.engine.TrtAnalysis.
 TrtRuleFn = Callable[[TrtContext], "Finding | None"]
 
 TRT_RULES: dict[str, TrtRuleFn] = {

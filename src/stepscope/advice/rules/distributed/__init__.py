@@ -1,0 +1,1 @@
+"""Rules about communication and runs of many ranks."""

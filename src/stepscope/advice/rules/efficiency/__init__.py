@@ -1,0 +1,1 @@
+"""Rules that judge work against the hardware: matrix cores, MFU, alignment, occupancy."""

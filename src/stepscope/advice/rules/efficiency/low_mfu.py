@@ -1,0 +1,75 @@
+"""Rule: model FLOPs utilisation is low -> its main reasons, each with its share."""
+
+from __future__ import annotations
+
+from stepscope.advice.context import Context, fmt_ns, short
+from stepscope.advice.finding import Finding
+from stepscope.analysis.efficiency.roofline import Efficiency
+
+MFU_LOW_PCT = 40.0  # well-tuned large-model training reaches 40-60 % MFU
+MATRIX_TARGET = 0.7  # share of the roofline well-shaped matmuls/convolutions reach
+MATRIX = ("matmul", "conv", "attention")
+FP32_MIN_SHARE = 0.01  # of device time, to be worth a line
+
+CODE = """\
+torch.set_float32_matmul_precision("high")        # TF32 for remaining float32 matmuls
+model = torch.compile(model)                        # fuse memory-bound pointwise/norm ops
+with torch.autocast("cuda", dtype=torch.bfloat16):  # matmuls on bf16 Tensor Cores
+    loss = model(x)"""
+
+
+def _matrix_saving_ns(e: Efficiency) -> float:
+    """Time matrix work would save at MATRIX_TARGET of its roofline (whole trace, ns)."""
+    saving = 0.0
+    for r in e.operators:
+        if r.family in MATRIX and r.has_peak:
+            floor = max(r.compute_ns, r.memory_ns) / MATRIX_TARGET
+            saving += max(0.0, r.time_ns - floor)
+    return saving
+
+
+def check(ctx: Context) -> Finding | None:
+    e = ctx.a.efficiency
+    if e is None or not e.on_gpu or not ctx.has_gpu:
+        return None
+    mfu, hfu = e.mfu(ctx.main_device)
+    matrix_ns = sum(e.time_by_family.get(f, 0.0) for f in MATRIX)
+    if mfu is None or hfu is None or mfu >= MFU_LOW_PCT or matrix_ns <= 0 or e.time_ns <= 0:
+        return None
+    dev = next(d for d in e.devices if d.device == ctx.main_device)
+    peak = dev.peak_flops(e.mfu_dtype, True)
+    evidence = [
+        f"MFU {mfu:.1f} % (HFU {hfu:.1f} %) of the {e.mfu_dtype} peak "
+        f"{(peak or 0) / 1e12:,.0f} TFLOP/s ({dev.match}, {dev.source})",
+        f"matrix work (matmul, convolution, attention) is {100 * matrix_ns / e.time_ns:.0f} % "
+        f"of device time; the other {100 - 100 * matrix_ns / e.time_ns:.0f} % is memory-bound or "
+        "unmodelled work",
+    ]
+    memory = [r for r in e.operators if r.bound == "memory" and r.family not in MATRIX]
+    mem_ns = sum(r.time_ns for r in memory)
+    if mem_ns > 0:
+        top = ", ".join(f"{short(r.name, 40)} ({r.pct_peak_bw or 0:.0f} % of bandwidth)"
+                        for r in memory[:3])
+        evidence.append(f"memory-bound operators torch.compile could fuse: "
+                        f"{fmt_ns(mem_ns / ctx.n_steps)} per step ({top})")
+    if e.fp32_matmul_ns > FP32_MIN_SHARE * e.time_ns:
+        evidence.append(f"float32 matmuls/convolutions off Tensor Cores: "
+                        f"{fmt_ns(e.fp32_matmul_ns / ctx.n_steps)} per step (TF32/BF16 would do)")
+    for r in [r for r in e.operators if r.family in MATRIX and r.has_peak][:3]:
+        evidence.append(f"{short(r.name, 50)} ({r.dtype}): {r.pct_peak_flops or 0:.0f} % of "
+                        f"peak compute, {r.pct_roofline or 0:.0f} % of its roofline")
+    saving = _matrix_saving_ns(e) / ctx.n_steps
+    return ctx.finding(
+        id="low-mfu", title=f"Low model FLOPs utilisation: {mfu:.1f} % of peak",
+        saving_ns=saving,
+        estimate=(f"Matrix work (matmul/convolution/attention) brought to "
+                  f"{100 * MATRIX_TARGET:.0f} % of its roofline; the other reasons are "
+                  "sized in the evidence and by their own findings."),
+        evidence=evidence,
+        fix=("Raise the share of time in large, well-shaped matrix work: run matmuls in "
+             "BF16/FP16 (or TF32), fuse memory-bound chains with torch.compile, and grow the "
+             "batch or sequence until the GEMMs are large enough to fill the GPU."),
+        code=CODE,
+        references=("https://arxiv.org/abs/2204.02311",
+                    "https://pytorch.org/docs/stable/generated/torch.compile.html"),
+    )

@@ -1,0 +1,1 @@
+"""Rules about GPU memory: the trace's records and allocator snapshots."""

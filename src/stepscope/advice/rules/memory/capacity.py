@@ -1,0 +1,60 @@
+"""Memory rule: the peak of allocated GPU memory is close to the device's capacity."""
+
+from __future__ import annotations
+
+from stepscope.advice.context import Context
+from stepscope.advice.finding import Finding
+
+NEAR_PCT = 85.0  # torch-tb-profiler warned at 90 % of totalGlobalMem
+HIGH_PCT = 95.0
+
+
+def _gib(n: float) -> str:
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+def check(ctx: Context) -> Finding | None:
+    m = ctx.a.memory
+    if m is None:
+        return None
+    hits = [d for d in m.devices if d.capacity and not d.cumulative
+            and 100.0 * d.peak_allocated / d.capacity >= NEAR_PCT]
+    if not hits:
+        return None
+    d = max(hits, key=lambda x: x.peak_allocated / (x.capacity or 1))
+    cap = d.capacity or 1
+    pct = 100.0 * d.peak_allocated / cap
+    where = f" in step {d.peak_step}" if d.peak_step else ""
+    op = f", while {d.peak_operator} ran" if d.peak_operator else ""
+    evidence = [f"{d.device}: peak allocated {_gib(d.peak_allocated)} = {pct:.1f} % of "
+                f"{_gib(cap)}{where}{op}"]
+    if d.peak_reserved > 0:
+        evidence.append(f"reserved by the caching allocator up to {_gib(d.peak_reserved)} "
+                        f"({100.0 * d.peak_reserved / cap:.1f} %)")
+    top = [r for r in d.operators if r.self_allocation_size > 0][:3]
+    if top:
+        evidence.append("largest allocating operators: " + ", ".join(
+            f"{r.name} {_gib(r.self_allocation_size)} in {r.self_allocation_count} allocations"
+            for r in top))
+    return Finding(
+        id="memory-near-capacity",
+        title=f"GPU memory at {pct:.0f} % of capacity: one larger batch or sequence away "
+              "from out-of-memory",
+        saving_us=0.0, saving_pct=0.0, severity="high" if pct >= HIGH_PCT else "medium",
+        estimate=(f"Not a time saving: headroom. Mixed precision roughly halves activation "
+                  f"memory; activation checkpointing of the largest activation holders trades "
+                  f"~30 % more forward compute for most of their activations; halving the "
+                  f"micro-batch with 2-step accumulation halves activations at equal batch; "
+                  f"today's peak is {_gib(d.peak_allocated)}."),
+        evidence=tuple(evidence),
+        fix=("Make room before the next change pushes it over: enable mixed precision "
+             "(torch.autocast), checkpoint the blocks holding the largest activations "
+             "(torch.utils.checkpoint), use a smaller micro-batch with gradient accumulation, "
+             "shard optimizer state (ZeroRedundancyOptimizer / FSDP), and set "
+             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation."),
+        code=("with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+              "    out = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)"),
+        references=("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-"
+                    "with-pytorch-cuda-alloc-conf",
+                    "https://pytorch.org/docs/stable/checkpoint.html"),
+    )

@@ -1,0 +1,1 @@
+"""Rules over a TensorRT engine's analysis."""

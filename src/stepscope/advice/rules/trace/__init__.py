@@ -1,0 +1,1 @@
+"""Rules over one trace's host and GPU timeline."""

@@ -1,0 +1,48 @@
+"""Shared by the operator-share rules: time of a family of operators, GPU or CPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.advice.context import Context, fmt_ns, short, top_by_name
+from stepscope.analysis.events.links import gather
+
+
+@dataclass(frozen=True)
+class Share:
+    ns_per_step: float  # time of the family per step (GPU kernels, or CPU self time)
+    pct_of_work: float  # % of all GPU kernel time (GPU) or operator self time (CPU)
+    on_gpu: bool
+    evidence: list[str]
+    hosts: npt.NDArray[np.int64]  # host rows, for source lines
+    weights: npt.NDArray[np.float64]
+
+
+def op_family_share(ctx: Context, op_mask: npt.NDArray[np.bool_]) -> Share:
+    """``op_mask`` is over the string table (which operator names are in the family).
+
+    GPU traces weigh the main GPU's kernels (time inside the steps) by the operator that
+    launched them; CPU traces weigh operators by their self time (operators in the steps).
+    """
+    host = ctx.trace.host
+    if ctx.has_gpu:
+        kernel = ctx.kernel_sel
+        hosts = ctx.a.tree.device_owner[kernel]
+        weight = ctx.device_in_steps[kernel]
+        fam = (hosts >= 0) & gather(op_mask[host.name], hosts, False)
+        what = "of kernels per step ({:.0f} kernels)"
+    else:
+        hosts = ctx.operators
+        weight = ctx.times.host_self[hosts] * (ctx.in_steps(host.ts[hosts], host.end[hosts]) > 0)
+        fam = op_mask[host.name[hosts]]
+        what = "CPU self time per step ({:.0f} calls)"
+    hosts, total = hosts[fam], float(weight.sum())
+    weight = weight[fam]
+    ns = float(weight.sum())
+    ev = [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} " + what.format(c / ctx.n_steps)
+          for n, w, c in top_by_name(host.name[hosts], weight, ctx.trace.strings, 4)]
+    return Share(ns / ctx.n_steps, 100 * ns / total if total else 0.0, ctx.has_gpu, ev,
+                 hosts, weight)

@@ -1,0 +1,53 @@
+"""Rule 2: low GPU utilisation with small per-step work -> a larger batch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advice.context import Context, fmt_ns
+from stepscope.advice.finding import Finding
+
+UTIL_PCT = 50.0  # torch-tb-profiler: GPU utilization < 50 %
+SM_EFF_PCT = 50.0  # and the kernels that run do not fill the SMs either
+OTHER_CAUSE_PCT = 5.0  # leave steps dominated by loading or syncs to their own rules
+
+
+def check(ctx: Context) -> Finding | None:
+    a = ctx.a
+    if not ctx.has_gpu or not a.steps.profiler_steps:
+        return None
+    g = next((m for m in a.gpu if m.device == ctx.main_device), None)
+    if g is None or g.utilization_pct >= UTIL_PCT:
+        return None
+    if g.sm_efficiency_pct is not None and g.sm_efficiency_pct >= SM_EFF_PCT:
+        return None
+    if a.breakdown.pct.get("dataloader", 0.0) > OTHER_CAUSE_PCT:
+        return None
+    rt, sync = ctx.trace.runtime, ctx.sync_calls
+    sync_ns = ctx.per_step_union(rt.ts[sync], rt.end[sync])
+    if ctx.pct(sync_ns) > OTHER_CAUSE_PCT:
+        return None
+    busy, idle = ctx.busy_per_step, ctx.idle_per_step
+    saving = idle / 2.0
+    speedup = ctx.step_ns / (busy + idle / 2.0) if busy + idle > 0 else 1.0
+    evidence = [
+        f"GPU utilization {g.utilization_pct:.1f} % (busy {fmt_ns(busy)} of a "
+        f"{fmt_ns(ctx.step_ns)} step)",
+        f"est. SM efficiency {g.sm_efficiency_pct:.1f} %" if g.sm_efficiency_pct is not None
+        else "est. SM efficiency not recorded",
+        f"mean kernel {fmt_ns(float(np.mean(ctx.trace.device.dur[ctx.device_sel])))}",
+        f"doubling the batch: about {fmt_ns(2 * busy + idle)} per step for twice the samples, "
+        f"up to {100 * (speedup - 1):.0f} % more samples/s",
+    ]
+    return ctx.finding(
+        id="small-batch", title="Low GPU utilization with little work per step: use a larger batch",
+        saving_ns=saving,
+        estimate=("Doubling the batch doubles GPU work but not the per-step idle time, so per "
+                  "step's worth of samples it saves at most half of today's GPU idle time."),
+        evidence=evidence,
+        fix=("Increase the batch size (scale the learning rate accordingly, e.g. linearly with "
+             "warm-up); if memory limits it, use AMP or activation checkpointing to make room."),
+        code="loader = DataLoader(dataset, batch_size=2 * batch_size, ...)\n"
+             "optimizer = torch.optim.SGD(model.parameters(), lr=2 * lr)",
+        references=("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",),
+    )

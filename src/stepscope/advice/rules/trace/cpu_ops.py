@@ -1,0 +1,52 @@
+"""Rule 12: operators running on the CPU in a GPU job, while the GPU waits."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advice.context import Context, fmt_ns, short, top_by_name
+from stepscope.advice.finding import Finding
+from stepscope.analysis.events import intervals as iv
+
+THRESHOLD_PCT = 5.0  # CPU-only operator time while the GPU is idle, % of the step
+
+
+def check(ctx: Context) -> Finding | None:
+    if not ctx.has_gpu:
+        return None
+    trace, t = ctx.trace, ctx.times
+    host = trace.host
+    parent = ctx.a.tree.effective_parent
+    no_gpu = t.is_operator & (t.device_total == 0)
+    outer = no_gpu & ~((parent >= 0) & no_gpu[np.maximum(parent, 0)])
+    # data loading has its own rule
+    loader = ctx.loader_rows
+    loader_u = iv.union(host.ts[loader], host.end[loader])
+    idx = np.flatnonzero(outer)
+    idx = idx[iv.measure_in(loader_u, host.ts[idx], host.end[idx]) == 0]
+    idle = ctx.not_busy(host.ts[idx], host.end[idx]).astype(np.float64)
+    idx, idle = idx[idle > 0], idle[idle > 0]
+    if len(idx) == 0:
+        return None
+    ns = iv.length(iv.intersect(iv.union(host.ts[idx], host.end[idx]), ctx.idle)) / ctx.n_steps
+    if ctx.pct(ns) < THRESHOLD_PCT:
+        return None
+    evidence = [f"CPU-only operators run {fmt_ns(ns)} per step while the GPU is idle"]
+    evidence += [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} per step with the GPU idle "
+                 f"({c / ctx.n_steps:.0f} calls)"
+                 for n, w, c in top_by_name(host.name[idx], idle, trace.strings, 5)]
+    return ctx.finding(
+        id="cpu-ops-in-gpu-job", title="Operators run on the CPU between GPU work",
+        saving_ns=ns,
+        estimate=("Time per step of operators that launch no GPU work, measured while the GPU is "
+                  "idle: on the GPU (or off the critical path) they would at most save all of it."),
+        evidence=evidence,
+        fix=("Run these operators on the GPU (create tensors with device=..., keep masks/indices "
+             "on the GPU), compute constant tensors once outside the loop, or move CPU work into "
+             "DataLoader workers."),
+        code=("# not torch.arange(n) on the CPU:\n"
+              "mask = torch.arange(n, device=x.device) < lengths[:, None]"),
+        source_lines=ctx.source_lines(idx, idle),
+        references=("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+                    "#create-tensors-directly-on-the-target-device",),
+    )

@@ -1,0 +1,69 @@
+"""Rule 1: the input pipeline (DataLoader) takes a large share of the step."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advice.context import Context, fmt_ns, short, top_by_name
+from stepscope.advice.finding import Finding
+from stepscope.analysis.events import intervals as iv
+
+THRESHOLD_PCT = 5.0  # torch-tb-profiler's DataLoader rule: > 5 % of the step
+
+CODE = """\
+loader = torch.utils.data.DataLoader(
+    dataset, batch_size=batch_size, shuffle=True,
+    num_workers=min(8, os.cpu_count() or 1),  # load batches in parallel worker processes
+    pin_memory=True,            # page-locked batches: faster, asynchronous copies to the GPU
+    persistent_workers=True,    # keep workers alive between epochs
+    prefetch_factor=4,          # batches each worker prepares ahead
+)
+for x, y in loader:
+    x = x.to(device, non_blocking=True)
+    y = y.to(device, non_blocking=True)"""
+
+
+def check(ctx: Context) -> Finding | None:
+    a, trace = ctx.a, ctx.trace
+    saving = a.breakdown.avg_ns.get("dataloader", 0.0)
+    pct = ctx.pct(saving)
+    if pct <= THRESHOLD_PCT:
+        return None
+    host = trace.host
+    idx = np.flatnonzero(ctx.loader_rows)
+    inside = ctx.in_steps(host.ts[idx], host.end[idx])
+    idx = idx[inside > 0]
+    loader_names = sorted({trace.strings[i] for i in np.unique(host.name[idx]).tolist()})
+    single = any("_SingleProcessDataLoaderIter" in n for n in loader_names)
+    calls = len(idx) / ctx.n_steps
+    mean = float(host.dur[idx].mean()) if len(idx) else 0.0
+    evidence = [
+        f"DataLoader time not overlapped with GPU work or other categories: {fmt_ns(saving)} "
+        f"per step ({pct:.1f} % of a {fmt_ns(ctx.step_ns)} step)",
+        f"{calls:.1f} batch fetch(es) per step, {fmt_ns(mean)} each on average",
+    ]
+    if ctx.has_gpu and len(idx):
+        idle = int(ctx.not_busy(host.ts[idx], host.end[idx]).sum()) / ctx.n_steps
+        evidence.append(f"the GPU is idle for {fmt_ns(idle)} per step while batches load")
+    if single:
+        evidence.append("iterator is _SingleProcessDataLoaderIter: num_workers=0, batches are "
+                        "loaded in the training process, serially with training")
+    # what the loader does: operators inside it, by host self time
+    ops = ctx.operators_within(iv.union(host.ts[idx], host.end[idx]))
+    for name, ns, n in top_by_name(host.name[ops], ctx.times.host_self[ops], trace.strings, 3):
+        evidence.append(f"inside the loader: {short(name)} ×{n / ctx.n_steps:.0f}/step, "
+                        f"{fmt_ns(ns / ctx.n_steps)} self per step")
+    fix = ("Load batches in background workers" + (" (num_workers is 0 now)" if single else "")
+           + ": raise num_workers, set pin_memory=True, persistent_workers=True and "
+           "prefetch_factor; move expensive preprocessing (decoding, resizing) out of the "
+           "training loop (pre-process the dataset once, or do augmentation on the GPU).")
+    return ctx.finding(
+        id="input-pipeline", title="Training waits for the input pipeline (DataLoader)",
+        saving_ns=saving,
+        estimate=("DataLoader time per step that no higher-priority work (GPU kernels, copies, "
+                  "runtime calls) overlaps: hidden completely if workers prepare batches ahead."),
+        evidence=evidence, fix=fix, code=CODE,
+        source_lines=ctx.source_lines(idx, host.dur[idx].astype(np.float64)),
+        references=("https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
+                    "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"),
+    )

@@ -1,0 +1,84 @@
+"""Rule 10: GPU idle gaps and windows of low GPU time utilisation (nsys analyze's
+gpu_gaps and gpu_time_util rules), with what the CPU was doing during the largest gaps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advice.context import Context, fmt_ns, short
+from stepscope.advice.finding import Finding
+from stepscope.analysis.events import intervals as iv
+from stepscope.classify import names
+from stepscope.model.trace import HOST_PYTHON
+
+GAP_NS = 1_000_000  # gaps of 1 ms or more (nsys: 500 ms default, too coarse for training)
+CHUNKS = 30  # gpu_time_util: the GPU's active span cut into 30 windows
+UTIL_PCT = 50.0  # windows below 50 % in use
+THRESHOLD_PCT = 5.0  # unexplained gap time, % of the step
+
+
+def check(ctx: Context) -> Finding | None:
+    if not ctx.has_gpu:
+        return None
+    if ctx.a.graphs is not None and ctx.a.graphs.capture_only:
+        return None  # graph capture: launches are recorded, not run; idle GPU is expected
+    trace, gaps = ctx.trace, ctx.gaps
+    big = gaps.length >= GAP_NS
+    if not big.any():
+        return None
+    g_start, g_len = gaps.start[big], gaps.length[big]
+    gap_u = iv.union(g_start, g_start + g_len)
+    # time explained by other rules (data loading, synchronisation) is not counted again
+    host, rt = trace.host, trace.runtime
+    loader, sync = ctx.loader_rows, ctx.sync_calls
+    explained = iv.union(np.concatenate((host.ts[loader], rt.ts[sync])),
+                         np.concatenate((host.end[loader], rt.end[sync])))
+    unexplained = iv.length(iv.subtract(gap_u, explained)) / ctx.n_steps
+    if ctx.pct(unexplained) < THRESHOLD_PCT:
+        return None
+    busy = ctx.busy
+    lo, hi = int(busy[0][0]), int(busy[1][-1])
+    edges = np.linspace(lo, hi, CHUNKS + 1).astype(np.int64)
+    in_use = iv.measure_in(busy, edges[:-1], edges[1:]) / np.maximum(np.diff(edges), 1)
+    low = int(np.count_nonzero(in_use * 100 < UTIL_PCT))
+    evidence = [
+        f"{int(big.sum()) / ctx.n_steps:.1f} GPU idle gap(s) ≥ {GAP_NS / 1e6:.0f} ms per step, "
+        f"{fmt_ns(float(g_len.sum()) / ctx.n_steps)} per step; {fmt_ns(unexplained)} of it is not "
+        "data loading or synchronisation",
+        f"{low} of {CHUNKS} equal windows of the GPU's active time are < {UTIL_PCT:.0f} % in use "
+        f"(lowest {100 * float(in_use.min()):.0f} %)",
+    ]
+    not_step = ~names.mask(trace, names.is_profiler_step)[host.name]
+    ops = np.flatnonzero((host.kind != HOST_PYTHON) & not_step)
+    for j in np.argsort(-g_len, kind="stable")[:3].tolist():
+        s, e = int(g_start[j]), int(g_start[j] + g_len[j])
+        ov = np.maximum(np.minimum(host.end[ops], e) - np.maximum(host.ts[ops], s), 0)
+        # the outermost ranges covering most of the gap, then the deepest of those
+        cand = ops[ov > 0]
+        doing = "nothing recorded on the CPU"
+        if len(cand):
+            ovc = ov[ov > 0]
+            depth = ctx.a.tree.depth[cand]
+            best = cand[np.lexsort((-depth, -ovc))][:1]
+            outer = cand[depth == depth.min()]
+            o = outer[np.argmax(ovc[depth == depth.min()])]
+            doing = f"{short(trace.strings[host.name[o]], 60)}"
+            if best[0] != o:
+                doing += f" › {short(trace.strings[host.name[best[0]]], 60)}"
+        evidence.append(f"gap of {fmt_ns(e - s)}: CPU in {doing}")
+    if ctx.a.clock_skew is not None:
+        evidence.append(f"affected by clock skew (up to {fmt_ns(ctx.a.clock_skew.max_ns)}): "
+                        "which gaps the host caused is uncertain by that much")
+    return ctx.finding(
+        id="gpu-gaps", title="The GPU sits idle in long gaps",
+        saving_ns=unexplained,
+        estimate=(f"Idle gaps ≥ {GAP_NS / 1e6:.0f} ms per step, minus the parts during data "
+                  "loading or synchronising calls (their own findings): the GPU could at most "
+                  "do work in all of that time."),
+        evidence=evidence,
+        fix=("Find what the CPU does in the largest gaps (above) and move it off the critical "
+             "path: precompute it, run it on the GPU, overlap it with GPU work (launch the "
+             "next step's work first), or run it in a background thread/process."),
+        references=("https://docs.nvidia.com/nsight-systems/UserGuide/index.html#gpu-gaps",
+                    "https://hta.readthedocs.io/en/latest/source/features/idle_time_breakdown.html"),
+    )

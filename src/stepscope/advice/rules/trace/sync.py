@@ -1,0 +1,81 @@
+"""Rule 4: host-device synchronisation stalls the CPU (and, through it, the GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advice.context import Context, fmt_ns, short, top_by_name
+from stepscope.advice.finding import Finding
+from stepscope.model.trace import HOST_OP
+
+THRESHOLD_PCT = 5.0  # synchronising calls, % of the step
+MIN_SAVING_PCT = 1.0
+
+CODE = """\
+# keep values on the GPU inside the loop; synchronise rarely
+running_loss = torch.zeros((), device=device)
+for i, (x, y) in enumerate(loader):
+    loss = step(x, y)
+    running_loss += loss.detach()          # no .item() / .cpu() / print(tensor) per step
+    if i % log_every == 0:
+        print(f"loss {running_loss.item() / log_every:.4f}")   # one sync every log_every steps
+        running_loss.zero_()
+# to find hidden syncs: torch.cuda.set_sync_debug_mode("warn")"""
+
+
+def check(ctx: Context) -> Finding | None:
+    trace = ctx.trace
+    if not ctx.has_gpu:
+        return None
+    rt = trace.runtime
+    idx = np.flatnonzero(ctx.sync_calls)
+    inside = ctx.in_steps(rt.ts[idx], rt.end[idx])
+    idx, inside = idx[inside > 0], inside[inside > 0]
+    if len(idx) == 0:
+        return None
+    sync_ns = ctx.per_step_union(rt.ts[idx], rt.end[idx])
+    if ctx.pct(sync_ns) < THRESHOLD_PCT:
+        return None
+    saving = min(sync_ns, ctx.idle_per_step)
+    if ctx.pct(saving) < MIN_SAVING_PCT:
+        return None
+    host = trace.host
+    cpu_sel = host.kind == HOST_OP
+    cpu_ns = ctx.per_step_union(host.ts[cpu_sel], host.end[cpu_sel])
+    evidence = [
+        f"{len(idx) / ctx.n_steps:.1f} synchronising call(s) per step block the CPU for "
+        f"{fmt_ns(sync_ns)} per step ({ctx.pct(sync_ns):.1f} % of the step"
+        + (f", {100 * sync_ns / cpu_ns:.0f} % of the time the CPU spends in operators)"
+           if cpu_ns > 0 else ")"),
+        f"the GPU is idle {fmt_ns(ctx.idle_per_step)} per step: after each sync it waits "
+        "for the CPU to queue new work",
+    ]
+    for name, ns, n in top_by_name(rt.name[idx], inside.astype(np.float64), trace.strings, 3):
+        evidence.append(f"{name}: {n / ctx.n_steps:.1f} calls, {fmt_ns(ns / ctx.n_steps)} per step")
+    if len(trace.syncs):
+        s = trace.syncs
+        sin = ctx.in_steps(s.ts, s.end) > 0
+        evidence.append(f"{int(sin.sum()) / ctx.n_steps:.1f} cuda_sync event(s) per step")
+    owner = ctx.a.tree.runtime_owner[idx]
+    has = owner >= 0
+    for name, ns, n in top_by_name(host.name[owner[has]], inside[has].astype(np.float64),
+                                   trace.strings, 3):
+        evidence.append(f"caused by {short(name)} ({n / ctx.n_steps:.1f}/step, "
+                        f"{fmt_ns(ns / ctx.n_steps)} waiting per step)")
+    return ctx.finding(
+        id="host-sync", title="The CPU waits for the GPU (host-device synchronisation)",
+        saving_ns=saving,
+        estimate=("Time per step the CPU is blocked in synchronising calls, capped by the GPU's "
+                  "idle time per step: without the syncs the CPU queues work ahead and can at "
+                  "most fill the GPU's idle time."),
+        evidence=evidence,
+        fix=("Remove per-step synchronisation: no .item(), .cpu(), .numpy(), .tolist(), "
+             "print(tensor) or tensor-valued `if` in the step; accumulate metrics on the GPU "
+             "and read them every N steps; use non_blocking copies; avoid torch.cuda.synchronize() "
+             "outside benchmarks."),
+        code=CODE,
+        source_lines=ctx.source_lines(owner[has], inside[has].astype(np.float64)),
+        references=("https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
+                    "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+                    "#avoid-unnecessary-cpu-gpu-synchronization"),
+    )

@@ -1,0 +1,1 @@
+"""Rules about host<->device copies and the API calls behind them."""

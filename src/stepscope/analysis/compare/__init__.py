@@ -1,0 +1,1 @@
+"""Comparing two runs: the diff, its noise tests and the regression gate."""

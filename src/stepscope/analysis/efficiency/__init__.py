@@ -1,0 +1,1 @@
+"""Efficiency against the hardware: work models (FLOPs, bytes), roofline and MFU."""

@@ -1,0 +1,191 @@
+"""The host call tree: which host range is the parent of which, per thread.
+
+Nesting is computed without a per-event loop: on one thread, with ranges sorted by
+(start asc, end desc), the ranges still open when range i starts are exactly its
+ancestors, so depth_i = i - #(ranges ending at or before start_i); the parent is then
+the closest earlier range one level up (one searchsorted per depth level).
+A range that only partially overlaps an earlier one is attached to the innermost range
+open at its start (torch-tb-profiler drops such ranges and logs an error instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.events.links import Links, gather
+from stepscope.classify import names
+from stepscope.model.trace import HOST_OP, HOST_PYTHON, Trace
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+def nest_sorted(start: I64, end: I64) -> tuple[I64, I64]:
+    """Depth of each range and position of its parent (the innermost range containing its
+    start; -1 at the top), for ranges of one thread sorted by start asc, end desc."""
+    pos = np.arange(len(start))
+    # ranges open at start_i are its ancestors: depth = i - #(ranges ended by start_i)
+    closed = np.searchsorted(np.sort(end), start, side="right")
+    # Zero-length ranges at start_i sort after i (end desc) yet their end <= start_i
+    # was counted as closed: remove those at positions >= i.
+    zero_before = np.concatenate(([0], np.cumsum(end == start)))
+    group_end = np.searchsorted(start, start, side="right")
+    closed -= zero_before[group_end] - zero_before[pos]
+    d = np.maximum(pos - closed, 0)
+    up = np.full(len(start), -1, dtype=np.int64)
+    for level in range(1, int(d.max()) + 1 if len(d) else 0):
+        upper = pos[d == level - 1]
+        lower = pos[d == level]
+        if len(upper) == 0 or len(lower) == 0:
+            continue
+        k = np.searchsorted(upper, lower, side="left") - 1
+        ok = k >= 0
+        up[lower[ok]] = upper[k[ok]]
+    return d, up
+
+
+_NOT_OPERATORS = ("DataParallel.forward", "DistributedDataParallel.forward")
+
+
+def _not_an_operator(name: str) -> bool:
+    """Host ranges that are never operator rows: their time shows in their children."""
+    return (
+        names.is_profiler_step(name)
+        or names.is_dataloader(name)
+        or names.is_optimizer(name)
+        or name in _NOT_OPERATORS
+    )
+
+
+@dataclass(frozen=True)
+class NodeTimes:
+    """Per host-row times (ns), as torch-tb-profiler and PyTorch's ``key_averages``:
+    host self = duration - direct children - own runtime calls; device self = device ops
+    launched by own runtime calls; device total = self + all descendants'."""
+
+    host_self: F64
+    host_total: F64
+    device_self: F64
+    device_total: F64
+    is_operator: npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class OpTree:
+    """Tree over ``trace.host`` rows (python frames excluded: their index maps to -1)."""
+
+    trace: Trace
+    links: Links
+
+    @cached_property
+    def _structure(self) -> tuple[I64, I64]:
+        host = self.trace.host
+        n = len(host)
+        parent = np.full(n, -1, dtype=np.int64)
+        depth = np.full(n, -1, dtype=np.int64)
+        nodes = np.flatnonzero(host.kind != HOST_PYTHON)
+        if len(nodes) == 0:
+            return parent, depth
+        tids = host.tid[nodes]
+        for tid in np.unique(tids):
+            idx = nodes[tids == tid]
+            start, end = host.ts[idx], host.end[idx]
+            order = np.lexsort((-end, start))
+            idx, start, end = idx[order], start[order], end[order]
+            d, up = nest_sorted(start, end)
+            depth[idx] = d
+            ok = up >= 0
+            parent[idx[ok]] = idx[up[ok]]
+        return parent, depth
+
+    @property
+    def parent(self) -> I64:
+        return self._structure[0]
+
+    @property
+    def depth(self) -> I64:
+        return self._structure[1]
+
+    @cached_property
+    def representative(self) -> I64:
+        """Fold an operator's only child into it when it has the same name (as PyTorch's
+        ``_remove_dup_nodes``): rep[i] is the node i's statistics are merged into."""
+        host = self.trace.host
+        parent = self.parent
+        n = len(host)
+        rep = np.arange(n, dtype=np.int64)
+        has_parent = parent >= 0
+        children = np.bincount(parent[has_parent], minlength=n)
+        p = np.maximum(parent, 0)
+        fold = (
+            has_parent
+            & (children[p] == 1)
+            & (host.kind == HOST_OP)
+            & (host.kind[p] == HOST_OP)
+            & (host.name == host.name[p])
+        )
+        rep[fold] = parent[fold]
+        while True:  # resolve chains a -> b -> c (depth of the chain, not per event)
+            nxt = rep[rep]
+            if np.array_equal(nxt, rep):
+                return rep
+            rep = nxt
+
+    @cached_property
+    def folded(self) -> npt.NDArray[np.bool_]:
+        out: npt.NDArray[np.bool_] = self.representative != np.arange(len(self.trace.host))
+        return out
+
+    @cached_property
+    def effective_parent(self) -> I64:
+        parent = self.parent
+        return gather(self.representative, parent, -1)
+
+    @cached_property
+    def runtime_owner(self) -> I64:
+        """Host node each runtime call belongs to (after folding), -1 if none."""
+        owner = self.links.runtime_host
+        return gather(self.representative, owner, -1)
+
+    @cached_property
+    def device_owner(self) -> I64:
+        rt = self.links.device_runtime
+        return gather(self.runtime_owner, rt, -1)
+
+    def roll_up(self, self_values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Totals: each node's value plus all its (non-folded) descendants', deepest first."""
+        total: npt.NDArray[np.float64] = self_values.astype(np.float64)
+        live = ~self.folded & (self.depth >= 0)
+        eff = self.effective_parent
+        for level in range(int(self.depth.max()) if len(self.depth) else 0, 0, -1):
+            sel = live & (self.depth == level) & (eff >= 0)
+            np.add.at(total, eff[sel], total[sel])
+        return total
+
+    @cached_property
+    def times(self) -> NodeTimes:
+        host, rt, dev = self.trace.host, self.trace.runtime, self.trace.device
+        n = len(host)
+        live = ~self.folded & (self.depth >= 0)
+        eff = self.effective_parent
+        has = live & (eff >= 0)
+
+        def per_node(owner: I64, durations: I64) -> F64:
+            ok = owner >= 0
+            out: F64 = np.bincount(
+                owner[ok], weights=durations[ok].astype(np.float64), minlength=n
+            ).astype(np.float64)
+            return out
+
+        child_sum = per_node(np.where(has, eff, -1), host.dur)
+        rt_sum = per_node(self.runtime_owner, rt.dur)
+        dev_self = per_node(self.device_owner, dev.dur)
+        host_total = host.dur.astype(np.float64)
+        host_self = np.maximum(host_total - child_sum - rt_sum, 0.0)
+        excluded = names.mask(self.trace, _not_an_operator)[host.name]
+        is_operator = live & (host.kind == HOST_OP) & ~excluded
+        return NodeTimes(host_self, host_total, dev_self, self.roll_up(dev_self), is_operator)

@@ -1,0 +1,83 @@
+"""Warm-up: a long stall at the start of the profiled window, kept out of steady state.
+
+The first CUDA/HIP call creates the context, the first launch of a module loads it
+lazily (CUDA_MODULE_LOADING=LAZY), cuDNN benchmark mode times every algorithm on the
+first convolution, torch.compile compiles on the first call. Profiled, each shows as one
+runtime call of hundreds of milliseconds while the GPU does nothing, and every
+per-step figure then says "runtime 74 %".
+
+Rule (docs/metrics.md "Warm-up"): a runtime call is a warm-up stall when it lasts at least
+WARMUP_MIN_NS, the device is idle for at least IDLE_FRACTION of it (a long
+cudaDeviceSynchronize waiting for busy kernels is not a stall), and it starts in the first
+step (traces with ProfilerStep) or in the first half of the window (traces without). The
+warm-up is [window start, end of the last stall]. Steady-state figures (step breakdown,
+GPU metrics, advice) exclude it: the step that holds it is dropped when other steps remain,
+else the step starts where the warm-up ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.analysis.events import intervals as iv
+from stepscope.analysis.events.steps import Steps
+from stepscope.model.trace import Trace
+
+WARMUP_MIN_NS = 100_000_000  # 100 ms
+IDLE_FRACTION = 0.9
+DOMINANT_PCT = 25.0  # warm-up above this share of the window: advise profiling after it
+
+
+@dataclass(frozen=True)
+class Warmup:
+    start: int  # ns (the window start)
+    end: int  # ns (end of the last stall)
+    stall_ns: int  # Σ durations of the stall calls
+    calls: tuple[str, ...]  # names of the stall calls, longest first
+    window_ns: int  # the profiled window before the warm-up was removed
+    dropped_steps: tuple[str, ...]  # steps removed from steady state
+
+    @property
+    def duration(self) -> int:
+        return self.end - self.start
+
+    @property
+    def pct_of_window(self) -> float:
+        return 100.0 * self.duration / self.window_ns if self.window_ns > 0 else 0.0
+
+
+def find_warmup(trace: Trace, steps: Steps) -> Warmup | None:
+    rt = trace.runtime
+    if not len(rt) or not steps.steps:
+        return None
+    lo, hi = steps.window
+    first = steps.steps[0]
+    limit = first.host_end if steps.profiler_steps else lo + (hi - lo) // 2
+    cand = np.flatnonzero((rt.dur >= WARMUP_MIN_NS) & (rt.ts >= lo) & (rt.ts <= limit))
+    if len(cand) == 0:
+        return None
+    dev = trace.device
+    busy = iv.union(dev.ts, dev.end)
+    busy_in = iv.measure_in(busy, rt.ts[cand], rt.end[cand])
+    stall = cand[busy_in <= (1.0 - IDLE_FRACTION) * rt.dur[cand]]
+    if len(stall) == 0:
+        return None
+    end = int(rt.end[stall].max())
+    order = stall[np.argsort(-rt.dur[stall], kind="stable")]
+    names = tuple(dict.fromkeys(trace.name(int(rt.name[i])) for i in order))
+    dropped = tuple(s.name for s in steps.steps if s.start < end) if len(steps.steps) > 1 else ()
+    return Warmup(start=lo, end=min(end, hi), stall_ns=int(rt.dur[stall].sum()), calls=names,
+                  window_ns=hi - lo, dropped_steps=dropped)
+
+
+def exclude_warmup(steps: Steps, warm: Warmup) -> Steps:
+    """Steady-state steps: without the steps the warm-up touches, or trimmed when it is all."""
+    kept = tuple(s for s in steps.steps if s.name not in warm.dropped_steps)
+    if warm.dropped_steps and kept:
+        return dataclasses.replace(steps, steps=kept)
+    first = steps.steps[0]
+    start = min(max(first.start, warm.end), first.end)
+    return dataclasses.replace(steps, steps=(dataclasses.replace(first, start=start),))

@@ -1,0 +1,1 @@
+"""Memory: the trace's allocator records, allocator snapshots and memory timelines."""

@@ -1,0 +1,1 @@
+"""TensorRT engines: the per-layer analysis, name decoding, kernels to layers, engine comparison."""

@@ -1,0 +1,3 @@
+"""The views of one trace: breakdown, GPU, operators, kernels, launches, idle, temporal, modules;
+``suite`` runs them all once.
+"""

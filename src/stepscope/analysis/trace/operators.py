@@ -1,0 +1,104 @@
+"""Operator statistics: calls, host self/total, device self/total, by name (and shape).
+
+Definitions as torch-tb-profiler (and PyTorch's ``key_averages``): host total = duration;
+host self = duration - direct children - own runtime calls; device self = duration of
+kernels/memcpys/memsets launched by the operator's own runtime calls; device total = self
+plus all descendants'. Device times are sums (concurrent kernels count fully).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.events.optree import OpTree
+from stepscope.classify import names
+from stepscope.model.trace import Trace
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class OperatorRow:
+    name: str
+    input_shape: str | None
+    calls: int
+    host_self_us: float
+    host_total_us: float
+    device_self_us: float
+    device_total_us: float
+    tc_eligible: bool
+
+
+def operator_keys(trace: Trace, idx: I64, *, by_shape: bool) -> I64:
+    """One int64 key per host row ``idx``: its name, and its input shape when ``by_shape``
+    (1-D unique over these is far faster than unique(axis=0) over (name, shape) pairs)."""
+    name = trace.host.name[idx].astype(np.int64)
+    shape = (
+        trace.host.input_dims[idx].astype(np.int64) if by_shape else np.zeros(len(idx), np.int64)
+    )
+    out: I64 = name * (np.int64(len(trace.strings)) + 1) + (shape + 1)
+    return out
+
+
+def decode_operator_keys(trace: Trace, keys: I64) -> I64:
+    """(K, 2) string ids (name, input shape; -1: none) of ``operator_keys`` values."""
+    width = len(trace.strings) + 1
+    out: I64 = np.stack((keys // width, keys % width - 1), axis=1)
+    return out
+
+
+def operator_label(trace: Trace, ids: I64, *, by_shape: bool) -> tuple[str, str | None]:
+    """(name, input shape) of one ``decode_operator_keys`` row; shape None unless ``by_shape``."""
+    return trace.strings[int(ids[0])], trace.name(int(ids[1])) if by_shape else None
+
+
+def operator_stats(
+    trace: Trace,
+    *,
+    by_shape: bool = False,
+    links: Links | None = None,
+    tree: OpTree | None = None,
+) -> list[OperatorRow]:
+    """Rows sorted by device self time (GPU traces) or host self time (CPU traces)."""
+    links = links or Links(trace)
+    tree = tree or OpTree(trace, links)
+    times = tree.times
+    idx = np.flatnonzero(times.is_operator)
+    if len(idx) == 0:
+        return []
+    ukey, inverse = np.unique(operator_keys(trace, idx, by_shape=by_shape), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    uniq = decode_operator_keys(trace, ukey)
+
+    def total(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        out: npt.NDArray[np.float64] = np.bincount(
+            inverse, weights=values[idx], minlength=len(uniq)
+        ).astype(np.float64)
+        return out
+
+    calls = np.bincount(inverse, minlength=len(uniq))
+    h_self, h_total = total(times.host_self), total(times.host_total)
+    d_self, d_total = total(times.device_self), total(times.device_total)
+    labels = [operator_label(trace, ids, by_shape=by_shape) for ids in uniq]
+    rows = [
+        OperatorRow(
+            name=labels[i][0],
+            input_shape=labels[i][1],
+            calls=int(calls[i]),
+            host_self_us=float(h_self[i]) / 1000.0,
+            host_total_us=float(h_total[i]) / 1000.0,
+            device_self_us=float(d_self[i]) / 1000.0,
+            device_total_us=float(d_total[i]) / 1000.0,
+            tc_eligible=labels[i][0] in names.TC_ELIGIBLE_OPS,
+        )
+        for i in range(len(uniq))
+    ]
+    if trace.has_gpu:
+        rows.sort(key=lambda r: (-r.device_self_us, -r.host_self_us, r.name))
+    else:
+        rows.sort(key=lambda r: (-r.host_self_us, r.name))
+    return rows

@@ -1,0 +1,87 @@
+"""Every analysis of one trace, run once: the input of the advisor and the renderers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stepscope.analysis.distributed.comm_kernels import Communication, communication
+from stepscope.analysis.efficiency.roofline import Efficiency, Overrides, efficiency
+from stepscope.analysis.events.clock_skew import ClockSkew, clock_skew
+from stepscope.analysis.events.graphs import Graphs, graphs
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.events.optree import OpTree
+from stepscope.analysis.events.steps import Steps, find_steps, select_step
+from stepscope.analysis.events.warmup import Warmup, exclude_warmup, find_warmup
+from stepscope.analysis.memory.records import MemoryResult, memory_analysis
+from stepscope.analysis.nsight.stats import NsysStats, nsys_stats
+from stepscope.analysis.trace.breakdown import Breakdown, step_breakdown
+from stepscope.analysis.trace.gpu import GpuMetrics, gpu_metrics
+from stepscope.analysis.trace.idle import StreamIdle, idle_breakdown
+from stepscope.analysis.trace.kernels import KernelRow, kernel_stats
+from stepscope.analysis.trace.launches import LaunchStats, launch_stats
+from stepscope.analysis.trace.modules import ModulesResult, module_analysis
+from stepscope.analysis.trace.operators import OperatorRow, operator_stats
+from stepscope.analysis.trace.temporal import Temporal, temporal_breakdown
+from stepscope.model.trace import Trace
+
+
+@dataclass(frozen=True)
+class Analyses:
+    """Every analysis result for one trace: the input of the advisor and the renderers."""
+
+    trace: Trace
+    links: Links
+    tree: OpTree
+    steps: Steps
+    breakdown: Breakdown
+    gpu: list[GpuMetrics]
+    operators: list[OperatorRow]
+    operators_by_shape: list[OperatorRow]
+    kernels: list[KernelRow]
+    temporal: Temporal | None
+    idle: list[StreamIdle]
+    launches: LaunchStats | None
+    memory: MemoryResult | None = None
+    modules: ModulesResult | None = None
+    efficiency: Efficiency | None = None
+    # issue 9: steady state, communication, clock skew, graphs
+    warmup: Warmup | None = None
+    communication: Communication | None = None
+    clock_skew: ClockSkew | None = None
+    graphs: Graphs | None = None
+    nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
+
+
+def run_analyses(
+    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None
+) -> Analyses:
+    links = Links(trace)
+    tree = OpTree(trace, links)
+    steps = find_steps(trace, links)
+    warm = find_warmup(trace, steps)
+    if step is not None:
+        steps = select_step(steps, step)
+    elif warm is not None:
+        steps = exclude_warmup(steps, warm)
+    return Analyses(
+        trace=trace,
+        links=links,
+        tree=tree,
+        steps=steps,
+        breakdown=step_breakdown(trace, steps, links),
+        gpu=gpu_metrics(trace, steps.window, links),
+        operators=operator_stats(trace, links=links, tree=tree),
+        operators_by_shape=operator_stats(trace, by_shape=True, links=links, tree=tree),
+        kernels=kernel_stats(trace),
+        temporal=temporal_breakdown(trace, links=links),
+        idle=idle_breakdown(trace, links),
+        launches=launch_stats(trace, links),
+        memory=memory_analysis(trace, steps, tree),
+        modules=module_analysis(trace, links, tree),
+        efficiency=efficiency(trace, tree, steps, peaks),
+        warmup=warm,
+        communication=communication(trace, steps, links),
+        clock_skew=clock_skew(trace, links),
+        graphs=graphs(trace, links),
+        nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
+    )

@@ -1,0 +1,47 @@
+"""Compare two TensorRT engines from their trtexec outputs (for ``stepscope diff A B``).
+
+Not a subcommand on its own: ``stepscope diff`` calls :func:`engine_diff` and
+:func:`print_engine_diff` when both paths are trtexec outputs
+(``formats.trtexec_load.is_trtexec_output``). :func:`engine_diff` is the one place that
+builds the ``stepscope.tensorrt-diff/1`` document, so ``--format json`` and ``--html``
+carry the same one.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from stepscope.analysis.tensorrt.diff import EngineComparison, compare_engines
+from stepscope.analysis.tensorrt.engine import analyse_tensorrt
+from stepscope.formats.tensorrt.load import load_trt_run
+from stepscope.report import DEFAULT_TOP
+
+SCHEMA = "stepscope.tensorrt-diff/1"
+
+
+def engine_diff(a: str, b: str) -> tuple[EngineComparison, dict[str, Any]]:
+    """The comparison of engines ``a`` (baseline) and ``b``, and its JSON document."""
+    cmp = compare_engines(analyse_tensorrt(load_trt_run(a)), analyse_tensorrt(load_trt_run(b)))
+    return cmp, {"schema": SCHEMA, "a": a, "b": b, "tensorrt_diff": cmp.to_json()}
+
+
+def print_engine_diff(
+    cmp: EngineComparison, doc: dict[str, Any], *, fmt: str = "text", top: int = DEFAULT_TOP
+) -> int:
+    if fmt == "json":
+        import msgspec
+
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
+    else:
+        from stepscope.report.text.tensorrt_diff import render_engine_diff
+
+        render_engine_diff(cmp, Console(), top=top)
+    return 0
+
+
+def run_tensorrt_diff(a: str, b: str, *, fmt: str = "text", top: int = DEFAULT_TOP) -> int:
+    cmp, doc = engine_diff(a, b)
+    return print_engine_diff(cmp, doc, fmt=fmt, top=top)

@@ -1,0 +1,80 @@
+"""``stepscope report DIR|PREFIX|FILES...``: the distributed view of a run of many ranks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from stepscope.cli.options import positive_float, positive_int
+from stepscope.parallel.executor import EXECUTORS
+
+if TYPE_CHECKING:
+    from stepscope.report.run import RunReport
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("runs of many ranks (a directory, prefix or several files)")
+    group.add_argument("--executor", choices=EXECUTORS, default="processes",
+                       help="where per-rank work runs (default: processes)")
+    group.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                       help="worker processes (pool or Dask LocalCluster; default: CPU count)")
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="address of an existing Dask scheduler (implies --executor dask)")
+    group.add_argument("--link-gbps", type=positive_float, default=None, metavar="GBPS",
+                       help="peak bandwidth of the collectives' link per rank (GB/s): adds "
+                       "%% of link peak to the collectives (bus bandwidth / peak)")
+
+
+def is_run_args(args: argparse.Namespace) -> bool:
+    from stepscope.report.run import is_run
+
+    return bool(is_run(args.path))
+
+
+def run_many(args: argparse.Namespace) -> int:
+    from stepscope.report.run import build_run_report, find_run
+
+    executor = "dask" if args.scheduler else args.executor
+    run = find_run(args.path)
+    err = Console(stderr=True)
+    common = dict(executor=executor, workers=args.workers, scheduler=args.scheduler,
+                  use_cache=not args.no_cache, link_gbps=args.link_gbps)
+    if args.format == "text" and err.is_terminal:
+        with Progress(TextColumn("ranks"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn(), console=err, transient=True) as progress:
+            task = progress.add_task("ranks", total=len(run.paths))
+
+            def tick(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            report = build_run_report(run, progress=tick, **common)
+    else:
+        report = build_run_report(run, **common)
+    if args.html:
+        _write_run_html(report, args.html)
+    if args.format == "json":
+        import msgspec
+
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(report.to_json()),
+                                             indent=2).decode() + "\n")
+    else:
+        from stepscope.report.text.distributed import render_run_text
+
+        render_run_text(report, Console(), top=max(args.top, 0))
+    return 0
+
+
+def _write_run_html(report: RunReport, out: str) -> None:
+    """The run's Distributed page (and its findings) as one offline HTML file."""
+    import os
+
+    from stepscope.cli.options import tell_written
+    from stepscope.report.html import render_document, write_page
+
+    label = os.path.basename(report.run.location.rstrip("/")) or report.run.location
+    write_page(render_document(report.to_json(), label, title=f"stepscope run: {label}"), out)
+    tell_written("HTML report", out)

@@ -1,0 +1,1 @@
+"""PyTorch profiler / Kineto Chrome-trace JSON of every era and vendor."""

@@ -1,0 +1,509 @@
+"""Reader for PyTorch profiler / Kineto Chrome-trace JSON, of every PyTorch era.
+
+Pipeline: decode the top level with ``traceEvents`` kept raw (msgspec validates and skips
+it in C), split the raw event array into ~16 MB chunks at event boundaries, decode each
+chunk into typed Structs and immediately turn it into numpy columns (so peak memory is
+one chunk of Python objects, not the whole trace), merge the chunks' string tables, sort.
+Large files are decoded by a pool of forked workers, one chunk at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.errors import TraceFormatError
+from stepscope.formats.kineto.columns import (
+    F_COLL,
+    F_DEVICE,
+    F_GPU_ANN,
+    F_HOST,
+    F_MEMORY,
+    F_RUNTIME,
+    F_SYNC,
+    STRING_COLUMNS,
+    ChunkResult,
+    Columns,
+    Strings,
+    build_chunk,
+)
+from stepscope.formats.kineto.devices import devices_from_events, read_device_props
+from stepscope.formats.kineto.lenient import repair_event
+from stepscope.formats.kineto.schema import DistributedInfo, Document, Event
+from stepscope.io.source import RawSource
+from stepscope.model.trace import (
+    Collectives,
+    DeviceOps,
+    DeviceProperties,
+    GpuAnnotations,
+    HostOps,
+    MemoryRecords,
+    Runtimes,
+    Syncs,
+    Trace,
+    TraceMeta,
+)
+
+# 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table
+READER_VERSION = "kineto-4"
+CHUNK_BYTES = 16 << 20
+PARALLEL_MIN_BYTES = 48 << 20
+# Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
+# byte pattern can only be a boundary between two elements of the event array.
+BOUNDARY = b"},\n  {"
+
+_EVENTS = msgspec.json.Decoder(list[Event])
+_EVENT = msgspec.json.Decoder(Event)
+_DOCUMENT = msgspec.json.Decoder(Document)
+_GENERIC = msgspec.json.Decoder()
+
+ProgressFn = Callable[[int, int], None]
+
+_SNIFF_BYTES = 4096
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _opening(data: bytes | memoryview) -> bytes:
+    """The first non-blank byte of the file's head after a UTF-8 BOM (b"" when blank)."""
+    return bytes(data[:_SNIFF_BYTES]).removeprefix(UTF8_BOM).lstrip()[:1]
+
+
+def looks_like_kineto(data: bytes | memoryview) -> bool:
+    """Cheap sniff: the file opens a JSON object or array."""
+    return _opening(data) in (b"{", b"[")
+
+
+_WINDOW = 1 << 20
+
+
+def _find(body: memoryview, pattern: bytes, pos: int) -> int:
+    """``body.find(pattern, pos)`` searching 1 MB windows: a memory map is never copied whole."""
+    size = body.nbytes
+    while pos < size:
+        i = bytes(body[pos : min(size, pos + _WINDOW + len(pattern))]).find(pattern)
+        if i >= 0:
+            return pos + i
+        pos += _WINDOW
+    return -1
+
+
+def _chunk_bounds(body: memoryview) -> list[tuple[int, int]]:
+    """Split the inside of the event array into [start, end) ranges at event boundaries."""
+    size = body.nbytes
+    bounds = []
+    start = 0
+    while start < size:
+        hit = _find(body, BOUNDARY, start + CHUNK_BYTES) if size - start > CHUNK_BYTES else -1
+        end = hit + 2 if hit >= 0 else size  # cut after "},"
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def _decode_events(piece: bytes | memoryview) -> tuple[list[Event], Counter[str], Counter[str]]:
+    """Typed decode of one '[...]' piece; per-event repair when field types are off.
+
+    Returns (events, skipped reasons, field repairs).
+    """
+    skipped: Counter[str] = Counter()
+    repairs: Counter[str] = Counter()
+    try:
+        return _EVENTS.decode(piece), skipped, repairs
+    except msgspec.ValidationError:
+        pass
+    except UnicodeDecodeError:
+        # strings with bytes that are not UTF-8: keep the events, with U+FFFD for those bytes
+        piece = bytes(piece).decode("utf-8", "replace").encode()
+        events, skipped, repairs = _decode_events(piece)
+        skipped["invalid UTF-8 in names (replaced by U+FFFD)"] += 1
+        return events, skipped, repairs
+    events = []
+    for item in _GENERIC.decode(piece):
+        event = repair_event(item, repairs)
+        if event is None:
+            skipped["malformed event (not an object, or unrepairable fields)"] += 1
+        else:
+            events.append(event)
+    return events, skipped, repairs
+
+
+def _decode_chunk(piece: bytes | memoryview) -> ChunkResult:
+    events, skipped, repairs = _decode_events(piece)
+    try:
+        result = build_chunk(events)
+    except (OverflowError, ValueError):
+        # a value survived typed decoding but not numpy (e.g. an int beyond 64 bits)
+        sane = [e for e in events if _event_is_sane(e)]
+        skipped["malformed event (out-of-range values)"] += len(events) - len(sane)
+        result = build_chunk(sane)
+    result.skipped.update(skipped)
+    result.repairs.update(repairs)
+    return result
+
+
+def _event_is_sane(e: Event) -> bool:
+    try:
+        msgspec.json.encode(e)
+        build_chunk([e])
+    except (OverflowError, ValueError, TypeError):
+        return False
+    return True
+
+
+FileBody = tuple[str, int]  # (uncompressed local file, offset of the event-array body in it)
+
+_BUFFER: list[bytearray] = []  # the chunk buffer of this process, reused from chunk to chunk
+
+
+def _pread_into(view: memoryview, file_body: FileBody, offset: int) -> int:
+    path, base = file_body
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return -1
+    try:
+        return os.preadv(fd, [view], base + offset)
+    except OSError:
+        return -1
+    finally:
+        os.close(fd)
+
+
+def _piece(body: memoryview, start: int, end: int, file_body: FileBody | None = None) -> memoryview:
+    """'[' + body[start:end] (trailing comma blanked) + ']', as one decodable JSON array.
+
+    Written into a buffer reused from chunk to chunk: no page faults for fresh 16 MB
+    allocations and no copies to add the brackets. Safe to reuse: the decoded events (and
+    any msgspec.Raw pointing into the buffer) are gone once the chunk's columns exist.
+    For an uncompressed local file the bytes are read with pread rather than through the
+    memory map: touching the map would leave every decoded page resident in this process.
+    """
+    n = end - start
+    if not _BUFFER or len(_BUFFER[0]) < n + 2:
+        _BUFFER[:] = [bytearray(n + 2 + (1 << 20))]
+    buf = _BUFFER[0]
+    inner = memoryview(buf)[1 : n + 1]
+    if file_body is None or _pread_into(inner, file_body, start) != n:
+        inner[:] = body[start:end]
+    buf[0] = 0x5B  # [
+    i = n
+    while i > 0 and buf[i] in b" \t\n\r\x0b\x0c":
+        buf[i] = 0x20
+        i -= 1
+    if buf[i] == 0x2C:  # ,
+        buf[i] = 0x20
+    buf[n + 1] = 0x5D  # ]
+    return memoryview(buf)[: n + 2]
+
+
+# Forked workers see the body through this module global (copy-on-write), with the file
+# it can be pread from when there is one.
+_SHARED: tuple[memoryview, FileBody | None] | None = None
+
+
+def _worker(bounds: tuple[int, int]) -> ChunkResult:
+    assert _SHARED is not None
+    body, file_body = _SHARED
+    return _decode_chunk(_piece(body, *bounds, file_body))
+
+
+def _decode_all_chunks(
+    body: memoryview, workers: int, progress: ProgressFn | None, file_body: FileBody | None,
+) -> list[ChunkResult]:
+    global _SHARED
+    bounds = _chunk_bounds(body)
+    if progress:
+        progress(0, body.nbytes)
+    results: list[ChunkResult] = []
+    try:
+        if workers > 1 and len(bounds) > 1 and body.nbytes >= PARALLEL_MIN_BYTES:
+            _SHARED = (body, file_body)
+            with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+                for (_, end), res in zip(bounds, pool.map(_worker, bounds), strict=True):
+                    results.append(res)
+                    if progress:
+                        progress(end, body.nbytes)
+            return results
+        for start, end in bounds:
+            results.append(_decode_chunk(_piece(body, start, end, file_body)))
+            if progress:
+                progress(end, body.nbytes)
+        return results
+    finally:
+        _SHARED = None
+        _BUFFER.clear()  # the parent keeps no 16 MB chunk buffer between reads
+
+
+def _decode_body(body: memoryview, workers: int, progress: ProgressFn | None,
+                 file_body: FileBody | None = None) -> list[ChunkResult]:
+    try:
+        return _decode_all_chunks(body, workers, progress, file_body)
+    except msgspec.DecodeError:
+        # The boundary heuristic cut inside an event (a non-Kineto layout): decode it whole.
+        try:
+            return [_decode_chunk(_piece(body, 0, body.nbytes))]
+        finally:
+            _BUFFER.clear()
+
+
+_OPEN_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
+_FAST_HEAD = 4 << 20
+_FAST_TAIL = 1 << 20
+_SALVAGE_HEAD = 64 << 20
+
+
+def _events_start(head: bytes) -> int:
+    """Offset just past the '[' that opens traceEvents in ``head``, or -1."""
+    m = _OPEN_EVENTS.search(head)
+    return m.end() if m else -1
+
+
+def _fast_split(data: memoryview) -> tuple[Document, memoryview, int] | None:
+    """Top level and event-array body without scanning the whole file, or None.
+
+    Decoding the whole document just to find ``traceEvents`` costs a full pass over the
+    bytes (~1 s per GB) and, for a memory-mapped file, makes all of it resident. Instead
+    find the array's opening bracket near the start and its closing bracket near the end,
+    and decode ``head + "]" + tail`` as the document. The body is validated anyway when its
+    chunks are decoded; whatever does not fit this shape goes the slow way.
+    """
+    n = data.nbytes
+    head = bytes(data[: min(n, _FAST_HEAD)])
+    start = _events_start(head)
+    if start < 0:
+        return None
+    tail_at = max(start, n - _FAST_TAIL)
+    tail = bytes(data[tail_at:])
+    pos = len(tail)
+    for _ in range(16):  # try the last few ']' (closing brackets of nested arrays come first)
+        pos = tail.rfind(b"]", 0, pos)
+        if pos < 0:
+            return None
+        end = tail_at + pos
+        before = bytes(data[max(start, end - 64) : end]).rstrip()
+        if end > start and not before.endswith(b"}") and before.strip():
+            continue
+        if before == b"" and bytes(data[start:end]).strip():
+            continue
+        try:
+            doc = _DOCUMENT.decode(head[:start] + b"]" + tail[pos + 1 :])
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+            continue
+        return doc, data[start:end], start
+    return None
+
+
+def _merge(results: Sequence[ChunkResult]) -> tuple[list[str], dict[int, Columns]]:
+    """Concatenate chunk columns, remapping each chunk's string ids into one table."""
+    strings = Strings()
+    remaps = [strings.ids(res.strings) for res in results]
+    merged: dict[int, Columns] = {}
+    for fam, str_cols in STRING_COLUMNS.items():
+        parts: dict[str, list[npt.NDArray[Any]]] = {}
+        for res, remap in zip(results, remaps, strict=True):
+            for col, values in res.tables[fam].items():
+                if col in str_cols and len(values):
+                    values = np.where(values >= 0, remap[np.maximum(values, 0)], -1)
+                parts.setdefault(col, []).append(values)
+        merged[fam] = {col: np.concatenate(vals) for col, vals in parts.items()}
+    return strings.as_list(), merged
+
+
+def _sorted(cols: Columns) -> Columns:
+    ts = cols["ts"]
+    if len(ts) < 2 or bool(np.all(ts[:-1] <= ts[1:])):
+        return cols
+    order = np.argsort(ts, kind="stable")
+    return {k: v[order] for k, v in cols.items()}
+
+
+def _vendor(devices: tuple[DeviceProperties, ...], strings: list[str], has_device_ops: bool,
+            categories: Counter[str]) -> str:
+    if categories.get("mtia_ccp_events") or categories.get("mtia_runtime"):
+        return "mtia"
+    names = " ".join(d.name for d in devices).lower()
+    if "amd" in names or "radeon" in names or "instinct" in names or any(
+        s.startswith("hip") for s in strings[:5000]
+    ):
+        return "amd"
+    if devices or has_device_ops:
+        return "nvidia"
+    return "cpu"
+
+
+_TRUNCATED = re.compile(r"truncated|unexpected end", re.IGNORECASE)
+
+
+# One read at a time per process: the chunk buffer (_BUFFER) and the fork-shared body
+# (_SHARED) are module state, and msgspec.Raw fields point into the buffer until the chunk's
+# columns are built. The dashboard loads traces on threads; without this, two concurrent
+# reads corrupted each other's strings (input types, shapes). Reads still use processes.
+_READ_LOCK = threading.Lock()
+
+
+def read_kineto(source: RawSource, *, workers: int | None = None,
+                progress: ProgressFn | None = None) -> Trace:
+    """Parse a Kineto Chrome-trace JSON into a columnar Trace (raises TraceFormatError)."""
+    try:
+        with _READ_LOCK:
+            return _read_kineto(source, workers, progress)
+    except RecursionError:
+        raise TraceFormatError(
+            f"{source.path}: JSON nested too deeply to be a trace (hostile or corrupt file)"
+        ) from None
+
+
+def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | None) -> Trace:
+    path = source.path
+    data = memoryview(source.data)
+    bom = len(UTF8_BOM) if bytes(data[: len(UTF8_BOM)]) == UTF8_BOM else 0
+    data = data[bom:]  # some Windows tools write one; JSON parsers refuse it
+    n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    fast = _fast_split(data) if _opening(data) == b"{" else None
+    if fast is not None:
+        doc, body, offset = fast
+        file_body = (source.local_file, bom + offset) if source.local_file is not None else None
+        try:
+            results = _decode_body(body, n_workers, progress, file_body)
+        except msgspec.DecodeError:
+            pass  # not the shape we guessed: decode it the careful way
+        else:
+            return _trace(path, doc, results, list(source.notes))
+    top, body, warnings = _careful_split(path, data)
+    warnings = [*source.notes, *warnings]
+    try:
+        results = _decode_body(body, n_workers, progress)
+    except msgspec.DecodeError as exc:
+        raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
+    return _trace(path, top, results, warnings)
+
+
+def _careful_split(path: str, data: memoryview) -> tuple[Document | None, memoryview, list[str]]:
+    """Top level (None for a bare array or a cut file), event-array body and warnings.
+
+    Decodes the whole document; a file cut short keeps the complete events before the cut.
+    """
+    try:
+        if _opening(data) == b"[":
+            return None, _array_body(path, data), []
+        doc = _DOCUMENT.decode(data)
+        if len(doc.traceEvents) == 0:
+            head = bytes(data[:4096])
+            if b'"schema"' in head and b'"stepscope.' in head:  # our own output, given back
+                raise TraceFormatError(f"{path}: a stepscope report or diff, not a trace "
+                                       "(compare saved reports with: stepscope diff)")
+            raise TraceFormatError(f"{path}: JSON but not a trace (no \"traceEvents\" array)")
+        return doc, _array_body(path, memoryview(doc.traceEvents)), []
+    except msgspec.ValidationError as exc:
+        raise TraceFormatError(f"{path}: JSON but not a Chrome trace ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+    except msgspec.DecodeError as exc:
+        msg = str(exc)
+        start = _events_start(bytes(data[:_SALVAGE_HEAD])) if _TRUNCATED.search(msg) else -1
+        if start < 0:
+            raise TraceFormatError(f"{path}: not valid JSON ({msg})") from None
+        warning = f"file is truncated ({msg}); read the complete events before the cut"
+        return None, _salvage_body(data, start), [warning]
+
+
+def _trace(path: str, doc: Document | None, results: list[ChunkResult],
+           warnings: list[str]) -> Trace:
+    """Merge the chunks and read the top-level metadata into a Trace."""
+    strings, tables = _merge(results)
+    categories: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    repairs: Counter[str] = Counter()
+    spans: list[tuple[int, int]] = []
+    n_events = 0
+    for res in results:
+        categories.update(res.categories)
+        skipped.update(res.skipped)
+        repairs.update(res.repairs)
+        spans.extend(res.trace_spans)
+        n_events += res.events
+    if n_events == 0:
+        what = "; ".join(f"{n} {r}" for r, n in skipped.items())
+        raise TraceFormatError(f"{path}: trace has no events" + (f" ({what})" if what else ""))
+    if not any(len(tables[f]["ts"]) for f in (F_HOST, F_RUNTIME, F_DEVICE)):
+        why = "; ".join([f"{n:,} {r}" for r, n in skipped.items()]
+                        + [f"{n:,} × {r}" for r, n in repairs.items()])
+        raise TraceFormatError(
+            f"{path}: no usable operator, runtime or device events"
+            + (f" ({why})" if why else "")
+        )
+    if repairs:
+        warnings = [*warnings, "fields of the wrong type (kept their events): " + ", ".join(
+            f"{n:,} × {r}" for r, n in sorted(repairs.items())
+        )]
+    rank = world = backend = None
+    schema = None
+    devices: tuple[DeviceProperties, ...] = ()
+    if doc is not None:
+        devices = read_device_props(doc.deviceProperties, doc.computeProperties)
+        schema = doc.schemaVersion if isinstance(doc.schemaVersion, int) else None
+        if len(doc.distributedInfo):
+            try:
+                info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
+                rank, world, backend = info.rank, info.world_size, info.backend
+            except msgspec.MsgspecError:
+                warnings = [*warnings, "distributedInfo is malformed; rank unknown"]
+    host = HostOps.from_columns(_sorted(tables[F_HOST]))
+    device_ops = DeviceOps.from_columns(_sorted(tables[F_DEVICE]))
+    devices, device_notes = devices_from_events(devices, device_ops.device)
+    meta = TraceMeta(
+        path=path, format="kineto", events=n_events, schema_version=schema, devices=devices,
+        rank=rank, world_size=world, backend=backend,
+        window_start=min(s for s, _ in spans) if spans else None,
+        window_end=max(e for _, e in spans) if spans else None,
+        vendor=_vendor(devices, strings, len(device_ops) > 0, categories),
+        categories=dict(categories), skipped=dict(skipped), warnings=tuple(warnings),
+        notes=tuple(device_notes),
+    )
+    return Trace(
+        meta=meta, strings=tuple(strings), host=host,
+        runtime=Runtimes.from_columns(_sorted(tables[F_RUNTIME])),
+        device=device_ops,
+        gpu_annotations=GpuAnnotations.from_columns(_sorted(tables[F_GPU_ANN])),
+        syncs=Syncs.from_columns(_sorted(tables[F_SYNC])),
+        memory=MemoryRecords.from_columns(_sorted(tables[F_MEMORY])),
+        collectives=Collectives.from_columns(_sorted(tables[F_COLL])),
+    )
+
+
+def _array_body(path: str, raw: memoryview) -> memoryview:
+    """The bytes between the '[' and ']' of an event array."""
+    n = raw.nbytes
+    lo = bytes(raw[: min(n, 256)]).find(b"[")
+    tail_start = max(0, n - 256)
+    hi = tail_start + bytes(raw[tail_start:]).rfind(b"]")
+    if lo < 0 or hi < lo:
+        raise TraceFormatError(f"{path}: \"traceEvents\" is not an array")
+    return raw[lo + 1 : hi]
+
+
+def _salvage_body(data: memoryview, start: int) -> memoryview:
+    """Event-array bytes of a cut file, up to the last complete event boundary."""
+    pos = data.nbytes
+    window = 4 << 20
+    while pos > start:
+        lo = max(start, pos - window)
+        i = bytes(data[lo:pos]).rfind(BOUNDARY)
+        if i >= 0:
+            return data[start : lo + i + 1]
+        pos = lo
+    return data[start:start]

@@ -1,0 +1,1 @@
+"""Memory files that are not traces: allocator snapshots and memory timelines."""

@@ -1,0 +1,1 @@
+"""Nsight Systems SQLite exports and reports, Nsight Compute CSV exports."""

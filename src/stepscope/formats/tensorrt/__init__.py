@@ -1,0 +1,1 @@
+"""TensorRT trtexec outputs: JSON exports, logs, and nsys exports of engine runs."""

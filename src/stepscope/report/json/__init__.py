@@ -1,0 +1,1 @@
+"""The JSON report: one module per section, and the renderer."""

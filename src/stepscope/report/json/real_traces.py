@@ -1,0 +1,79 @@
+"""JSON of the issue-9 analyses: warm-up, clock skew, communication, graphs, reader notes.
+
+Kept out of build.py so the report's main layout stays one readable function; build.py
+merges these top-level keys into ``Report.to_json()`` (documented in docs/report-json.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stepscope.analysis.events.clock_skew import AFFECTED, SKEW_TOLERANCE_NS
+from stepscope.analysis.events.warmup import WARMUP_MIN_NS
+from stepscope.analysis.trace.suite import Analyses
+from stepscope.report.json.rounding import us as _us
+
+
+def matrix_core_label(vendor: str) -> str:
+    """What the Tensor Core figure is called: AMD's are matrix cores (MFMA/WMMA)."""
+    return "Tensor/matrix core share" if vendor == "amd" else "Tensor Core share"
+
+
+def real_trace_json(a: Analyses) -> dict[str, Any]:
+    meta = a.trace.meta
+    w, sk, c, g = a.warmup, a.clock_skew, a.communication, a.graphs
+    notes = list(meta.notes)
+    trace = a.trace
+    if not len(trace.device) and len(trace.runtime):
+        notes.append("runtime calls but no device activity recorded (GPU activities not "
+                     "profiled?): the report covers the host side only")
+    elif not len(trace.device) and not len(trace.runtime):
+        notes.append("CPU operators only (no runtime calls, no device work): a CPU profile")
+    if g is not None and g.capture_only:
+        notes.append("graph capture: the window captures CUDA/HIP graphs and launches none; "
+                     "captured launches are recorded, not executed, so the idle GPU is expected")
+    return {
+        "notes": notes,
+        "tensor_core_metric": matrix_core_label(meta.vendor),
+        "warmup": None if w is None else {
+            "start_us": _us(w.start),
+            "duration_us": _us(w.duration),
+            "pct_of_window": round(w.pct_of_window, 2),
+            "stall_us": _us(w.stall_ns),
+            "calls": list(w.calls),
+            "excluded_steps": list(w.dropped_steps),
+            "threshold_us": _us(WARMUP_MIN_NS),
+            "note": "excluded from the step breakdown, GPU metrics and advice (steady state)",
+        },
+        "clock_skew": None if sk is None else {
+            "skewed_ops": sk.skewed_ops,
+            "checked_ops": sk.checked_ops,
+            "max_us": _us(sk.max_ns),
+            "median_us": _us(sk.median_ns),
+            "tolerance_us": _us(SKEW_TOLERANCE_NS),
+            "affected": list(AFFECTED),
+            "warning": sk.warning(),
+        },
+        "communication": None if c is None else {
+            "device": c.device,
+            "kernel_us": _us(c.kernel_ns),
+            "share_of_kernel_time_pct": round(c.share_pct, 2),
+            "per_step_us": _us(c.comm_per_step_ns),
+            "exposed_per_step_us": _us(c.exposed_per_step_ns),
+            "exposed_pct_of_step": round(c.exposed_pct, 2),
+            "overlap_pct": round(c.overlap_pct, 2),
+            "top": [
+                {"name": k.name, "family": k.family, "calls": k.calls,
+                 "total_us": _us(k.total_ns)}
+                for k in c.top
+            ],
+        },
+        "graphs": None if g is None else {
+            "graph_launches": g.graph_launches,
+            "graph_kernels": g.graph_kernels,
+            "kernels_per_graph": round(g.kernels_per_graph, 2),
+            "capture_calls": g.capture_calls,
+            "capture_only": g.capture_only,
+            "operators": [{"name": n, "graph_launches": c} for n, c in g.operators],
+        },
+    }

@@ -1,0 +1,1 @@
+"""The terminal report (rich): one module per section, and the layout blocks."""

@@ -1,0 +1,128 @@
+"""Text rendering of a run's distributed view (stepscope report DIR), in the report's layout."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.text import Text
+
+from stepscope.report import DEFAULT_TOP
+from stepscope.report.text.findings import render_findings
+from stepscope.report.text.layout import (
+    MISSING,
+    Column,
+    count_column,
+    fit_table,
+    hanging,
+    pct_column,
+    print_table,
+    time_column,
+)
+from stepscope.units import format_us
+
+if TYPE_CHECKING:
+    from stepscope.report.run import RunReport
+
+
+def render_run_text(
+    report: RunReport, console: Console | None = None, top: int = DEFAULT_TOP
+) -> None:
+    console = console or Console()
+    data = report.to_json()
+    d: dict[str, Any] = data["distributed"]
+    console.rule(Text("stepscope report", style="bold"))
+    hanging(console, "", Text(str(report.run.location)))
+    hanging(console, "", Text(f"{d['world_size']} ranks · backend {d['backend'] or 'unknown'} · "
+                              f"ranks from {d['rank_source']}"))
+    for err in d["failed"]:
+        hanging(console, "", Text("skipped rank: ", style="yellow") + Text(err))
+    render_findings(console, report.findings)
+    _ranks(console, d["ranks"][:top] if len(d["ranks"]) > 2 * top else d["ranks"])
+    _stragglers(console, d["stragglers"][:top])
+    _steps(console, d["steps"][:top])
+    _collectives(console, d["collectives"][:top])
+
+
+def _title(console: Console, title: str) -> None:
+    console.print()
+    console.print(Text(title, style="bold"))
+
+
+def _ranks(console: Console, ranks: list[dict[str, Any]]) -> None:
+    if not ranks:
+        return
+    _title(console, "Per rank (all steps)")
+
+    def times(key: str, header: str, keep: int) -> Column:
+        return time_column(header, [r[key] for r in ranks], keep)
+
+    columns = [times("computation_us", "computation", 8), times("overlap_us", "overlap", 5),
+               times("communication_us", "communication", 7), times("other_us", "other", 3),
+               times("sync_us", "sync wait", 6), times("transfer_us", "transfer", 4),
+               pct_column("comm overlap", [r["comm_overlap_pct"] for r in ranks], keep=2)]
+    print_table(console, fit_table(console, "rank", [str(r["rank"]) for r in ranks], columns,
+                                   min_name=4))
+
+
+def _stragglers(console: Console, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    _title(console, "Stragglers (slowest first)")
+    columns = [
+        time_column("wait caused", [s["wait_caused_us"] for s in rows], keep=5),
+        pct_column("share", [s["share_pct"] for s in rows], keep=4),
+        Column("last at", [f"{s['last_arrivals']}/{s['matched_calls']}" for s in rows], keep=3),
+        time_column("compute excess", [s["computation_excess_us"] for s in rows], keep=2),
+    ]
+    print_table(console, fit_table(console, "rank", [str(s["rank"]) for s in rows], columns,
+                                   min_name=4))
+
+
+def _steps(console: Console, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    _title(console, "Per step: who made the others wait")
+    columns = [Column("last rank", [str(s["last_rank"]) for s in rows], keep=3),
+               time_column("others waited", [s["wait_us"] for s in rows], keep=2)]
+    print_table(console, fit_table(console, "step", [s["step"] or MISSING for s in rows],
+                                   columns, min_name=4))
+
+
+def _collectives(console: Console, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    _title(console, "Collectives (bandwidths by nccl-tests' formulas)")
+
+    def gbps(key: str) -> list[str]:
+        return [MISSING if c[key] is None else f"{c[key]:.3f}" for c in rows]
+
+    columns = [
+        Column("group", [c["process_group"] or MISSING for c in rows], keep=2, justify="left"),
+        count_column("calls", [c["calls"] for c in rows], keep=6),
+        Column("bytes/call", [MISSING if c["bytes_per_call"] is None
+                              else f"{c['bytes_per_call']:,.0f}" for c in rows], keep=5),
+        time_column("time", [c["time_us"] for c in rows], keep=7),
+        time_column("transfer", [c["transfer_us"] for c in rows], keep=3),
+        Column("algbw (GB/s)", gbps("algbw_gbps"), keep=4),
+        Column("busbw (GB/s)", gbps("busbw_gbps"), keep=4),
+    ]
+    print_table(console, fit_table(console, "collective", [c["collective"] for c in rows],
+                                   columns, min_name=10))
+
+
+def render_rank_part(console: Console, data: dict[str, Any]) -> None:
+    """Single trace of a distributed job: this rank's communication split (no-op otherwise)."""
+    part = data.get("distributed")
+    if not part:
+        return
+    overlap = part["comm_overlap_pct"]
+    console.print()
+    hanging(console, "", Text.assemble(
+        ("Distributed", "bold"),
+        f" (rank {part['rank']} of {part['world_size']}, {part['backend']}): computation "
+        f"{format_us(part['computation_us'])} · overlap {format_us(part['overlap_us'])} · "
+        f"communication {format_us(part['communication_us'])} · other "
+        f"{format_us(part['other_us'])} · comm/compute overlap "
+        f"{MISSING if overlap is None else f'{overlap:.1f} %'} · {part['calls']} collective "
+        "calls; report the run's folder for stragglers and sync/transfer"))
