@@ -7,7 +7,7 @@ export default defineConfig({
   plugins: [preact()],
   base: "./",
   build: {
-    outDir: "../src/stepscope/server/static",
+    outDir: "../src/stepscope/report/static",
     emptyOutDir: true,
     assetsInlineLimit: 0,
     cssCodeSplit: false,

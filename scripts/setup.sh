@@ -12,7 +12,7 @@ fi
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[torch,test,lightning,web,nsys,dask,cloud-test]"
 # The web front end (dashboard + HTML report): npm packages from the npm registry, built by
-# Vite into src/stepscope/server/static (package data; not committed).
+# Vite into src/stepscope/report/static (package data; not committed).
 if command -v npm >/dev/null 2>&1; then
   # npm ci installs exactly the lock; when a registry mirror lacks some platform-specific
   # optional packages the lock names (npm then calls it out of sync), npm install resolves.
