@@ -16,5 +16,7 @@ echo "== ruff"
 .venv/bin/ruff check src tests benchmarks
 echo "== mypy --strict"
 .venv/bin/mypy
+echo "== lint-imports (layer contracts, pyproject.toml)"
+.venv/bin/lint-imports
 echo "== pytest"
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -10,7 +10,7 @@ from tests.conftest import shared_trace
 
 import stepscope
 from stepscope.advice import Finding, advise
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 
 NW0 = "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 NW4 = "kineto_resnet50/num_workers_4/worker0.1623212756351.pt.trace.json.gz"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tests.conftest import shared_trace
 
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 from stepscope.formats import load_trace
 
 LIMIT = 100.0 + 1e-6

@@ -21,7 +21,7 @@ import stepscope
 from stepscope.analysis.memory.records import CUMULATIVE_NOTE
 from stepscope.analysis.memory.snapshot import snapshot_analysis
 from stepscope.analysis.memory.timeline import category_timeline
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 from stepscope.formats.memory.snapshot import read_snapshot
 from stepscope.formats.memory.timeline import read_memory_timeline
 

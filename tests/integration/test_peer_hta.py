@@ -33,7 +33,7 @@ import pytest
 from tests.conftest import shared_trace
 
 import stepscope
-from stepscope.analysis.trace.suite import Analyses, run_analyses
+from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.analysis.trace.temporal import temporal_breakdown
 
 PTS = 0.5

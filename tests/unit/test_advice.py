@@ -13,7 +13,7 @@ from tests.builders import TraceBuilder
 
 from stepscope.advice import RULES, Finding, advise
 from stepscope.advice.context import Context, first_user_frame
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 from stepscope.report.text.findings import render_finding
 
 GEMM_TC = "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"  # noqa: E501

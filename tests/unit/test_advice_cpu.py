@@ -9,7 +9,7 @@ import pytest
 
 import stepscope
 from stepscope.advice import advise
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 
 torch = pytest.importorskip("torch")
 

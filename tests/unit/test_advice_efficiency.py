@@ -8,7 +8,7 @@ import pytest
 from tests.builders import TraceBuilder
 
 from stepscope.advice import Finding, advise
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cublas"
 

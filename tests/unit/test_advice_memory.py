@@ -9,7 +9,7 @@ from typing import Any
 from tests.builders import PID, TID, TraceBuilder
 
 from stepscope.advice import advise
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 
 GIB = 1 << 30
 CAP = 80 * GIB

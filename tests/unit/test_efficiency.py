@@ -10,7 +10,7 @@ from tests.builders import TraceBuilder
 
 from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.analysis.efficiency.work import causal_fraction, decode, model_op
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 from stepscope.classify.gpu_peaks import TABLE, match_peak
 from stepscope.cli.main import main
 

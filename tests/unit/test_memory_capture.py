@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import stepscope
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 
 torch = pytest.importorskip("torch")
 

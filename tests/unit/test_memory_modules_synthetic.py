@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.builders import PID, TID, TraceBuilder
 
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 
 
 def _mem(b: TraceBuilder, ts: float, nbytes: int, addr: int, total: int, reserved: int,

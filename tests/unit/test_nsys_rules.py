@@ -9,7 +9,7 @@ import pytest
 from tests.nsys_builders import NsysBuilder
 
 from stepscope.advice import Finding, advise
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 from stepscope.formats import load_trace
 from stepscope.model.trace import MEM_DEVICE, MEM_MANAGED, MEM_PAGEABLE, MEM_PINNED
 from stepscope.report.build import build_report

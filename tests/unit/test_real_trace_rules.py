@@ -14,7 +14,7 @@ from tests.builders import TraceBuilder
 
 import stepscope
 from stepscope.advice import advise
-from stepscope.analysis.trace.suite import run_analyses
+from stepscope.analysis.suite import run_analyses
 from stepscope.cli.main import main
 from stepscope.report.build import build_report
 

@@ -11,7 +11,7 @@ from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules import RULES
 from stepscope.advice.rules import RuleFn as Rule
-from stepscope.analysis.trace.suite import Analyses
+from stepscope.analysis.suite import Analyses
 
 __all__ = ["RULES", "Finding", "Rule", "advise"]
 

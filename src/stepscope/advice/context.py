@@ -15,7 +15,7 @@ from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.links import gather
 from stepscope.analysis.events.optree import NodeTimes
-from stepscope.analysis.trace.suite import Analyses
+from stepscope.analysis.suite import Analyses
 from stepscope.classify import names
 from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON
 from stepscope.units import format_us

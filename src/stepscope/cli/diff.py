@@ -8,8 +8,6 @@ exit status 1 when broken (one line per broken threshold on stderr), 0 otherwise
 from __future__ import annotations
 
 import argparse
-import gzip
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,9 +19,8 @@ from stepscope.analysis.compare.diff import RunSummary, diff_runs
 from stepscope.analysis.compare.gate import GateResult, evaluate, parse
 from stepscope.analysis.compare.significance import ALPHA
 from stepscope.cli.options import add_top, tell_written
-from stepscope.errors import TraceFormatError, TraceSourceError, UsageError, one_line
-from stepscope.formats.kineto.reader import looks_like_kineto
-from stepscope.io.source import is_url, read_source, read_url_head
+from stepscope.errors import TraceFormatError, UsageError
+from stepscope.io.source import read_source
 from stepscope.report.json.diff import diff_to_json
 
 REPORT, TRACE, FOLDER, TENSORRT = "report", "trace", "folder", "tensorrt"
@@ -76,53 +73,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def input_kind(path: str) -> str:
-    """What a path holds: REPORT, TRACE, FOLDER or TENSORRT; one-line error otherwise."""
-    from stepscope.formats.tensorrt.load import find_files, is_trtexec_output
+    """What a path holds: REPORT, TRACE, FOLDER or TENSORRT (formats.kinds decides);
+    a one-line error for anything diff does not compare."""
+    from stepscope.formats import kinds
 
-    if not is_url(path) and is_trtexec_output(path):  # trtexec exports, a file or a folder
-        if os.path.isdir(path):
-            find_files(path)  # a folder of two engines, or mixing traces in, is refused here
-        return TENSORRT
-    if not is_url(path) and os.path.isdir(path):
-        return FOLDER
-    if path.endswith((".engine", ".plan")):
-        return TENSORRT
-    head = _head(path)
-    if not head.strip():
+    kind = kinds.identify(path)
+    pipeline = kind.pipeline(kinds.DIFF)
+    if pipeline is not None:
+        return pipeline
+    if kind is kinds.EMPTY:
         raise TraceFormatError(f"{path}: file is empty")
-    if b'"schema"' in head and b"stepscope.report/" in head:
-        return REPORT
-    if b'"schema"' in head and b"stepscope.diff/" in head:
+    if kind is kinds.SAVED_DIFF:
         raise TraceFormatError(f"{path}: is a diff, not a run (give a trace or a report)")
-    trt = (b'"averageMs"', b'"Layers"', b"TensorRT.trtexec", b'"timeMs"')
-    if b'"traceEvents"' not in head and any(tok in head for tok in trt):
-        return TENSORRT
-    if looks_like_kineto(head):
-        return TRACE
     raise TraceFormatError(
         f"{path}: not a trace or a stepscope report (expected PyTorch profiler JSON or "
         "`stepscope report --format json` output)"
     )
-
-
-HEAD = 8192
-
-
-def _head(path: str) -> bytes:
-    """The first bytes of a file, inflated when gzip, without reading the whole file."""
-    if is_url(path):  # only the head: the whole object is downloaded once, when it is read
-        return read_url_head(path, HEAD)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(HEAD)
-            if raw[:2] != b"\x1f\x8b":
-                return raw
-        with gzip.open(path, "rb") as gz:
-            return gz.read(HEAD)
-    except FileNotFoundError:
-        raise TraceSourceError(f"{path}: no such file") from None
-    except (OSError, EOFError) as exc:
-        raise TraceSourceError(f"{path}: cannot read ({one_line(str(exc))})") from None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Not a subcommand on its own: ``stepscope diff`` calls :func:`engine_diff` and
 :func:`print_engine_diff` when both paths are trtexec outputs
-(``formats.trtexec_load.is_trtexec_output``). :func:`engine_diff` is the one place that
+(``formats.kinds`` says so). :func:`engine_diff` is the one place that
 builds the ``stepscope.tensorrt-diff/1`` document, so ``--format json`` and ``--html``
 carry the same one.
 """

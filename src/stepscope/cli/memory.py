@@ -12,8 +12,8 @@ from rich.text import Text
 from stepscope.analysis.memory.snapshot import snapshot_analysis
 from stepscope.analysis.memory.timeline import category_timeline
 from stepscope.errors import TraceFormatError
-from stepscope.formats.memory.snapshot import PICKLE_PROTO, loads_plain, snapshot_from_data
-from stepscope.formats.memory.timeline import looks_like_timeline, timeline_from_json
+from stepscope.formats.memory.snapshot import loads_plain, snapshot_from_data
+from stepscope.formats.memory.timeline import timeline_from_json
 from stepscope.io.source import read_source
 from stepscope.report.json.memory import snapshot_json, timeline_json
 from stepscope.report.json.render import strict_json
@@ -30,22 +30,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def analyse(path: str) -> dict[str, Any]:
     """``{"kind": "snapshot"|"timeline", "result": {...}}`` for a snapshot or timeline file."""
-    data = read_source(path).data
-    if bytes(data[:1]) == PICKLE_PROTO:
+    from stepscope.formats import kinds
+
+    kind = kinds.identify(path)
+    pipeline = kind.pipeline(kinds.MEMORY)
+    if pipeline == "snapshot":
         from stepscope.advice.rules.memory.snapshot import snapshot_findings
 
+        data = read_source(path).data
         result = snapshot_analysis(snapshot_from_data(loads_plain(data, path), path))
         return {"kind": "snapshot", "result": snapshot_json(result),
                 "findings": [f.to_json() for f in snapshot_findings(result)]}
-    from stepscope.formats.tensorrt.load import sniff
-
-    if sniff(bytes(data[:4096]).decode("utf-8", "replace")) not in (None, "output"):
-        # a trtexec profile is a JSON list too: it read as a "malformed memory timeline"
+    if pipeline == "timeline":
+        return {"kind": "timeline", "result": timeline_json(category_timeline(
+            timeline_from_json(read_source(path).data, path)))}
+    if kind in (kinds.TRTEXEC, kinds.REMOTE_TRTEXEC):  # trtexec's profile is a JSON list too
         raise TraceFormatError(f"{path}: a TensorRT trtexec export, not a memory snapshot or "
                                "timeline (for engines use: stepscope report)")
-    if looks_like_timeline(data) or bytes(data[:64]).lstrip().lower().startswith(b"<"):
-        return {"kind": "timeline", "result": timeline_json(category_timeline(
-            timeline_from_json(data, path)))}
     raise TraceFormatError(f"{path}: neither a memory snapshot pickle nor a memory timeline "
                            "(for traces use: stepscope report)")
 

@@ -29,12 +29,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                        "%% of link peak to the collectives (bus bandwidth / peak)")
 
 
-def is_run_args(args: argparse.Namespace) -> bool:
-    from stepscope.report.run import is_run
-
-    return bool(is_run(args.path))
-
-
 def run_many(args: argparse.Namespace) -> int:
     from stepscope.report.run import build_run_report, find_run
 

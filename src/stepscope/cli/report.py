@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.cli.options import add_top
-from stepscope.errors import UsageError
+from stepscope.errors import TraceFormatError, UsageError
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from stepscope.report.text.views import VIEWS
@@ -75,10 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser)
 
 
-TRACE, TENSORRT, RUN, NCU = "trace", "tensorrt", "run", "ncu"
-KIND_WORDS = {TRACE: "one trace", TENSORRT: "TensorRT engine outputs",
-              RUN: "a run of many ranks", NCU: "an Nsight Compute export on its own"}
-# (attribute, flag, default, the inputs it applies to): given elsewhere it would be
+# The report's pipelines (formats.kinds names which one each input kind takes).
+TRACE, TENSORRT, RANKS, NCU = "trace", "tensorrt", "ranks", "ncu"
+PIPELINE_WORDS = {TRACE: "one trace", TENSORRT: "TensorRT engine outputs",
+                  RANKS: "a run of many ranks", NCU: "an Nsight Compute export on its own"}
+# (attribute, flag, default, the pipelines that use it): given elsewhere it would be
 # ignored without a word, and the user would believe e.g. that --step 5 was analysed
 ONLY_FOR: tuple[tuple[str, str, object, frozenset[str]], ...] = (
     ("step", "--step", None, frozenset({TRACE})),
@@ -87,22 +89,22 @@ ONLY_FOR: tuple[tuple[str, str, object, frozenset[str]], ...] = (
     ("peak_gbps", "--peak-gbps", None, frozenset({TRACE})),
     ("ncu", "--ncu", None, frozenset({TRACE})),
     ("nsys", "--nsys", None, frozenset({TENSORRT})),
-    ("html", "--html", None, frozenset({TRACE, TENSORRT, RUN})),
-    ("executor", "--executor", "processes", frozenset({RUN})),
-    ("workers", "--workers", None, frozenset({RUN})),
-    ("scheduler", "--scheduler", None, frozenset({RUN})),
-    ("link_gbps", "--link-gbps", None, frozenset({RUN})),
+    ("html", "--html", None, frozenset({TRACE, TENSORRT, RANKS})),
+    ("executor", "--executor", "processes", frozenset({RANKS})),
+    ("workers", "--workers", None, frozenset({RANKS})),
+    ("scheduler", "--scheduler", None, frozenset({RANKS})),
+    ("link_gbps", "--link-gbps", None, frozenset({RANKS})),
 )
 
 
-def check_options_apply(args: argparse.Namespace, kind: str) -> None:
-    """Refuse an option that the report of this kind of input does not use."""
+def check_options_apply(args: argparse.Namespace, pipeline: str) -> None:
+    """Refuse an option that the report's pipeline for this input does not use."""
     paths = args.path if isinstance(args.path, list) else [args.path]
     label = paths[0] if len(paths) == 1 else f"{paths[0]} (and {len(paths) - 1} more)"
-    for attr, flag, default, kinds in ONLY_FOR:
-        if kind not in kinds and getattr(args, attr, default) != default:
-            uses = " or ".join(KIND_WORDS[k] for k in sorted(kinds))
-            raise UsageError(f"{label}: {flag} does not apply to {KIND_WORDS[kind]} "
+    for attr, flag, default, pipelines in ONLY_FOR:
+        if pipeline not in pipelines and getattr(args, attr, default) != default:
+            uses = " or ".join(PIPELINE_WORDS[k] for k in sorted(pipelines))
+            raise UsageError(f"{label}: {flag} does not apply to {PIPELINE_WORDS[pipeline]} "
                              f"(only to {uses})")
 
 
@@ -114,32 +116,49 @@ def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stepscope.cli.ranks import is_run_args, run_many
-    from stepscope.formats.tensorrt.load import is_trtexec_output
+    from stepscope.formats import kinds
 
     if args.html is not None:  # a bad output path fails now, not after the analysis
         from stepscope.report.html import check_html_output
 
         check_html_output(args.html)
-    if len(args.path) == 1 and is_trtexec_output(args.path[0]):
-        # trtexec exports/log (a file or a folder of them): the TensorRT report
-        from stepscope.cli.engine import run_tensorrt
+    kind = kinds.identify(args.path)
+    pipeline = kind.pipeline(kinds.REPORT)
+    if pipeline is None:
+        from stepscope.formats.load import not_a_trace
 
-        check_options_apply(args, TENSORRT)
-        args.path = args.path[0]
-        return run_tensorrt(args)
-    if is_run_args(args):  # a directory, prefix or several files: a run of many ranks
-        check_options_apply(args, RUN)
-        return run_many(args)
+        raise TraceFormatError(not_a_trace(args.path[0], kind))
+    check_options_apply(args, pipeline)
+    return PIPELINES[pipeline](args)
 
-    from stepscope.formats.nsight.ncu import is_ncu_file, load_ncu
 
-    if is_ncu_file(args.path[0]):  # an Nsight Compute export on its own
-        from stepscope.cli.ncu_only import run_ncu_only
+def _run_tensorrt(args: argparse.Namespace) -> int:
+    """trtexec exports/log (a file or a folder of them): the TensorRT report."""
+    from stepscope.cli.engine import run_tensorrt
 
-        check_options_apply(args, NCU)
-        return run_ncu_only(load_ncu(args.path[0]), args.format, args.top)
-    check_options_apply(args, TRACE)
+    args.path = args.path[0]
+    return run_tensorrt(args)
+
+
+def _run_ncu(args: argparse.Namespace) -> int:
+    """An Nsight Compute export on its own: its kernels only."""
+    from stepscope.cli.ncu_only import run_ncu_only
+    from stepscope.formats.nsight.ncu import load_ncu
+
+    return run_ncu_only(load_ncu(args.path[0]), args.format, args.top)
+
+
+def _run_ranks(args: argparse.Namespace) -> int:
+    """A directory, prefix or several files: the run of many ranks."""
+    from stepscope.cli.ranks import run_many
+
+    return run_many(args)
+
+
+def _run_trace(args: argparse.Namespace) -> int:
+    """One trace (Kineto JSON, nsys export): the full report."""
+    from stepscope.formats.nsight.ncu import load_ncu
+
     args.path = args.path[0]
     ncu = load_ncu(args.ncu) if getattr(args, "ncu", None) else None
     peaks = peak_overrides(args.peak_tflops, args.peak_gbps)  # before reading a large file
@@ -182,3 +201,8 @@ def run(args: argparse.Namespace) -> int:
 
         render_text(report, Console(), view=args.view)
     return 0
+
+
+PIPELINES: dict[str, Callable[[argparse.Namespace], int]] = {
+    TRACE: _run_trace, TENSORRT: _run_tensorrt, RANKS: _run_ranks, NCU: _run_ncu,
+}

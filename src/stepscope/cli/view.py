@@ -48,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.path):
         raise ViewError(f"{args.path}: no such file or directory")
+    from stepscope.formats import kinds
+
+    kind = kinds.identify(args.path)
+    if kind.pipeline(kinds.VIEW) is None:
+        raise ViewError(kinds.refusal(kind, args.path, kinds.VIEW))
     if not 0 < args.port < 65536:
         raise ViewError(f"--port {args.port}: must be 1..65535")
     template = args.source_link or DEFAULT_SOURCE_LINK

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from stepscope.errors import TraceFormatError
+from stepscope.formats import kinds
 from stepscope.formats.kineto.reader import (
     READER_VERSION,
     ProgressFn,
-    looks_like_kineto,
     read_kineto,
 )
 from stepscope.formats.nsight import load as nsys_load
@@ -26,12 +26,12 @@ def load_trace(
     progress: ProgressFn | None = None,
 ) -> Trace:
     """Read any supported trace at ``path`` (local path or fsspec URL)."""
-    if nsys_load.is_report(path):  # .nsys-rep: exported to SQLite first
+    if path.lower().endswith(kinds.NSYS_REPORT_SUFFIXES):  # .nsys-rep: exported to SQLite first
         return nsys_load.load_report(path, use_cache=use_cache)
     source = read_source(path, storage_options)
     # (a gzip is inflated only when named like an export: Kineto cache hits stay lazy)
     if (not source.compressed or path.lower().endswith(".sqlite.gz")) and \
-            nsys_load.looks_like_sqlite(source.data):
+            kinds.content_kind(source.data[:64]) is kinds.NSYS_SQLITE:
         return nsys_load.load_sqlite(source, use_cache=use_cache)
     key = None
     if use_cache:
@@ -39,29 +39,31 @@ def load_trace(
         cached = cache.load(key, path)
         if cached is not None:
             return cached
-    _reject_trtexec(path, bytes(source.data[:4096]))
-    if not looks_like_kineto(source.data):
-        if not bytes(source.data[:4096]).strip():
-            raise TraceFormatError(f"{path}: file is empty (only whitespace)")
-        if bytes(source.data[:1]) == b"\x80":  # a pickle: a memory snapshot, not a trace
-            raise TraceFormatError(f"{path}: a pickle, not a trace (for a CUDA memory "
-                                   "snapshot use: stepscope memory)")
-        raise TraceFormatError(
-            f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON or an "
-            "Nsight Systems SQLite export)"
-        )
+    kind = kinds.content_kind(source.data[:kinds.HEAD_BYTES], path)
+    if kind is not kinds.KINETO:
+        raise TraceFormatError(not_a_trace(path, kind))
     trace = read_kineto(source, workers=workers, progress=progress)
     if key is not None:
         cache.store(key, trace)
     return trace
 
 
-def _reject_trtexec(path: str, head: bytes) -> None:
-    """trtexec exports are JSON too: name them instead of failing as a broken trace."""
-    from stepscope.formats.tensorrt.load import sniff
-
-    if sniff(head.decode("utf-8", "replace")) not in (None, "output"):
-        raise TraceFormatError(
-            f"{path}: a TensorRT trtexec output, not a profiler trace; `stepscope report` reads "
-            "those from a local file or folder (API: stepscope.formats.tensorrt.load.load_trt_run)"
-        )
+def not_a_trace(path: str, kind: kinds.Kind) -> str:
+    """Why ``path`` is no trace, for each kind the trace reader does not take."""
+    if kind is kinds.EMPTY:
+        return f"{path}: file is empty (only whitespace)"
+    if kind is kinds.MEMORY_SNAPSHOT:
+        return (f"{path}: a pickle, not a trace (for a CUDA memory snapshot use: "
+                "stepscope memory)")
+    if kind is kinds.TRTEXEC:
+        return (f"{path}: a TensorRT trtexec output, not a profiler trace; `stepscope report` "
+                "reads those from a local file or folder (API: "
+                "stepscope.formats.tensorrt.load.load_trt_run)")
+    if kind in (kinds.SAVED_REPORT, kinds.SAVED_DIFF):
+        return (f"{path}: a stepscope report or diff, not a trace (compare saved reports "
+                "with: stepscope diff)")
+    if kind is kinds.MEMORY_TIMELINE:
+        return (f"{path}: a memory timeline, not a trace (for memory timelines use: "
+                "stepscope memory)")
+    return (f"{path}: not a trace stepscope can read (expected PyTorch profiler JSON or an "
+            "Nsight Systems SQLite export)")

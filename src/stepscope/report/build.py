@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.analysis.memory.timeline import CategoryTimeline, category_timeline
+from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.analysis.trace.operators import OperatorRow
-from stepscope.analysis.trace.suite import Analyses, run_analyses
 from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import Trace
 from stepscope.report import DEFAULT_TOP

@@ -25,6 +25,7 @@ from stepscope.analysis.compare.diff import (
 from stepscope.analysis.compare.step_series import OperatorSeries, StepSeries, step_series
 from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.errors import TraceFormatError, UsageError
+from stepscope.io.source import is_url
 from stepscope.report.build import SCHEMA, build_report
 
 ALL_ROWS = 1 << 30
@@ -280,11 +281,16 @@ def summarise_folder(path: str, *, use_cache: bool = True) -> RunSummary:
     combined step by step (``combine_ranks``: the slowest rank sets the step time); other
     traces are repeated captures of one workload, pooled (``pool``).
     """
-    files = sorted(
-        os.path.join(path, f)
-        for f in os.listdir(path)
-        if f.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(path, f))
-    )
+    if is_url(path):  # a cloud prefix
+        from stepscope.io.listing import list_traces
+
+        files = list_traces(path)
+    else:
+        files = sorted(
+            os.path.join(path, f)
+            for f in os.listdir(path)
+            if f.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(path, f))
+        )
     if not files:
         raise UsageError(f"{path}: folder has no trace files (*.json, *.json.gz)")
     runs = [summarise_trace(f, use_cache=use_cache) for f in files]

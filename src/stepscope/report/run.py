@@ -10,7 +10,7 @@ from stepscope.advice.finding import Finding
 from stepscope.analysis.distributed.rank import RankSummary
 from stepscope.analysis.distributed.run import Distributed, analyse_run
 from stepscope.errors import TraceSourceError
-from stepscope.io.listing import is_run_location, list_traces
+from stepscope.io.listing import list_traces
 from stepscope.model.run import Run, assign_ranks
 from stepscope.parallel.executor import map_ranks
 from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
@@ -27,10 +27,6 @@ def find_run(locations: Sequence[str], storage_options: dict[str, Any] | None = 
     if not locations:
         raise TraceSourceError("no trace given")
     return Run(locations[0], tuple(locations))
-
-
-def is_run(locations: Sequence[str], storage_options: dict[str, Any] | None = None) -> bool:
-    return len(locations) > 1 or is_run_location(locations[0], storage_options)
 
 
 @dataclass(frozen=True)

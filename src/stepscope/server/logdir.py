@@ -9,18 +9,12 @@ request, so traces written after the server started show up without a restart.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_TB = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
-# Nsight Systems exports (`nsys export --type sqlite`) load through the same reader.
-_ANY = re.compile(r"^(?P<worker>.+?)\.(?:json(?:\.gz)?|sqlite)$")
-# trtexec/trex outputs of one engine (`NAME.profile.json`, `NAME.graph.json`, ...) are one run.
-TREX_NAME = re.compile(r"^(?P<engine>.+?)\.(?P<kind>profile\.json|graph\.json|timing\.json|"
-                       r"profile\.metadata\.json|build\.metadata\.json|metadata\.json)$")
-_TREX_PREFERENCE = ("profile.json", "graph.json", "timing.json", "profile.metadata.json",
-                    "build.metadata.json", "metadata.json")
+from stepscope.formats.kinds import ANY_NAME, TB_NAME, TREX_NAME, TREX_PREFERENCE, listed_name
+
+# Which names are listed is the input-kind registry's (formats.kinds) to say.
 MAX_DEPTH = 6
 MAX_FILES = 10_000
 
@@ -39,7 +33,7 @@ def discover(root: str) -> list[TraceFile]:
     """Every trace file under ``root`` (a directory) or ``root`` itself (a file)."""
     base = Path(root).resolve()
     if base.is_file():
-        return [_entry(base.parent, base)] if _match(base.name) else []
+        return [_entry(base.parent, base)] if listed_name(base.name) else []
     found: list[TraceFile] = []
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         rel_depth = len(Path(dirpath).relative_to(base).parts)
@@ -47,7 +41,7 @@ def discover(root: str) -> list[TraceFile]:
             if rel_depth < MAX_DEPTH else []
         for name in trt_representatives(sorted(filenames)):
             p = Path(dirpath) / name
-            if _match(name) and not p.is_symlink():
+            if listed_name(name) and not p.is_symlink():
                 found.append(_entry(base, p))
                 if len(found) >= MAX_FILES:
                     return found
@@ -65,12 +59,8 @@ def trt_representatives(names: list[str]) -> list[str]:
         else:
             out.append(n)
     for engine, files in engines.items():
-        out.append(min(files, key=lambda n: _TREX_PREFERENCE.index(n[len(engine) + 1:])))
+        out.append(min(files, key=lambda n: TREX_PREFERENCE.index(n[len(engine) + 1:])))
     return sorted(out)
-
-
-def _match(name: str) -> bool:
-    return bool(_TB.match(name) or _ANY.match(name))
 
 
 def _entry(base: Path, p: Path) -> TraceFile:
@@ -80,7 +70,7 @@ def _entry(base: Path, p: Path) -> TraceFile:
     if engine:  # one entry per TensorRT engine, named after it
         return TraceFile(id="/".join(rel.parts), run=run, worker=engine.group("engine"),
                          span="", path=str(p), size=p.stat().st_size)
-    m = _TB.match(p.name) or _ANY.match(p.name)
+    m = TB_NAME.match(p.name) or ANY_NAME.match(p.name)
     assert m is not None
     span = m.groupdict().get("span") or ""
     return TraceFile(id="/".join(rel.parts), run=run, worker=m.group("worker"), span=span,

@@ -8,10 +8,10 @@ TRT_TOP = 1000  # layer and table rows the dashboard receives
 
 
 def is_trtexec_run(path: str) -> bool:
-    """True when the file's first bytes are a trtexec output (a Kineto trace's are not)."""
-    from stepscope.formats.tensorrt.load import is_trtexec_output
+    """True when the file holds a trtexec output (the input-kind registry decides)."""
+    from stepscope.formats import kinds
 
-    return not path.endswith(".sqlite") and is_trtexec_output(path)
+    return kinds.identify(path).pipeline(kinds.VIEW) == "tensorrt"
 
 
 def load_trt_report(path: str) -> dict[str, Any]:

@@ -14,22 +14,12 @@ capture are recorded, not executed, so the GPU looks idle although nothing ran y
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.model.trace import HOST_PYTHON, Trace
-
-if TYPE_CHECKING:
-    from stepscope.analysis.events.links import Links
-
-GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch",
-                                "cudaGraphLaunch_v10000", "cuGraphLaunch_ptsz"})
-
-
-def is_graph_launch(name: str) -> bool:
-    return name in GRAPH_LAUNCH_CALLS
+from stepscope.analysis.events.links import Links, is_graph_launch
+from stepscope.model.trace import Trace
 
 
 def is_capture_call(name: str) -> bool:
@@ -62,8 +52,6 @@ def graphs(trace: Trace, links: Links | None = None) -> Graphs | None:
     if not launch.any() and not capture.any():
         return None
     if links is None:
-        from stepscope.analysis.events.links import Links
-
         links = Links(trace)
     dev_rt = links.device_runtime
     ok = dev_rt >= 0
@@ -78,37 +66,6 @@ def graphs(trace: Trace, links: Links | None = None) -> Graphs | None:
         or int(capture.sum()),
         capture_only=bool(capture.any()) and n_launch == 0,
     )
-
-
-WALK_BACK = 256  # enclosing-op search: siblings skipped before giving up
-
-
-def enclosing_ops(trace: Trace, calls: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """For runtime calls ``calls``, the innermost host op on the same thread enclosing each
-    (-1 when none). Kineto often gives cudaGraphLaunch its own correlation id as external id,
-    which no host op carries; the enclosing op (CompiledFunction, CUDAGraph.replay, ...) is
-    the one that replayed the graph."""
-    host, rt = trace.host, trace.runtime
-    owner = np.full(len(calls), -1, dtype=np.int64)
-    ranges = np.flatnonzero(host.kind != HOST_PYTHON)
-    for tid in np.unique(rt.tid[calls]).tolist():
-        sub = np.flatnonzero(rt.tid[calls] == tid)
-        q = calls[sub]
-        cand = ranges[host.tid[ranges] == tid]
-        if len(cand) == 0:
-            continue
-        cand = cand[np.argsort(host.ts[cand], kind="stable")]
-        cts, cend = host.ts[cand], host.end[cand]
-        k = np.searchsorted(cts, rt.ts[q], side="right") - 1
-        qend = rt.end[q]
-        for _ in range(WALK_BACK):  # skip finished siblings back to the innermost ancestor
-            bad = (k >= 0) & (cend[np.maximum(k, 0)] < qend)
-            if not bad.any():
-                break
-            k = np.where(bad, k - 1, k)
-        found = (k >= 0) & (cend[np.maximum(k, 0)] >= qend)
-        owner[sub[found]] = cand[k[found]]
-    return owner
 
 
 def _launching_operators(trace: Trace, links: Links,

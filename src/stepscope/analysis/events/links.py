@@ -1,5 +1,6 @@
 """Links between event families: device op -> runtime call (correlation id) -> host op
-(external id). Vectorised joins via sorted keys and searchsorted."""
+(external id, or time nesting on the thread for graph launches). Vectorised joins via sorted
+keys and searchsorted."""
 
 from __future__ import annotations
 
@@ -40,6 +41,45 @@ def lookup(keys: I64, table_keys: I64) -> I64:
     return np.where(found, order[pos_c], -1).astype(np.int64)
 
 
+GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch",
+                                "cudaGraphLaunch_v10000", "cuGraphLaunch_ptsz"})
+
+
+def is_graph_launch(name: str) -> bool:
+    return name in GRAPH_LAUNCH_CALLS
+
+
+WALK_BACK = 256  # enclosing-op search: siblings skipped before giving up
+
+
+def enclosing_ops(trace: Trace, calls: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """For runtime calls ``calls``, the innermost host op on the same thread enclosing each
+    (-1 when none). Kineto often gives cudaGraphLaunch its own correlation id as external id,
+    which no host op carries; the enclosing op (CompiledFunction, CUDAGraph.replay, ...) is
+    the one that replayed the graph."""
+    host, rt = trace.host, trace.runtime
+    owner = np.full(len(calls), -1, dtype=np.int64)
+    ranges = np.flatnonzero(host.kind != HOST_PYTHON)
+    for tid in np.unique(rt.tid[calls]).tolist():
+        sub = np.flatnonzero(rt.tid[calls] == tid)
+        q = calls[sub]
+        cand = ranges[host.tid[ranges] == tid]
+        if len(cand) == 0:
+            continue
+        cand = cand[np.argsort(host.ts[cand], kind="stable")]
+        cts, cend = host.ts[cand], host.end[cand]
+        k = np.searchsorted(cts, rt.ts[q], side="right") - 1
+        qend = rt.end[q]
+        for _ in range(WALK_BACK):  # skip finished siblings back to the innermost ancestor
+            bad = (k >= 0) & (cend[np.maximum(k, 0)] < qend)
+            if not bad.any():
+                break
+            k = np.where(bad, k - 1, k)
+        found = (k >= 0) & (cend[np.maximum(k, 0)] >= qend)
+        owner[sub[found]] = cand[k[found]]
+    return owner
+
+
 @dataclass(frozen=True)
 class Links:
     trace: Trace
@@ -57,9 +97,7 @@ class Links:
         idx = lookup(self.trace.runtime.external_id, host.external_id[candidates])
         owner = gather(candidates, idx, -1)
         # graph launches often carry their own correlation id as external id, which no
-        # host op has: tie them to the operator enclosing the call (analysis.graphs)
-        from stepscope.analysis.events.graphs import enclosing_ops, is_graph_launch
-
+        # host op has: tie them to the operator enclosing the call (enclosing_ops)
         lost = np.flatnonzero((owner < 0) & self.trace.string_ids(is_graph_launch)[
             self.trace.runtime.name])
         if len(lost):

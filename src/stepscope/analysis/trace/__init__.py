@@ -1,3 +1,1 @@
-"""The views of one trace: breakdown, GPU, operators, kernels, launches, idle, temporal, modules;
-``suite`` runs them all once.
-"""
+"""The views of one trace: breakdown, GPU, operators, kernels, launches, idle, temporal, modules."""

@@ -80,11 +80,6 @@ def _opening(data: bytes | memoryview) -> bytes:
     return bytes(data[:_SNIFF_BYTES]).removeprefix(UTF8_BOM).lstrip()[:1]
 
 
-def looks_like_kineto(data: bytes | memoryview) -> bool:
-    """Cheap sniff: the file opens a JSON object or array."""
-    return _opening(data) in (b"{", b"[")
-
-
 _WINDOW = 1 << 20
 
 

@@ -26,11 +26,6 @@ from stepscope.model.trace import Trace
 N_CAT = len(TIMELINE_CATEGORIES)
 
 
-def looks_like_timeline(data: bytes | memoryview) -> bool:
-    head = bytes(data[:64]).lstrip()
-    return head.startswith((b"[[", b"[ [")) or head.startswith(b"[\n")
-
-
 _LIMIT = float(2**62)  # int64 with room: beyond it sums and ns conversions wrap silently
 
 

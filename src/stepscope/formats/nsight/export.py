@@ -9,12 +9,6 @@ import tempfile
 
 from stepscope.errors import TraceFormatError, one_line
 
-REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
-
-
-def is_report(path: str) -> bool:
-    return path.lower().endswith(REPORT_SUFFIXES)
-
 
 def export_command(report: str, output: str) -> list[str]:
     return ["nsys", "export", "--type", "sqlite", "--force-overwrite", "true",

@@ -8,13 +8,13 @@ import shutil
 import tempfile
 
 from stepscope.errors import TraceSourceError
-from stepscope.formats.nsight.export import export_sqlite, is_report
-from stepscope.formats.nsight.sqlite import READER_VERSION, looks_like_sqlite, read_nsys
+from stepscope.formats.nsight.export import export_sqlite
+from stepscope.formats.nsight.sqlite import READER_VERSION, read_nsys
 from stepscope.io import cache
 from stepscope.io.source import RawSource, is_url, local_path, read_source
 from stepscope.model.trace import Trace
 
-__all__ = ["is_report", "load_report", "load_sqlite", "looks_like_sqlite"]
+__all__ = ["load_report", "load_sqlite"]
 
 
 def load_sqlite(source: RawSource, *, use_cache: bool = True) -> Trace:

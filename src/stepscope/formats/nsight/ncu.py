@@ -66,11 +66,6 @@ LIMITS = {
 _TENSOR = re.compile(r"pipe_tensor.*pct|tensor.*pipe.*%|Tensor.*Pipe", re.IGNORECASE)
 
 
-def looks_like_ncu(head: bytes | memoryview) -> bool:
-    text = bytes(head[:65536]).decode("utf-8", "replace")
-    return '"ID","Process ID","Process Name"' in text or text.lstrip().startswith("==PROF==")
-
-
 def _number(value: str, unit: str = "") -> float | None:
     v = value.strip().replace(",", "")
     if not v or v.lower() in ("n/a", "nan"):
@@ -232,12 +227,3 @@ def load_ncu(path: str, storage_options: dict[str, Any] | None = None) -> NcuRep
     from stepscope.io.source import read_source
 
     return read_ncu(read_source(path, storage_options).data, path)
-
-
-def is_ncu_file(path: str) -> bool:
-    """Whether ``path`` (local or URL) holds an ncu CSV export (reads its first bytes)."""
-    from stepscope.io.source import read_source
-
-    if not path.lower().endswith((".csv", ".csv.gz", ".log", ".txt")):
-        return False
-    return looks_like_ncu(read_source(path).data[:65536])

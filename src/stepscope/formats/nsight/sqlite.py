@@ -58,7 +58,6 @@ from stepscope.model.trace import (
 )
 
 READER_VERSION = "nsys-1"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -84,10 +83,6 @@ _STEP = re.compile(
 )
 
 I64 = npt.NDArray[np.int64]
-
-
-def looks_like_sqlite(data: bytes | memoryview) -> bool:
-    return bytes(data[:16]) == SQLITE_MAGIC
 
 
 def api_base_name(name: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.nsight.stats import ProjRow, StatRow
-from stepscope.analysis.trace.suite import Analyses
+from stepscope.analysis.suite import Analyses
 
 NVTX_RANGES_MAX = 5000  # ranges listed for the NVTX view (longest first beyond this)
 

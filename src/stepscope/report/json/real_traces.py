@@ -10,7 +10,7 @@ from typing import Any
 
 from stepscope.analysis.events.clock_skew import AFFECTED, SKEW_TOLERANCE_NS
 from stepscope.analysis.events.warmup import WARMUP_MIN_NS
-from stepscope.analysis.trace.suite import Analyses
+from stepscope.analysis.suite import Analyses
 from stepscope.report.json.rounding import us as _us
 
 
