@@ -1,8 +1,8 @@
 // One entry per page: later pages (memory, distributed, nsys, TensorRT, compare, roofline)
 // plug in by adding a route here.
 import type { FunctionComponent } from "preact";
-import type { Source } from "./data";
-import { isDiff, isEngineDiff, isRun, type Config, type Dict, type RunTree } from "./types";
+import type { PageProps } from "./pageProps";
+import { isDiff, isEngineDiff, isRun, type Dict, type RunTree } from "./types";
 import { Overview } from "./pages/Overview";
 import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
@@ -17,7 +17,6 @@ import { TensorRT } from "./pages/TensorRT";
 import { EngineCompare } from "./pages/EngineCompare";
 import { Distributed, rankRun } from "./pages/Distributed";
 
-export interface PageProps { source: Source; trace: string; report: Dict; config: Config; }
 export interface RouteDef {
   path: string; title: string; page: FunctionComponent<PageProps>;
   /** Shown only when the report has this page's data (e.g. its key is not null). */

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { Table, type Column } from "../table";
 import { pct, pctUnit, timeUnit, type TimeUnit as Unit } from "../format";
 import { isDiff, traceList, type RunTree } from "../types";

@@ -1,7 +1,7 @@
 // A run of rank traces: per-rank time split, stragglers, last rank per step, collectives and
 // the run's findings, from `api/run` (the `distributed` key of `stepscope report DIR`).
 import { useEffect, useMemo, useState } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { isRun, type Dict, type Progress, type RunTree } from "../types";
 import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";

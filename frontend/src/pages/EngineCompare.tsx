@@ -2,7 +2,7 @@
 // document (analysis/tensorrt_diff.py to_json) side by side. Times in ms with 4 decimals,
 // as on the TensorRT page.
 import { useMemo } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { Table, type Column } from "../table";
 import { esc, ms4, pct } from "../format";

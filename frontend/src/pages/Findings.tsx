@@ -1,4 +1,4 @@
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { FindingCard } from "./FindingCard";
 
 export function Findings({ report, config }: PageProps) {

@@ -1,5 +1,5 @@
 import { useMemo, useState } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
 import { timeAxis, timeText, timeUnit } from "../format";

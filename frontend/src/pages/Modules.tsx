@@ -1,5 +1,5 @@
 import { useMemo, useState } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { color, pct, timeText, timeUnit } from "../format";
 
 type N = Record<string, any>;

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { Table, timeCol, type Column } from "../table";
 import { sourceLink } from "../format";
 import type { Config } from "../types";

@@ -1,5 +1,5 @@
 import { useMemo } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { pct, pctUnit, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";

@@ -1,5 +1,5 @@
 import { useMemo, useRef, useState } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { Table, type Column } from "../table";
 import { ms4 as ms, pct as pct2 } from "../format";

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { PageProps } from "../routes";
+import type { PageProps } from "../pageProps";
 import type { Chunk, EventInfo, TimelineMeta } from "../types";
 import { color, dur, sourceLink, tickLabel } from "../format";
 
