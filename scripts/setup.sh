@@ -1,29 +1,61 @@
 #!/usr/bin/env bash
-# Create .venv (idempotent) and install stepscope with its torch, test and dev extras.
+# Create .venv and install stepscope with its torch, test and dev extras; build the web front
+# end. Idempotent and quick to rerun: each step stamps what it installed (the hash of its
+# inputs) and is skipped while the stamp still matches.
 # torch is pinned to 2.13.0: on the project's machines that is a local CPU wheel; any other
 # version would download gigabytes of CUDA packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+TORCH="torch==2.13.0"
+EXTRAS="torch,test,lightning,web,nsys,dask,cloud-test"
+
+stamp_of() {  # the hash of the named files' contents and of the extra words given after --
+  local files=() words=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do files+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && words=("$@")
+  { cat "${files[@]}" 2>/dev/null; printf '%s\n' "${words[@]}"; } | sha256sum | cut -c1-16
+}
+fresh() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }  # stamp file holds this hash
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[torch,test,lightning,web,nsys,dask,cloud-test]"
-# The web front end (dashboard + HTML report): npm packages from the npm registry, built by
-# Vite into src/stepscope/report/static (package data; not committed).
-if command -v npm >/dev/null 2>&1; then
-  # npm ci installs exactly the lock; when a registry mirror lacks some platform-specific
-  # optional packages the lock names (npm then calls it out of sync), npm install resolves.
-  (cd frontend && { npm ci --no-audit --no-fund --loglevel=silent \
-      || npm install --no-audit --no-fund --loglevel=error; } && npm run --silent build)
-else
-  echo "setup.sh: npm not found; skipping the front-end build (stepscope view / --html need it)" >&2
+PY_STAMP=$(stamp_of pyproject.toml -- "$TORCH" "$EXTRAS" "$(.venv/bin/python -VV)")
+if ! fresh .venv/.stepscope-setup "$PY_STAMP"; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet "$TORCH"
+  .venv/bin/python -m pip install --quiet -e ".[$EXTRAS]"
+  echo "$PY_STAMP" > .venv/.stepscope-setup
 fi
-# Azure Blob emulator for the cloud tests (Azurite from npm), project-local and git-ignored;
-# the tests skip the Azure case with the reason when node/npm is missing.
+
+# The web front end (dashboard + HTML report): npm packages from the npm registry, built by
+# Vite into src/stepscope/report/static (package data; not committed). package.json pins
+# rollup (an "override") to a version whose every platform package the registry serves, so
+# the lock file is complete and `npm ci` installs exactly it.
+if command -v npm >/dev/null 2>&1; then
+  LOCK_STAMP=$(stamp_of frontend/package.json frontend/package-lock.json -- "$(node --version)")
+  if ! fresh frontend/node_modules/.stepscope-setup "$LOCK_STAMP"; then
+    (cd frontend && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$LOCK_STAMP" > frontend/node_modules/.stepscope-setup
+  fi
+  BUNDLE_STAMP=$(stamp_of $(find frontend/src frontend/index.html frontend/vite.config.ts \
+      frontend/tsconfig.json -type f 2>/dev/null | sort) -- "$LOCK_STAMP")
+  if ! fresh src/stepscope/report/static/.stepscope-build "$BUNDLE_STAMP" \
+      || [ ! -f src/stepscope/report/static/index.html ]; then
+    (cd frontend && npm run --silent build >/dev/null)
+    echo "$BUNDLE_STAMP" > src/stepscope/report/static/.stepscope-build
+  fi
+else
+  echo "setup.sh: npm not found: the front end is not built (stepscope view and --html need" \
+       "it; the browser tests skip)" >&2
+fi
+
+# Azure Blob emulator for the cloud tests (Azurite from npm), project-local and git-ignored.
 if command -v npm >/dev/null 2>&1 && [ ! -x .cloud-emulators/node_modules/.bin/azurite-blob ]; then
   mkdir -p .cloud-emulators
-  npm install --silent --no-audit --no-fund --prefix .cloud-emulators azurite@3 || true
+  if ! npm install --no-audit --no-fund --loglevel=error --prefix .cloud-emulators azurite@3 \
+      >/dev/null; then
+    echo "setup.sh: azurite could not be installed: the Azure cloud tests will skip" >&2
+  fi
 fi
