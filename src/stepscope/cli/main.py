@@ -79,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         module = _load(name)
     except ImportError as exc:
-        print(f"stepscope {name}: cannot start ({exc})", file=sys.stderr)
+        from stepscope.cli.extras import install_hint, missing_extra
+
+        extra = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
+        hint = f": {install_hint(extra)}" if extra else ""
+        print(f"stepscope {name}: cannot start ({exc}){hint}", file=sys.stderr)
         return 2
     sub = OneLineParser(prog=f"stepscope {name}", description=HELPS[name])
     module.add_arguments(sub)
@@ -100,6 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `stepscope report x | head`
         return 0
     except Exception as exc:  # a bug of ours: one line for users, the traceback on request
+        from stepscope.cli.extras import install_hint, missing_extra
+
+        if isinstance(exc, ModuleNotFoundError) and (extra := missing_extra(exc)):
+            # an optional extra is not installed: say which, as for any input error
+            print(f"stepscope {name}: needs the '{extra}' extra ({exc.name} is not "
+                  f"installed): {install_hint(extra)}", file=sys.stderr)
+            return 2
         if os.environ.get("STEPSCOPE_DEBUG"):
             raise
         print(

@@ -19,7 +19,7 @@ CREDENTIAL_HINTS = {
 def scheme_missing(path: str, exc: ImportError) -> str:
     """``path: support for this URL scheme is not installed ...`` with the extras to add."""
     return (f"{path}: support for this URL scheme is not installed ({exc}); "
-            "try `pip install stepscope[s3]`, `[gcs]` or `[azure]`")
+            "try `pip install 'stepscope[s3]'`, `'stepscope[gcs]'` or `'stepscope[azure]'`")
 
 
 def storage_error(path: str, exc: BaseException, action: str = "read") -> str:

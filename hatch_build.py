@@ -1,0 +1,37 @@
+"""Build hook: a wheel carries the built front end (the dashboard and the HTML report).
+
+The bundle is generated (``frontend/`` -> Vite -> ``src/stepscope/report/static``) and not
+committed, so a wheel built from a clean clone would have no dashboard. Building a wheel
+therefore builds the front end when it is missing, and fails in one clear line when Node.js
+and npm are not there. Editable installs (``pip install -e``, used by scripts/setup.sh,
+which builds the bundle itself) are left alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+
+class FrontEndBuildHook(BuildHookInterface):
+    PLUGIN_NAME = "stepscope-frontend"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel" or version == "editable":
+            return
+        root = Path(self.root)
+        if (root / "src" / "stepscope" / "report" / "static" / "index.html").is_file():
+            return
+        npm = shutil.which("npm")
+        if npm is None:
+            raise RuntimeError("stepscope wheel: the front end is not built and npm is not "
+                               "installed; install Node.js >= 18 with npm, or run "
+                               "scripts/setup.sh first")
+        frontend = root / "frontend"
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                       cwd=frontend, check=True)
+        subprocess.run([npm, "run", "--silent", "build"], cwd=frontend, check=True)
