@@ -1,7 +1,7 @@
 """Terminal report (rich): findings first, then the numbers that back them.
 
 Layout rules (one unit per column, no wrapped numbers, columns dropped by importance on
-narrow terminals) live in ``text_layout``; findings in ``text_findings``.
+narrow terminals) live in ``layout``; findings in ``findings``.
 """
 
 from __future__ import annotations
