@@ -69,12 +69,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    if not args_list or args_list[0] not in COMMANDS:
+    if not args_list:  # no command: the usage, as an error (exit 2), not a success
+        parser.print_help(sys.stderr)
+        return 2
+    if args_list[0] not in COMMANDS:
         try:
-            parser.parse_args(args_list or ["--help"])
+            parser.parse_args(args_list)
         except OptionError as exc:
             print(exc, file=sys.stderr)
         return 2
+    _quiet_broken_pipe()
     name, rest = args_list[0], args_list[1:]
     try:
         module = _load(name)
@@ -119,6 +123,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _quiet_broken_pipe() -> None:
+    """`stepscope report x | head`: a closed pipe ends the command quietly with exit 0.
+
+    rich's Console meets a closed stdout in ``on_broken_pipe``, which silences stdout and
+    exits 1: the exit code of a failed ``diff --fail-on`` gate. Raise BrokenPipeError there
+    instead, which ``main`` turns into exit 0 (rich documents overriding this hook).
+    """
+    from rich.console import Console
+
+    def on_broken_pipe(self: Console) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more reaches the closed pipe
+        raise BrokenPipeError
+
+    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
 
 
 def entry_point() -> None:

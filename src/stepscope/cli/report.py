@@ -122,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
         from stepscope.report.html import check_html_output
 
         check_html_output(args.html)
+    if args.format == "json" and args.view != "summary":
+        raise UsageError(f"--view {args.view} chooses text sections; --format json prints "
+                         "every section (drop --view)")
     kind = kinds.identify(args.path)
     pipeline = kind.pipeline(kinds.REPORT)
     if pipeline is None:
