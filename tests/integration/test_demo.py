@@ -78,24 +78,50 @@ def test_fixed_trace_uses_workers_and_rarely_syncs(demo: DemoResult) -> None:
 
 
 @pytest.mark.slow
-def test_cli_prints_both_reports_and_the_throughputs(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--outdir", str(tmp_path), "--steps", "4", "--top", "3"]) == 0
+def test_cli_tells_the_story_briefly(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns: the before/after summary first, each run's findings in a few lines,
+    then the commands to go further, each on one line (it pastes whole); <= 120 lines."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--outdir", "demo", "--steps", "4", "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert out.index("Run 1/2") < out.index("Run 2/2") < out.index("Before / after")
-    assert out.count("─ stepscope report ─") == 2
+    lines = out.splitlines()
+    assert len(lines) <= 120, len(lines)
+    prose = [line for line in lines if " report demo/" not in line and " diff demo/" not in line]
+    assert max(len(line) for line in prose) <= 80
+    order = ["run 1/2 (before the fixes)", "run 2/2 (after the fixes)", "Before / after",
+             "Before the fixes: what stepscope found", "After the fixes: what stepscope found",
+             "Explore"]
+    assert [out.index(s) for s in order] == sorted(out.index(s) for s in order)
     assert "before: ~" in out and "after:  ~" in out and "samples/sec" in out
+    assert out.count("─ stepscope report ─") == 0  # the whole reports: --verbose, or the HTML
+    before = out[out.index("Before the fixes: what"):out.index("After the fixes: what")]
+    assert "Training waits for the input pipeline (DataLoader) [high]" in before
+    commands = [line.strip() for line in lines if " report demo/" in line or " diff demo/" in line]
+    assert len(commands) == 2  # each whole, on a line of its own
+    assert commands[0].endswith(".pt.trace.json.gz") and commands[1].count("demo/") == 2
     built = find_bundle() is not None  # without npm there is no front end to inline
     for when in ("before", "after"):
-        html = tmp_path / f"report-{when}.html"
+        html = tmp_path / "demo" / f"report-{when}.html"
         assert (f"HTML report ({when}):" in out) == built == html.exists()
-    compare = tmp_path / "compare.html"
+    compare = tmp_path / "demo" / "compare.html"
     assert ("HTML comparison:" in out) == built == compare.exists()
     if built:  # the Compare page's document is the demo's diff
         raw = compare.read_text(encoding="utf-8")
         assert '"schema":"stepscope.diff/1"' in raw and "dataloader" in raw
-    assert len(list((tmp_path / "before").glob("*.pt.trace.json.gz"))) == 1
-    assert len(list((tmp_path / "after").glob("*.pt.trace.json.gz"))) == 1
+    assert len(list((tmp_path / "demo" / "before").glob("*.pt.trace.json.gz"))) == 1
+    assert len(list((tmp_path / "demo" / "after").glob("*.pt.trace.json.gz"))) == 1
+
+
+@pytest.mark.slow
+def test_cli_verbose_prints_both_reports(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--outdir", str(tmp_path), "--steps", "3", "--top", "3",
+                 "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Run 1/2") < out.index("Run 2/2") < out.index("Before / after")
+    assert out.count("─ stepscope report ─") == 2
 
 
 def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,7 +134,7 @@ def test_summary_numbers() -> None:
 
     from rich.console import Console
 
-    from stepscope.demo.run import _summary, stepscope_command
+    from stepscope.demo.run import _explore, _summary, stepscope_command
 
     out = io.StringIO()
     _summary(Console(file=out, width=200, color_system=None),
@@ -116,7 +142,11 @@ def test_summary_numbers() -> None:
     text = out.getvalue()
     assert "[Throughput during profiled window] before: ~123 samples/sec" in text
     assert "[Throughput during profiled window] after:  ~1,234 samples/sec  (10.0x)" in text
-    assert f"Explore one: {stepscope_command()} report a/t.json.gz" in text
+    out = io.StringIO()
+    _explore(Console(file=out, width=40, color_system=None),
+             DemoResult("b/t.json.gz", "a/" + "x" * 60 + ".json.gz", 123.4, 1234.5))
+    lines = out.getvalue().splitlines()  # a command longer than the console is not wrapped
+    assert f"  {stepscope_command()} report a/{'x' * 60}.json.gz" in lines
     assert DemoResult("b", "a", 0.0, 5.0).speedup == 0.0
 
 

@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="samples per step (default: %(default)s)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="where the model trains (default: cuda when present)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also print both runs' whole reports")
     add_top(parser)
 
 
@@ -41,5 +43,6 @@ def run(args: argparse.Namespace) -> int:
     from stepscope.demo import run_demo
 
     run_demo(args.outdir, steps=args.steps, batch_size=args.batch_size,
-             device=None if args.device == "auto" else args.device, quiet=False, top=args.top)
+             device=None if args.device == "auto" else args.device, quiet=False, top=args.top,
+             verbose=args.verbose)
     return 0

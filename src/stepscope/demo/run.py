@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from stepscope.capture.throughput import format_rate
 from stepscope.demo.train import FIXED, SLOW, RunResult, Variant, train_profiled
 from stepscope.report import DEFAULT_TOP
+from stepscope.report.text.layout import hanging, say
 
 if TYPE_CHECKING:
     from stepscope.analysis.compare.diff import Diff
@@ -42,16 +44,23 @@ class DemoResult:
 
 def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size: int = 64,
              device: str | None = None, quiet: bool = True, top: int = DEFAULT_TOP,
-             console: Console | None = None) -> DemoResult:
+             console: Console | None = None, verbose: bool = False) -> DemoResult:
     """Train the demo workload twice under the profiler; traces go to ``outdir/{before,after}``.
 
-    With ``quiet=False`` both reports, the throughput before/after and (when the HTML
-    renderer exists) the HTML report's path are printed.
+    With ``quiet=False`` the story is printed, the before/after summary first: what each
+    run's report found (its findings and the step's breakdown), then where the HTML reports
+    are and the commands to explore further; ``verbose=True`` adds both full reports.
     """
     console = console or Console()
-    slow, slow_report = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console)
+    if not quiet:
+        say(console, f"stepscope demo: a small CNN trained twice under the profiler, before "
+                     f"and after the fixes stepscope advises ({steps} steps of {batch_size} "
+                     f"samples each, the last {steps - 2} profiled).")
+    slow, slow_report = _one(SLOW, 1, outdir, steps, batch_size, device, quiet, top, console,
+                             verbose)
     before = _write_html(slow.trace, slow_report, os.path.join(outdir, "report-before.html"))
-    fast, fast_report = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console)
+    fast, fast_report = _one(FIXED, 2, outdir, steps, batch_size, device, quiet, top, console,
+                             verbose)
     html = _write_html(fast.trace, fast_report, os.path.join(outdir, "report-after.html"))
     diff = _diff(slow.trace, fast.trace)
     compare = _write_compare_html(diff, os.path.join(outdir, "compare.html"))
@@ -59,26 +68,31 @@ def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size:
                         before, diff, compare)
     if not quiet:
         _summary(console, result)
+        for title, report in (("Before the fixes", slow_report),
+                              ("After the fixes", fast_report)):
+            if report is not None:
+                _brief(console, title, report)
+        _explore(console, result)
     return result
 
 
 def _one(variant: Variant, index: int, outdir: str, steps: int, batch_size: int,
-         device: str | None, quiet: bool, top: int,
-         console: Console) -> tuple[RunResult, Report | None]:
-    """One profiled run; with ``quiet=False`` its report (returned for reuse) is printed."""
-    if not quiet:
-        console.rule(f"[bold]Run {index}/2: {variant.name} the fixes[/]")
-        console.print(f"{escape(variant.description)}; {steps} steps of {batch_size} "
-                      f"samples, profiling the last {steps - 2}…")
+         device: str | None, quiet: bool, top: int, console: Console,
+         verbose: bool = False) -> tuple[RunResult, Report | None]:
+    """One profiled run; with ``quiet=False`` one line says it ran (``verbose``: its whole
+    report); the report is returned for the summary and the HTML page."""
     result = train_profiled(variant, outdir, steps=steps, batch_size=batch_size, device=device)
     if quiet:
         return result, None
-    from stepscope.report.text.render import render_text
-
     report = _report(result.trace, top)
-    render_text(report, console)
-    console.print(f"[bold][Throughput during profiled window][/] "
-                  f"~{format_rate(result.samples_per_s)} samples/sec")
+    if verbose:
+        from stepscope.report.text.render import render_text
+
+        console.rule(f"[bold]Run {index}/2: {variant.name} the fixes[/]")
+        say(console, f"{escape(variant.description)}.")
+        render_text(report, console)
+    say(console, f"  run {index}/2 ({variant.name} the fixes): "
+                 f"~{format_rate(result.samples_per_s)} samples/sec")
     return result, report
 
 
@@ -148,22 +162,57 @@ def _summary(console: Console, result: DemoResult) -> None:
     console.print(f"[Throughput during profiled window] after:  "
                   f"~{format_rate(result.fast_samples_per_s)} samples/sec  "
                   f"([bold green]{result.speedup:.1f}x[/])")
-    console.print("What changed: " + escape(FIXED.description) + ".")
+    say(console, "What changed: " + escape(FIXED.description) + ".")
     if result.diff is not None:
         from stepscope.report.text.diff import render_diff_brief
 
         render_diff_brief(result.diff, console)
-    console.print(f"Traces: {escape(result.slow_trace)}\n        {escape(result.fast_trace)}")
+
+
+BRIEF_CATEGORIES = 3  # breakdown categories named in a run's brief
+
+
+def _brief(console: Console, title: str, report: Report) -> None:
+    """What one run's report found, in a few lines: its findings and the step's breakdown."""
+    from stepscope.report.text.render import LABELS
+    from stepscope.units import format_us
+
+    console.rule(f"[bold]{title}: what stepscope found[/]")
+    data = report.to_json()
+    pct = data["breakdown"]["pct"]
+    parts = [f"{LABELS.get(k, k)} {v:.0f} %" for k, v in
+             sorted(pct.items(), key=lambda kv: -kv[1])[:BRIEF_CATEGORIES] if v >= 0.5]
+    step = data["breakdown"]["step_avg_us"]
+    say(console, f"Step {format_us(step)}: " + ", ".join(parts) + ".")
+    shown = [f for f in report.findings if f.severity in ("high", "medium")]
+    if not shown:
+        say(console, "No finding saves more than a few % of the step.")
+    for f in shown:
+        hanging(console, "  • ", Text.assemble(
+            (f.title, "bold"), f" [{f.severity}] ",
+            f"up to {format_us(f.saving_us)} per step ({f.saving_pct:.0f} %)"))
+
+
+def _explore(console: Console, result: DemoResult) -> None:
+    """Where the HTML reports are, and the commands to go further: each command on a line
+    of its own and never wrapped, so it pastes whole."""
+    console.rule("[bold]Explore[/]")
+    for label, path in (("HTML report (before)", result.html_before),
+                        ("HTML report (after)", result.html_report),
+                        ("HTML comparison", result.html_compare)):
+        if path:
+            say(console, f"{label + ':':<22}{escape(_shown(path))}")
     command = stepscope_command()
-    console.print(f"Explore one: {escape(command)} report {escape(result.fast_trace)}")
-    console.print(f"Compare:     {escape(command)} diff {escape(result.slow_trace)} "
-                  f"{escape(result.fast_trace)}")
+    say(console, "The whole report of a run, and the comparison:")
+    for line in (f"{command} report {_shown(result.fast_trace)}",
+                 f"{command} diff {_shown(result.slow_trace)} {_shown(result.fast_trace)}"):
+        console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
     if command != "stepscope":
-        console.print("  (or put it on PATH: source "
-                      f"{escape(os.path.join(os.path.dirname(command), 'activate'))})")
-    if result.html_before:
-        console.print(f"HTML report (before): {escape(result.html_before)}")
-    if result.html_report:
-        console.print(f"HTML report (after):  {escape(result.html_report)}")
-    if result.html_compare:
-        console.print(f"HTML comparison:      {escape(result.html_compare)}")
+        say(console, "(or put stepscope on PATH: source "
+                     f"{escape(os.path.join(os.path.dirname(command), 'activate'))})")
+
+
+def _shown(path: str) -> str:
+    """A path as short as it can be said: relative to the current folder when inside it."""
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else path
