@@ -44,11 +44,15 @@ def test_demo_fixes_show_as_a_dataloader_improvement(captures: dict[str, str],
                                            batch_size=BATCH, device="cpu").trace
         d = _diff(captures, "slow", "fixed")
     assert (d.base.steps, d.new.steps) == (STEPS - 2, STEPS - 2)
+    # What does not depend on the machine's speed: the direction and its significance, and
+    # which category shrinks (the fixed run decodes the data once: its loader has almost
+    # nothing left to do). How much faster depends on the load beside the test: it was
+    # pinned at < -40 % and failed ~1 in 4 under load (-38.2 %).
     assert d.verdict == "improvement"
-    assert d.step.pct is not None and d.step.pct < -40
+    assert d.step.pct is not None and d.step.pct < 0
     assert d.main_change == "dataloader"
     loader = next(c for c in d.categories if c.name == "dataloader")
-    assert loader.change.pct is not None and loader.change.pct < -80
+    assert loader.change.pct is not None and loader.change.pct < -50
     assert loader.share_pct is not None and loader.share_pct > 50
     # the slow run's per-step .item() syncs and loader work are gone from the operators
     gone = {o.name for o in d.operators if o.status == "removed"}
