@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 1 when broken, e.g. 'step_time>+5%%', 'kernel:aten::mm>+10%%' "
         "(repeatable; docs/diff.md)",
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: the terminal comparison; json: the stepscope.diff/1 "
+                        "document (default: %(default)s)")
     parser.add_argument(
         "--html", default=None, metavar="OUT.html",
         help="also write the comparison as a single-file HTML page (opens offline)",

@@ -25,7 +25,9 @@ from stepscope.units import format_us
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="torch.cuda.memory snapshot (.pickle) or memory timeline "
                                      "(.raw.json.gz / .json from export_memory_timeline)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: the terminal view; json: the result as one JSON object "
+                        "(default: %(default)s)")
 
 
 def analyse(path: str) -> dict[str, Any]:
