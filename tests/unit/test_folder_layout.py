@@ -9,8 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.builders import PID, TraceBuilder
-from tests.distributed_builders import write_run
+from tests.distributed_builders import write_capture, write_run
 
 from stepscope.cli.main import main
 from stepscope.errors import UsageError
@@ -85,25 +84,10 @@ def test_distinct_processes_are_ranks_only_when_captured_together() -> None:
 # ---------------------------------------------------------------- on synthetic traces
 
 
-def _capture(directory: Path, name: str, *, base_us: float, pid: int = PID,
-             steps: int = 3, gemm_us: float = 800.0) -> Path:
-    """One capture of a GPU training loop (steps of one GEMM) starting at ``base_us``."""
-    b = TraceBuilder()
-    for s in range(steps):
-        t0 = base_us + s * 1000.0
-        with b.step(s + 1, t0, 1000.0):
-            b.launch(None, "cudaLaunchKernel", t0, 5, kernel="sm90_gemm_kernel",
-                     k_ts=t0 + 10, k_dur=gemm_us)
-    for e in b.events:
-        if e.get("pid") == PID:
-            e["pid"] = pid
-    return b.write(directory, name)
-
-
 def test_two_spans_of_one_process_get_its_findings(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    _capture(tmp_path, "host_7.100.pt.trace.json", base_us=1e6)
-    _capture(tmp_path, "host_7.200.pt.trace.json", base_us=5e6)
+    write_capture(tmp_path, "host_7.100.pt.trace.json", base_us=1e6)
+    write_capture(tmp_path, "host_7.200.pt.trace.json", base_us=5e6)
     report = build_folder_report(find_run([str(tmp_path)]), executor="serial", use_cache=False)
     assert isinstance(report, SpansReport)
     assert report.layout.process == "host_7 (pid 1000)"
@@ -138,8 +122,8 @@ def test_ranks_without_distributed_info_captured_together(tmp_path: Path) -> Non
 
 def test_processes_one_after_another_are_not_ranks(tmp_path: Path) -> None:
     """Two runs of a script (two pids) captured minutes apart: no imbalance between them."""
-    _capture(tmp_path, "a.json", base_us=1e6, pid=11, gemm_us=300.0)
-    _capture(tmp_path, "b.json", base_us=600e6, pid=12, gemm_us=900.0)
+    write_capture(tmp_path, "a.json", base_us=1e6, pid=11, gemm_us=300.0)
+    write_capture(tmp_path, "b.json", base_us=600e6, pid=12, gemm_us=900.0)
     report = build_folder_report(find_run([str(tmp_path)]), executor="serial", use_cache=False)
     assert isinstance(report, SpansReport) and report.layout.processes == 2
     assert not {f.id for f in report.findings} & {"rank-imbalance", "straggler"}
@@ -152,8 +136,8 @@ def test_dashboard_run_of_one_process_spans_is_not_ranks(tmp_path: Path) -> None
 
     run = tmp_path / "r"
     run.mkdir()
-    _capture(run, "first.json", base_us=1e6)  # names say nothing: two "workers"
-    _capture(run, "second.json", base_us=5e6)
+    write_capture(run, "first.json", base_us=1e6)  # names say nothing: two "workers"
+    write_capture(run, "second.json", base_us=5e6)
     files = rank_files(discover(str(tmp_path)), "r")
     assert len(files) == 2
     store = RunStore(use_cache=False)
