@@ -39,7 +39,7 @@ def run_many(args: argparse.Namespace) -> int:
     common = dict(executor=executor, workers=args.workers, scheduler=args.scheduler,
                   use_cache=not args.no_cache, link_gbps=args.link_gbps)
     if args.format == "text" and err.is_terminal:
-        with Progress(TextColumn("ranks"), BarColumn(), MofNCompleteColumn(),
+        with Progress(TextColumn("traces"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err, transient=True) as progress:
             task = progress.add_task("ranks", total=len(run.paths))
 

@@ -93,8 +93,8 @@ def build_run_report(run: Run, *, executor: str = "processes", workers: int | No
     ok, failed, layout = _summaries(run, tasks, executor=executor, workers=workers,
                                     scheduler=scheduler, progress=progress)
     if layout.kind != RANKS:
-        raise UsageError(f"{run.location}: {len(ok)} captures of {layout.process}, not ranks "
-                         "of a job: open each trace (or `stepscope report` the folder)")
+        raise UsageError(f"{run.location}: {len(ok)} capture(s) of {layout.process}, not "
+                         "ranks of a job: open each trace (or `stepscope report` the folder)")
     return _run_report(run, ok, failed, link_gbps)
 
 

@@ -94,7 +94,7 @@ def merge_findings(spans: tuple[SpanResult, ...]) -> list[Finding]:
         name = spans[i].path.rstrip("/").rsplit("/", 1)[-1]
         where = (f"found in {len(found)} of {len(spans)} captures (saving {savings} per step); "
                  f"evidence below from capture {i + 1} ({name}), where it saves most")
-        out.append(replace(f, evidence=(where, *f.evidence)))
+        out.append(f if len(spans) == 1 else replace(f, evidence=(where, *f.evidence)))
     return sorted(out, key=lambda f: -f.saving_us)
 
 

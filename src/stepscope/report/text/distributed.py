@@ -51,8 +51,10 @@ def render_spans_text(report: SpansReport, console: Console | None = None) -> No
     console.rule(Text("stepscope report", style="bold"))
     hanging(console, "", Text(str(report.run.location)))
     n = len(report.spans)
-    hanging(console, "", Text(f"{n} captures of {report.layout.process}, not ranks of a job: "
-                              "each analysed on its own; findings merged by rule"))
+    what = (f"{n} captures of {report.layout.process}, not ranks of a job: each analysed on "
+            "its own; findings merged by rule" if n > 1
+            else f"1 capture of {report.layout.process}")
+    hanging(console, "", Text(what))
     for err in report.failed:
         hanging(console, "", Text("skipped capture: ", style="yellow") + Text(err))
     _title(console, "Captures (spans)")
