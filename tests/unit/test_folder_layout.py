@@ -153,3 +153,17 @@ def test_dashboard_run_of_one_process_spans_is_not_ranks(tmp_path: Path) -> None
     while entry.state not in ("ready", "error") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert entry.state == "error" and "not ranks of a job" in (entry.error or "")
+
+
+def test_relative_times_compare_only_with_their_base(tmp_path: Path) -> None:
+    """PyTorch >= 2.2 writes ts relative to baseTimeNanoseconds, a base each process picks
+    when it starts: two runs of a script ten minutes apart have the same relative times.
+    Compared with their bases they are one after another (spans), not ranks."""
+    from stepscope.formats import load_trace
+
+    a = write_capture(tmp_path, "a.json", base_us=1e6, pid=11, base_time_ns=1_700_000_000 * S)
+    write_capture(tmp_path, "b.json", base_us=1e6, pid=12, base_time_ns=1_700_000_600 * S)
+    assert load_trace(str(a), use_cache=False).meta.base_time_ns == 1_700_000_000 * S
+    report = build_folder_report(find_run([str(tmp_path)]), executor="serial", use_cache=False)
+    assert isinstance(report, SpansReport) and report.layout.processes == 2
+    assert summarise_folder(str(tmp_path), use_cache=False).kind == "traces"

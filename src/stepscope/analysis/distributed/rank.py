@@ -237,13 +237,16 @@ def host_pid(trace: Trace) -> str | None:
 
 
 def capture_window(trace: Trace) -> tuple[int, int]:
-    """The wall-clock span the trace covers (ns): the profiler's own span, else its events."""
+    """The wall-clock span the trace covers (ns): the profiler's own span, else its events;
+    plus Kineto's ``baseTimeNanoseconds`` where times are relative to it (each process
+    picks its own base, so only the sum compares across traces)."""
     m = trace.meta
+    base = m.base_time_ns or 0
     if m.window_start is not None and m.window_end is not None:
-        return m.window_start, m.window_end
+        return m.window_start + base, m.window_end + base
     starts = [int(t.ts.min()) for t in (trace.host, trace.device) if len(t)]
     ends = [int(t.end.max()) for t in (trace.host, trace.device) if len(t)]
-    return (min(starts), max(ends)) if starts else (0, 0)
+    return (min(starts) + base, max(ends) + base) if starts else (0, 0)
 
 
 def rank_summary(trace: Trace, *, links: Links | None = None,
