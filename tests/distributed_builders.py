@@ -7,9 +7,10 @@ traces to check that they do not fake stragglers.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from tests.builders import TraceBuilder
+from tests.builders import PID, TraceBuilder
 
 NELEMS = 1_000_000  # float32 -> 4 MB per all-reduce
 
@@ -46,3 +47,27 @@ def write_run(directory: Path, compute_us: list[float], *, steps: int = 2,
                              k_ts=comm_start, k_dur=overlap[rank], stream=9)
         paths.append(b.write(directory, f"rank{rank}.pt.trace.json"))
     return paths
+
+
+def write_capture(directory: Path, name: str, *, base_us: float, pid: int = PID,
+                  steps: int = 3, gemm_us: float = 800.0,
+                  base_time_ns: int | None = None) -> Path:
+    """One capture of a single-process GPU training loop (a GEMM per 1 ms step) starting at
+    ``base_us`` (wall clock), its host events under ``pid``: captures of one process differ
+    in ``base_us`` only; other processes in ``pid``. ``base_time_ns``: write Kineto's
+    ``baseTimeNanoseconds`` (times then relative to it, as PyTorch >= 2.2 writes them)."""
+    b = TraceBuilder()
+    for s in range(steps):
+        t0 = base_us + s * 1000.0
+        with b.step(s + 1, t0, 1000.0):
+            b.launch(None, "cudaLaunchKernel", t0, 5, kernel="sm90_gemm_kernel",
+                     k_ts=t0 + 10, k_dur=gemm_us)
+    for e in b.events:
+        if e.get("pid") == PID:
+            e["pid"] = pid
+    path = b.write(directory, name)
+    if base_time_ns is not None:
+        doc = json.loads(path.read_text())
+        doc["baseTimeNanoseconds"] = base_time_ns
+        path.write_text(json.dumps(doc))
+    return path

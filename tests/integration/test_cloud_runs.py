@@ -19,7 +19,7 @@ from tests.cloud_emulators import (
     upload_dir,
 )
 from tests.conftest import ROOT
-from tests.distributed_builders import write_run
+from tests.distributed_builders import write_capture, write_run
 
 __all__ = ["azure_emulator", "gcs_emulator", "s3_emulator"]  # fixtures used by name
 
@@ -43,6 +43,11 @@ def cloud(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str
     src.mkdir()
     write_run(src, [1000, 3500, 1000])
     upload_dir(upload, src, "job")
+    spans = tmp_path / "spans"  # two captures of one process (torch.profiler's names)
+    spans.mkdir()
+    write_capture(spans, "host_7.100.pt.trace.json", base_us=1e6)
+    write_capture(spans, "host_7.200.pt.trace.json", base_us=5e6)
+    upload_dir(upload, spans, "spans")
     return scheme, env, upload
 
 
@@ -58,6 +63,13 @@ def test_report_a_cloud_logdir(cloud: tuple[str, dict[str, str], Upload], tmp_pa
                   cache=tmp_path / "cache")
     assert single.returncode == 0, single.stderr
     assert json.loads(single.stdout)["distributed"]["rank"] == 0
+    # a prefix holding captures of one process: that process's findings, not 2 ranks
+    spans = _cli(env, f"{scheme}://{BUCKET}/spans/", "--format", "json", "--executor",
+                 "serial", cache=tmp_path / "cache")
+    assert spans.returncode == 0, spans.stderr
+    doc = json.loads(spans.stdout)
+    assert doc["source"]["format"] == "spans" and doc["source"]["process"] == "host_7 (pid 1000)"
+    assert [s["steps"] for s in doc["spans"]] == [3, 3] and "distributed" not in doc
 
 
 def test_missing_object_is_one_line(cloud: tuple[str, dict[str, str], Upload],

@@ -92,3 +92,31 @@ def test_build_command_forms(tmp_path: Path) -> None:
     assert module.argv[-3:] == ["-m", "pkg.train", "--x"] and module.description == "-m pkg.train"
     with pytest.raises(UsageError):
         build_command(["torchrun", "t.py"])
+
+
+def test_repeat_cycles_are_one_process_spans(tmp_path: Path) -> None:
+    """`--repeat 2` writes two captures of one process ({host}_{pid}.{ms}): `report DIR`
+    gives that process's findings per capture, never a run of 2 ranks (issue 21, item 10)."""
+    import json
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    proc = _stepscope("run", "--logdir", "logs", "--run", "r", "--repeat", "2", "--no-report",
+                       "--", "python", "train.py", "14", "0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    traces = sorted((tmp_path / "logs" / "r").glob("*.pt.trace.json.gz"))
+    assert len(traces) == 2
+    assert len({t.name.split(".")[0] for t in traces}) == 1  # one worker: {host}_{pid}
+    rep = _stepscope("report", "logs/r", "--format", "json", "--executor", "serial",
+                     cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    doc = json.loads(rep.stdout)
+    assert doc["source"]["format"] == "spans" and doc["source"]["traces"] == 2
+    assert doc["source"]["processes"] == 1 and "distributed" not in doc
+    assert [s["steps"] for s in doc["spans"]] == [3, 3]
+    ids = {f["id"] for f in doc["findings"]}
+    assert not ids & {"rank-imbalance", "straggler", "low-comm-overlap",
+                          "exposed-communication"}
+    assert ids == {i for s in doc["spans"] for i in s["findings"]}
+    text = _stepscope("report", "logs/r", "--executor", "serial", cwd=tmp_path)
+    assert text.returncode == 0 and "2 captures of " in text.stdout
+    assert "2 ranks" not in text.stdout and "computation imbalanced" not in text.stdout

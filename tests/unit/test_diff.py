@@ -310,14 +310,40 @@ def test_rank_folder_against_one_trace_is_incompatible(
 
 
 def test_bad_rank_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two captures of rank 0 beside rank 1: neither one run of ranks nor one process."""
     twice = tmp_path / "twice"
     twice.mkdir()
     training_trace(twice, "a.json", seed=1, rank=0)
     training_trace(twice, "b.json", seed=2, rank=0)
+    training_trace(twice, "c.json", seed=4, rank=1)
     single = training_trace(tmp_path, "single.json", seed=3)
     assert main(["diff", str(twice), str(single)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "several traces of rank 0" in err
+    assert err.count("\n") == 0 and "2 captures of rank 0 of 2" in err
+
+
+def test_captures_of_one_rank_pool(tmp_path: Path) -> None:
+    """Two captures of rank 0 (same rank, two spans) are one process's spans: pooled, as
+    `report DIR` reads them (report/folder.py), not refused and not two ranks."""
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    training_trace(twice, "a.json", seed=1, rank=0)
+    training_trace(twice, "b.json", seed=2, rank=0)
+    s = summarise_folder(str(twice))
+    assert (s.kind, s.ranks, s.n_steps) == ("traces", 1, 16)
+
+
+def test_mixed_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    training_trace(mixed, "rank0.json", seed=1, rank=0)
+    training_trace(mixed, "alone.json", seed=2)
+    assert main(["diff", str(mixed), str(mixed)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "mixes traces of a distributed job" in err
+    assert main(["report", str(mixed)]) == 2  # report DIR refuses it the same way
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "mixes traces of a distributed job" in err
 
 
 def test_diff_to_json_has_no_numpy_types(pair: dict[str, Path]) -> None:

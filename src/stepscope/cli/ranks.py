@@ -1,4 +1,4 @@
-"""``stepscope report DIR|PREFIX|FILES...``: the distributed view of a run of many ranks."""
+"""``stepscope report DIR|PREFIX|FILES...``: the run of many ranks, or one process's captures."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from stepscope.cli.options import positive_float, positive_int
+from stepscope.errors import UsageError
 from stepscope.parallel.executor import EXECUTORS
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_many(args: argparse.Namespace) -> int:
-    from stepscope.report.run import build_run_report, find_run
+    from stepscope.report.run import RunReport, build_folder_report, find_run
 
     executor = "dask" if args.scheduler else args.executor
     run = find_run(args.path)
@@ -38,27 +39,34 @@ def run_many(args: argparse.Namespace) -> int:
     common = dict(executor=executor, workers=args.workers, scheduler=args.scheduler,
                   use_cache=not args.no_cache, link_gbps=args.link_gbps)
     if args.format == "text" and err.is_terminal:
-        with Progress(TextColumn("ranks"), BarColumn(), MofNCompleteColumn(),
+        with Progress(TextColumn("traces"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err, transient=True) as progress:
             task = progress.add_task("ranks", total=len(run.paths))
 
             def tick(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            report = build_run_report(run, progress=tick, **common)
+            report = build_folder_report(run, progress=tick, **common)
     else:
-        report = build_run_report(run, **common)
+        report = build_folder_report(run, **common)
     if args.html:
+        if not isinstance(report, RunReport):
+            raise UsageError(f"{run.location}: --html writes a run of ranks; these traces are "
+                             f"captures of {report.layout.process}: give one capture's file")
         _write_run_html(report, args.html)
     if args.format == "json":
         import msgspec
 
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(report.to_json()),
                                              indent=2).decode() + "\n")
-    else:
+    elif isinstance(report, RunReport):
         from stepscope.report.text.distributed import render_run_text
 
         render_run_text(report, Console(), top=max(args.top, 0))
+    else:
+        from stepscope.report.text.distributed import render_spans_text
+
+        render_spans_text(report, Console())
     return 0
 
 

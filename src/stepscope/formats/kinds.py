@@ -83,6 +83,8 @@ def _kind(name: str, words: str, use: str = "", **pipelines: str) -> Kind:
 # Pipelines, by command (each command maps these names to its functions):
 #   report: trace | ranks | tensorrt | ncu      diff: trace | report | folder | tensorrt
 #   memory: snapshot | timeline                 view: trace | logdir
+# report's "ranks" takes several traces: report/folder.py decides whether they are ranks
+# of a job (the run view) or captures of one process (that process's findings).
 RANK_FILES = _kind("rank_files", "several trace files", report="ranks")
 TRACE_FOLDER = _kind("trace_folder", "a folder of traces", report="ranks", diff="folder",
                      view="logdir")

@@ -393,6 +393,9 @@ class TraceMeta:
     format_version: str | None = None  # e.g. the nsys export schema version "3.17.1"
     producer: str | None = None  # e.g. "NVIDIA Nsight Systems 2025.1.1.110"
     diagnostics: tuple[str, ...] = ()  # the profiler's own warnings/errors (nsys DIAGNOSTIC_EVENT)
+    # Kineto's baseTimeNanoseconds: event times are relative to it (wall clock = ts + base);
+    # None for traces with absolute (epoch) times
+    base_time_ns: int | None = None
 
 
 @dataclass(frozen=True)

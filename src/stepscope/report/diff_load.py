@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -27,6 +28,9 @@ from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.io.source import is_url
 from stepscope.report.build import SCHEMA, build_report
+
+if TYPE_CHECKING:
+    from stepscope.model.trace import Trace
 
 ALL_ROWS = 1 << 30
 
@@ -255,7 +259,10 @@ def trace_summary_and_report(
     """The summary of a trace and its full report JSON (every row: a complete baseline)."""
     from stepscope.formats import load_trace
 
-    trace = load_trace(path, use_cache=use_cache)
+    return _summary_and_report(load_trace(path, use_cache=use_cache), path)
+
+
+def _summary_and_report(trace: Trace, path: str) -> tuple[RunSummary, dict[str, Any]]:
     report = build_report(trace, top=ALL_ROWS)
     doc = report.to_json()
     a = report.analyses
@@ -266,8 +273,6 @@ def trace_summary_and_report(
 
 
 def _as_kind(s: RunSummary, kind: str) -> RunSummary:
-    from dataclasses import replace
-
     return replace(s, kind=kind)
 
 
@@ -275,12 +280,17 @@ TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
 
 
 def summarise_folder(path: str, *, use_cache: bool = True) -> RunSummary:
-    """Every trace in a folder as one run.
+    """Every trace in a folder as one run, as ``stepscope report DIR`` reads the folder.
 
-    Traces of different ranks of one job (distinct ``rank``, ``world_size`` > 1) are
-    combined step by step (``combine_ranks``: the slowest rank sets the step time); other
-    traces are repeated captures of one workload, pooled (``pool``).
+    ``report.folder.folder_layout`` decides: ranks of one job are combined step by step
+    (``combine_ranks``: the slowest rank sets the step time); captures of one process, or
+    of one workload run one after another, are pooled (``pool``); a mixed folder is refused.
     """
+    from stepscope.analysis.distributed.rank import capture_window, host_pid
+    from stepscope.formats import load_trace
+    from stepscope.model.run import assign_ranks
+    from stepscope.report.folder import RANKS, Capture, folder_layout
+
     if is_url(path):  # a cloud prefix
         from stepscope.io.listing import list_traces
 
@@ -293,18 +303,20 @@ def summarise_folder(path: str, *, use_cache: bool = True) -> RunSummary:
         )
     if not files:
         raise UsageError(f"{path}: folder has no trace files (*.json, *.json.gz)")
-    runs = [summarise_trace(f, use_cache=use_cache) for f in files]
-    distributed = [r for r in runs if r.world_size and r.world_size > 1 and r.rank is not None]
-    if not distributed:
+    runs, captures = [], []
+    for f in files:
+        trace = load_trace(f, use_cache=use_cache)
+        runs.append(_as_kind(_summary_and_report(trace, f)[0], "trace"))
+        m = trace.meta
+        captures.append(Capture(f, m.rank, m.world_size, host_pid(trace),
+                                *capture_window(trace)))
+    layout = folder_layout(path, captures)
+    if layout.kind != RANKS:
         return pool(runs, path)
-    if len(distributed) != len(runs):
-        raise UsageError(f"{path}: mixes traces of a distributed job with single-process ones")
-    ranks = [r.rank for r in runs]
-    if len(set(ranks)) != len(ranks):
-        dup = next(r for r in ranks if ranks.count(r) > 1)
-        raise UsageError(f"{path}: holds several traces of rank {dup}; give one per rank")
-    if len({r.world_size for r in runs}) != 1:
-        raise UsageError(f"{path}: holds traces of jobs with different world sizes")
+    if not any(c.distributed for c in captures):  # ranks without distributedInfo
+        numbers, _ = assign_ranks(files, [None] * len(files))
+        runs = [replace(r, rank=n, world_size=len(runs)) for r, n in zip(runs, numbers,
+                                                                            strict=True)]
     try:
         return combine_ranks(sorted(runs, key=lambda r: r.rank or 0), path)
     except ValueError as exc:

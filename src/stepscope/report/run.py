@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepscope.advice.finding import Finding
 from stepscope.analysis.distributed.rank import RankSummary
 from stepscope.analysis.distributed.run import Distributed, analyse_run
-from stepscope.errors import TraceSourceError
+from stepscope.errors import TraceSourceError, UsageError
 from stepscope.io.listing import list_traces
 from stepscope.model.run import Run, assign_ranks
 from stepscope.parallel.executor import map_ranks
 from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
+from stepscope.report.folder import RANKS, Capture, Layout, folder_layout
 from stepscope.report.json.distributed import distributed_json
+
+if TYPE_CHECKING:
+    from stepscope.report.spans import SpansReport
 
 SCHEMA = "stepscope.report/1"
 
@@ -45,20 +49,59 @@ class RunReport:
         }
 
 
+def captures_of(ok: Sequence[tuple[str, RankSummary]]) -> list[Capture]:
+    return [Capture(p, s.rank, s.world_size, s.pid, s.start_ns, s.end_ns) for p, s in ok]
+
+
+def _summaries(run: Run, tasks: list[RankTask], **kw: Any
+               ) -> tuple[list[tuple[str, RankSummary]], list[str], Layout]:
+    results = map_ranks(summarise_rank, tasks, **kw)
+    ok = [(t.path, r) for t, r in zip(tasks, results, strict=True) if isinstance(r, RankSummary)]
+    failed = [r.error for r in results if isinstance(r, RankFailure)]
+    if not ok:
+        raise TraceSourceError(f"{run.location}: no rank could be read ({failed[0]})")
+    return ok, failed, folder_layout(run.location, captures_of(ok))
+
+
+def build_folder_report(run: Run, *, executor: str = "processes", workers: int | None = None,
+                        scheduler: str | None = None, use_cache: bool = True,
+                        storage_options: dict[str, Any] | None = None,
+                        link_gbps: float | None = None,
+                        progress: Callable[[int, int], None] | None = None
+                        ) -> RunReport | SpansReport:
+    """The run view of a folder of ranks; the process's findings for captures of one
+    process (report/folder.py decides which)."""
+    from stepscope.report.spans import build_spans_report
+
+    tasks = [RankTask(p, use_cache, storage_options) for p in run.paths]
+    ok, failed, layout = _summaries(run, tasks, executor=executor, workers=workers,
+                                    scheduler=scheduler, progress=progress)
+    if layout.kind == RANKS:
+        return _run_report(run, ok, failed, link_gbps)
+    return build_spans_report(run, layout, [p for p, _ in ok], failed, executor=executor,
+                              workers=workers, scheduler=scheduler, use_cache=use_cache,
+                              storage_options=storage_options, progress=progress)
+
+
 def build_run_report(run: Run, *, executor: str = "processes", workers: int | None = None,
                      scheduler: str | None = None, use_cache: bool = True,
                      storage_options: dict[str, Any] | None = None,
                      link_gbps: float | None = None,
                      progress: Callable[[int, int], None] | None = None) -> RunReport:
+    """The run view; a UsageError when the traces are not ranks (captures of one process)."""
+    tasks = [RankTask(p, use_cache, storage_options) for p in run.paths]
+    ok, failed, layout = _summaries(run, tasks, executor=executor, workers=workers,
+                                    scheduler=scheduler, progress=progress)
+    if layout.kind != RANKS:
+        raise UsageError(f"{run.location}: {len(ok)} capture(s) of {layout.process}, not "
+                         "ranks of a job: open each trace (or `stepscope report` the folder)")
+    return _run_report(run, ok, failed, link_gbps)
+
+
+def _run_report(run: Run, ok: list[tuple[str, RankSummary]], failed: list[str],
+                link_gbps: float | None) -> RunReport:
     from stepscope.advice.run import advise_run
 
-    tasks = [RankTask(p, use_cache, storage_options) for p in run.paths]
-    results = map_ranks(summarise_rank, tasks, executor=executor, workers=workers,
-                        scheduler=scheduler, progress=progress)
-    ok = [(t.path, r) for t, r in zip(tasks, results, strict=True) if isinstance(r, RankSummary)]
-    failed = [r.error for r in results if isinstance(r, RankFailure)]
-    if not ok:
-        raise TraceSourceError(f"{run.location}: no rank could be read ({failed[0]})")
     ranks, source = assign_ranks([p for p, _ in ok], [s.rank for _, s in ok])
     ranked = sorted(zip(ranks, (s for _, s in ok), strict=True), key=lambda rs: rs[0])
     dist = analyse_run(ranked, rank_source=source, failed=failed, link_gbps=link_gbps)

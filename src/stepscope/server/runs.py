@@ -15,7 +15,12 @@ MAX_RUNS = 4  # run reports kept in memory (small: summaries only)
 
 
 def rank_files(files: list[TraceFile], run: str) -> list[TraceFile]:
-    """One trace per worker of ``run`` (its newest span), when it has 2 or more workers."""
+    """One trace per worker of ``run`` (its newest span), when it has 2 or more workers.
+
+    Worker names come from file names only (the listing must stay cheap); whether the
+    workers are ranks is decided when the run is read (report/folder.py): workers that are
+    captures of one process make the run's entry an error, never a run of ranks.
+    """
     newest: dict[str, TraceFile] = {}
     for f in files:
         if f.run == run:

@@ -96,6 +96,10 @@ class RankSummary:
     # (operator, self time ns: device self on GPU traces, host self on CPU), largest first,
     # communication wrappers excluded: what a straggler's extra time is spent in
     top_ops: tuple[tuple[str, int], ...] = ()
+    # which process wrote the trace, and when (report/folder.py: ranks or spans of one process)
+    pid: str | None = None  # the host process id as written
+    start_ns: int = 0  # the capture's window, wall-clock ns
+    end_ns: int = 0
 
     def total(self, field: str) -> int:
         return int(sum(getattr(s, field) for s in self.steps))
@@ -218,6 +222,33 @@ def _top_ops(trace: Trace, links: Links,
     return tuple(out)
 
 
+def host_pid(trace: Trace) -> str | None:
+    """The pid of the process that ran the profiler: the pid of most host events.
+
+    torch.profiler writes host events with the OS pid of the profiled process (device
+    events carry the device index instead); DataLoader workers or other processes recorded
+    beside it own fewer events than the training loop that ran the steps.
+    """
+    for table in (trace.host, trace.runtime):
+        if len(table):
+            ids, counts = np.unique(table.pid, return_counts=True)
+            return trace.name(int(ids[int(np.argmax(counts))]))
+    return None
+
+
+def capture_window(trace: Trace) -> tuple[int, int]:
+    """The wall-clock span the trace covers (ns): the profiler's own span, else its events;
+    plus Kineto's ``baseTimeNanoseconds`` where times are relative to it (each process
+    picks its own base, so only the sum compares across traces)."""
+    m = trace.meta
+    base = m.base_time_ns or 0
+    if m.window_start is not None and m.window_end is not None:
+        return m.window_start + base, m.window_end + base
+    starts = [int(t.ts.min()) for t in (trace.host, trace.device) if len(t)]
+    ends = [int(t.end.max()) for t in (trace.host, trace.device) if len(t)]
+    return (min(starts) + base, max(ends) + base) if starts else (0, 0)
+
+
 def rank_summary(trace: Trace, *, links: Links | None = None,
                  operators: list[OperatorRow] | None = None) -> RankSummary:
     """Per-step computation/communication split and the collective calls of one rank.
@@ -237,6 +268,7 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
     cm = iv.measure_in(comm, starts, ends) - ov
     bz = iv.measure_in(busy, starts, ends)
     names = [s.name for s in steps.steps]
+    start, end = capture_window(trace)
     rows = tuple(
         StepComm(names[k], int(starts[k]), int(ends[k]), int(cp[k]), int(ov[k]), int(cm[k]),
                  int(max(ends[k] - starts[k] - bz[k], 0)))
@@ -247,4 +279,5 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
         backend=trace.meta.backend, on_device=on_device, steps=rows,
         calls=tuple(_calls(trace, starts, ends, names)),
         top_ops=_top_ops(trace, links, operators),
+        pid=host_pid(trace), start_ns=start, end_ns=end,
     )

@@ -54,8 +54,9 @@ from stepscope.model.trace import (
     TraceMeta,
 )
 
-# 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table
-READER_VERSION = "kineto-4"
+# 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table;
+# 5: baseTimeNanoseconds kept (TraceMeta.base_time_ns)
+READER_VERSION = "kineto-5"
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -265,6 +266,19 @@ def _events_start(head: bytes) -> int:
     return m.end() if m else -1
 
 
+def _base_time(raw: msgspec.Raw) -> int | None:
+    """``baseTimeNanoseconds`` as an int; None when absent or not a positive number."""
+    if not len(raw):
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+        ns = int(value) if isinstance(value, int | float | str) and \
+            not isinstance(value, bool) else None
+    except (msgspec.MsgspecError, ValueError, OverflowError):
+        return None
+    return ns if ns is not None and ns > 0 else None
+
+
 def _fast_split(data: memoryview) -> tuple[Document, memoryview, int] | None:
     """Top level and event-array body without scanning the whole file, or None.
 
@@ -446,11 +460,12 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
             f"{n:,} × {r}" for r, n in sorted(repairs.items())
         )]
     rank = world = backend = None
-    schema = None
+    schema = base_ns = None
     devices: tuple[DeviceProperties, ...] = ()
     if doc is not None:
         devices = read_device_props(doc.deviceProperties, doc.computeProperties)
         schema = doc.schemaVersion if isinstance(doc.schemaVersion, int) else None
+        base_ns = _base_time(doc.baseTimeNanoseconds)
         if len(doc.distributedInfo):
             try:
                 info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
@@ -467,7 +482,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         window_end=max(e for _, e in spans) if spans else None,
         vendor=_vendor(devices, strings, len(device_ops) > 0, categories),
         categories=dict(categories), skipped=dict(skipped), warnings=tuple(warnings),
-        notes=tuple(device_notes),
+        notes=tuple(device_notes), base_time_ns=base_ns,
     )
     return Trace(
         meta=meta, strings=tuple(strings), host=host,

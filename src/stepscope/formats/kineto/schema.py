@@ -69,6 +69,8 @@ class Document(msgspec.Struct, gc=False):
     deviceProperties: msgspec.Raw = msgspec.Raw()
     computeProperties: msgspec.Raw = msgspec.Raw()  # PyTorch 1.8/1.9 (torch-tb-profiler era)
     distributedInfo: msgspec.Raw = msgspec.Raw()
+    # Kineto since PyTorch ~2.2 writes ts relative to this (wall clock = ts + base)
+    baseTimeNanoseconds: msgspec.Raw = msgspec.Raw()
 
 
 class DeviceProps(msgspec.Struct, gc=False):

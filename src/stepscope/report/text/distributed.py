@@ -23,6 +23,7 @@ from stepscope.units import format_us
 
 if TYPE_CHECKING:
     from stepscope.report.run import RunReport
+    from stepscope.report.spans import SpansReport
 
 
 def render_run_text(
@@ -42,6 +43,28 @@ def render_run_text(
     _stragglers(console, d["stragglers"][:top])
     _steps(console, d["steps"][:top])
     _collectives(console, d["collectives"][:top])
+
+
+def render_spans_text(report: SpansReport, console: Console | None = None) -> None:
+    """Captures of one process (report/folder.py): the captures, then the process's findings."""
+    console = console or Console()
+    console.rule(Text("stepscope report", style="bold"))
+    hanging(console, "", Text(str(report.run.location)))
+    n = len(report.spans)
+    what = (f"{n} captures of {report.layout.process}, not ranks of a job: each analysed on "
+            "its own; findings merged by rule" if n > 1
+            else f"1 capture of {report.layout.process}")
+    hanging(console, "", Text(what))
+    for err in report.failed:
+        hanging(console, "", Text("skipped capture: ", style="yellow") + Text(err))
+    _title(console, "Captures (spans)")
+    spans = report.spans
+    columns = [count_column("steps", [s.steps for s in spans]),
+               time_column("mean step", [s.mean_step_us for s in spans], keep=5),
+               count_column("findings", [len(s.findings) for s in spans])]
+    names = [s.path.rstrip("/").rsplit("/", 1)[-1] for s in spans]
+    print_table(console, fit_table(console, "capture", names, columns, min_name=12))
+    render_findings(console, report.findings)
 
 
 def _title(console: Console, title: str) -> None:
