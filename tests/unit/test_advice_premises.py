@@ -13,7 +13,7 @@ from tests.builders import TraceBuilder
 from stepscope.advice import Finding, advise
 from stepscope.advice.context import Context
 from stepscope.advice.rules.efficiency import low_mfu, tensor_cores
-from stepscope.advice.rules.trace import module_hotspot
+from stepscope.advice.rules.trace import elementwise, gpu_time_util, module_hotspot
 from stepscope.analysis.suite import Analyses, run_analyses
 
 BF16 = "c10::BFloat16"
@@ -233,3 +233,60 @@ def test_premises_read_from_the_trace(tmp_path: Path) -> None:
     assert p.compiled == "Torch-Compiled Region: 0/0"
     assert p.matmul_dtypes == {"bf16": 1.0}
     assert p.graph_launches == 0
+
+
+# ---- rules whose fix names torch.compile / AMP / graphs --------------------------------
+
+
+def _busy(tmp_path: Path, op: str, kernel: str, *, compiled: bool = False) -> list[Finding]:
+    """One 10 ms step, the GPU busy with ``kernel`` launched by ``op``."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        if compiled:
+            b.annotation("Torch-Compiled Region: 0/0", 1, 9_990)
+        for i in range(100):
+            o = b.op(op, 10 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=kernel, k_ts=100 + i * 99,
+                     k_dur=99)
+    return advise(run_analyses(b.load(tmp_path)))
+
+
+EAGER_MUL = "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>"
+
+
+def test_elementwise_in_an_eager_run_suggests_compile(tmp_path: Path) -> None:
+    f = next(f for f in _busy(tmp_path, "aten::mul", EAGER_MUL) if f.id == "elementwise-dominated")
+    assert f.code == elementwise.CODE
+
+
+def test_elementwise_in_a_compiled_run_points_at_graph_breaks(tmp_path: Path) -> None:
+    fs = _busy(tmp_path, "aten::mul", EAGER_MUL, compiled=True)
+    f = next(f for f in fs if f.id == "elementwise-dominated")
+    assert f.code == elementwise.CODE_COMPILED
+    assert "graph breaks" in f.fix and "Torch-Compiled Region" in f.fix
+
+
+def test_elementwise_silent_when_inductor_fused_them(tmp_path: Path) -> None:
+    fs = _busy(tmp_path, "aten::mul", "triton_poi_fused_add_mul_0", compiled=True)
+    assert "elementwise-dominated" not in [f.id for f in fs]
+
+
+def test_copies_in_a_compiled_run_drop_the_compile_line(tmp_path: Path) -> None:
+    copy = "void at::native::unrolled_elementwise_kernel<copy>"
+    eager = next(f for f in _busy(tmp_path, "aten::copy_", copy)
+                 if f.id == "materialising-copies")
+    assert "torch.compile" in (eager.code or "")
+    comp = next(f for f in _busy(tmp_path, "aten::copy_", copy, compiled=True)
+                if f.id == "materialising-copies")
+    assert "torch.compile" not in (comp.code or "") and "torch.compile" not in comp.fix
+
+
+def test_premise_helpers_of_the_batching_fixes(tmp_path: Path) -> None:
+    # gpu-low-utilization and small-batch read the same premises
+    a = _trace(tmp_path, TC_BF16, compiled=True)
+    ctx = Context(a)
+    assert "torch.compile" not in gpu_time_util._fix(ctx)
+    assert "CUDA graphs" in gpu_time_util._fix(ctx)
+    (tmp_path / "amd").mkdir()
+    a2 = _trace(tmp_path / "amd", MFMA_BF16, amd=True)
+    assert "HIP graphs" in gpu_time_util._fix(Context(a2))
