@@ -130,10 +130,12 @@ GEMM_CONV_KERNELS: tuple[Pattern, ...] = (
 )
 HELPERS = Pattern(
     "any", r"(?i:transpose|nchwtonhwc|nhwctonchw|elementwise|copy|cast|convert|fill|memset"
-    r"|reduce|im2col|col2im|transform|splitk)",
+    r"|reduce|im2col|col2im|transform|scalepacked|computeoffsets)",
     "layout, cast and reduction helpers that GEMM/convolution libraries launch around the "
     "math: cudnn::ops::nchwToNhwcKernel, dpsk::grouped_gemm::cuda::utils::transpose, "
-    "cublasLt::splitKreduce_kernel, winograd transforms, im2col")
+    "cublasLt::splitKreduce_kernel (split-K GEMMs themselves, volta_scudnn_*_splitK_*, are "
+    "GEMMs), winograd transforms, im2col, cudnn::ops::scalePackedTensor_kernel, "
+    "cask_cudnn::compute*OffsetsKernel")
 
 _YES = re.compile("|".join(f"(?:{p.regex})" for p in MATRIX_CORE_KERNELS))
 _NO = re.compile("|".join(f"(?:{p.regex})" for p in NOT_MATRIX_CORE))

@@ -123,12 +123,13 @@ def check(ctx: Context) -> Finding | None:
     dur = ctx.device_in_steps
     eligible_name = names.mask_in(trace, names.TC_ELIGIBLE_OPS)
     gemm = names.mask(trace, names.is_gemm_or_conv_kernel)[dev.name]
+    launched = kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
     # only GEMM/convolution kernels are judged: the transposes and casts a matmul launches
     # would never run on Tensor Cores, whatever the precision
-    eligible = (kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
-                & gemm)
+    eligible = launched & gemm
     tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]
     kernel_ns = float(dur[kernel].sum())
+    launched_ns = float(dur[launched].sum())
     eligible_ns = float(dur[eligible].sum())
     off = eligible & ~tc
     off_ns = float(dur[off].sum())
@@ -142,10 +143,11 @@ def check(ctx: Context) -> Finding | None:
     saving = off_per_step * (1.0 - 1.0 / SPEEDUP)
     dtype = _off_dtype(ctx, owner[off], dur[off])
     title, fix, code = _fix(p, dtype)
+    eligible_word = "matrix-core" if p.amd else "Tensor-Core"
     evidence = [
-        f"{100 * eligible_ns / kernel_ns:.0f} % of GPU kernel time is GEMM/convolution kernels "
-        f"of {p.unit.split(' (')[0]}-eligible operators; {tc_pct:.0f} % of that runs on "
-        f"{p.unit}",
+        f"{100 * launched_ns / kernel_ns:.0f} % of GPU kernel time is launched by "
+        f"{eligible_word}-eligible operators, {100 * eligible_ns / kernel_ns:.0f} % in their "
+        f"GEMM/convolution kernels; {tc_pct:.0f} % of those run on {p.unit}",
         f"{fmt_ns(off_per_step)} per step of it runs off {p.unit}"
         + (f" in {dtype}" if dtype else "") + f" ({p.describe()})",
     ]
