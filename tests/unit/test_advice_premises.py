@@ -177,11 +177,14 @@ def test_low_mfu_on_fp32_asks_for_autocast_and_tf32(tmp_path: Path) -> None:
 
 
 def test_low_mfu_on_amd_bf16_tunes_hipblaslt(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
     f = _get(_trace(tmp_path, MFMA_BF16, amd=True, device=2), "low-mfu")
     assert f is not None
     assert "TunableOp" in f.fix and "autocast" not in f.fix
-    assert f.code == low_mfu.CODE_ROCM_TUNE
+    assert f.code == low_mfu.CODE_ROCM_TUNE_COMPILE
     assert "set_float32_matmul_precision" not in (f.code or "")
+    compiled = _get(_trace(tmp_path / "c", MFMA_BF16, amd=True, compiled=True), "low-mfu")
+    assert compiled is not None and compiled.code == low_mfu.CODE_ROCM_TUNE
 
 
 def test_low_mfu_silent_when_the_matmul_fills_the_step(tmp_path: Path) -> None:

@@ -30,6 +30,9 @@ with torch.autocast("cuda", dtype=torch.bfloat16):  # matmuls on bf16 MFMA
 CODE_ROCM_TUNE = """\
 import os
 os.environ["PYTORCH_TUNABLEOP_ENABLED"] = "1"   # fastest hipBLASLt/rocBLAS solution per shape"""
+# AMD, already bf16/fp16, not compiled
+CODE_ROCM_TUNE_COMPILE = CODE_ROCM_TUNE + """
+model = torch.compile(model)                    # fuse memory-bound pointwise/norm ops"""
 
 
 def _fix(p: Premises) -> tuple[str, str | None]:
@@ -49,7 +52,10 @@ def _fix(p: Premises) -> tuple[str, str | None]:
            + ".")
     code: str | None
     if p.amd:
-        code = CODE_ROCM if not p.low_precision and p.compiled is None else CODE_ROCM_TUNE
+        if p.compiled is not None:
+            code = CODE_ROCM_TUNE
+        else:
+            code = CODE_ROCM_TUNE_COMPILE if p.low_precision else CODE_ROCM
     elif not p.low_precision:
         code = CODE if p.compiled is None else None
     else:
