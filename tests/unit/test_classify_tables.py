@@ -17,7 +17,12 @@ from stepscope.classify.communication import (
     communication_family,
     is_communication_kernel,
 )
-from stepscope.classify.matrix_cores import MATRIX_CORE_KERNELS, is_matrix_core_kernel
+from stepscope.classify.matrix_cores import (
+    GEMM_CONV_KERNELS,
+    MATRIX_CORE_KERNELS,
+    is_matrix_core_kernel,
+)
+from stepscope.classify.matrix_cores import HELPERS as HELPER_ROW
 
 COMMUNICATION = [
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "NCCL"),
@@ -196,3 +201,44 @@ def test_host_ops_marked_as_collectives(name: str) -> None:
                                   "symm_mem::rendezvous", "vllm::moe_forward"])
 def test_host_ops_not_collectives(name: str) -> None:
     assert not names.is_collective_host(name)
+
+
+# GEMM/convolution kernels a Tensor Core rule may judge, and the helpers it must not cite
+GEMM_CONV = [
+    "volta_scudnn_128x128_stridedB_splitK_small_nn_v1",
+    "ampere_sgemm_128x64_nn",
+    "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false>(...)",
+    "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(...)",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4"
+    "_alignc4_execute_kernel__5x_cublas",
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, float>",
+    "igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1_1x4x1x64"
+    "_tb1x8x2x1_1x4x1x64_gkgs",
+    "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1_ABV0",
+]
+HELPERS = [
+    "void nchwToNhwcKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(...)",
+    "void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, ...)",
+    "void dpsk::grouped_gemm::cuda::utils::transpose<512, 128, 4, 4>(float*, float const*)",
+    "void cudnn::ops::scalePackedTensor_kernel<float, float>(cudnnTensor4dStruct, float*, float)",
+    "void cudnn::cnn::im2col4d_kernel<float, long>(cudnn::cnn::im2col4d_params, ...)",
+    "cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float>>(...)",
+]
+
+
+@pytest.mark.parametrize("name", GEMM_CONV)
+def test_gemm_and_conv_kernels(name: str) -> None:
+    assert names.is_gemm_or_conv_kernel(name)
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_helpers_are_not_gemms(name: str) -> None:
+    assert not names.is_gemm_or_conv_kernel(name)
+
+
+def test_every_gemm_row_is_documented_and_used() -> None:
+    for p in GEMM_CONV_KERNELS:
+        assert len(p.source) > 20
+        assert any(re.search(p.regex, n) for n in GEMM_CONV), p.regex
+    assert all(re.search(HELPER_ROW.regex, n) for n in HELPERS[:-1])
