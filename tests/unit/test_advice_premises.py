@@ -293,3 +293,12 @@ def test_premise_helpers_of_the_batching_fixes(tmp_path: Path) -> None:
     (tmp_path / "amd").mkdir()
     a2 = _trace(tmp_path / "amd", MFMA_BF16, amd=True)
     assert "HIP graphs" in gpu_time_util._fix(Context(a2))
+
+
+def test_small_batch_offers_amp_only_to_a_run_without_it(tmp_path: Path) -> None:
+    (tmp_path / "fp32").mkdir()
+    bf16 = _get(_trace(tmp_path, TC_BF16, k_dur=200), "small-batch")
+    fp32 = _get(_trace(tmp_path / "fp32", TF32, dtype=FP32, k_dur=200), "small-batch")
+    assert bf16 is not None and fp32 is not None
+    assert "AMP" not in bf16.fix and "activation checkpointing" in bf16.fix
+    assert "AMP or activation checkpointing" in fp32.fix
