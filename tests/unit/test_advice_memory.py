@@ -9,6 +9,7 @@ from typing import Any
 from tests.builders import PID, TID, TraceBuilder
 
 from stepscope.advice import advise
+from stepscope.advice.rules.memory import capacity
 from stepscope.analysis.suite import run_analyses
 
 GIB = 1 << 30
@@ -99,3 +100,19 @@ def test_memory_and_module_rules_silent_on_a_healthy_trace(tmp_path: Path) -> No
     for rule in ("memory-near-capacity", "allocator-fragmentation", "memory-growth",
                  "dominant-module"):
         assert rule not in found
+
+
+def test_near_capacity_asks_for_no_mixed_precision_when_matmuls_are_bf16(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(4):
+        with b.step(i, i * 1000, 1000):
+            op = b.op("aten::mm", i * 1000 + 10, 100, input_dims=[[4096, 4096], [4096, 4096]],
+                      input_types=["c10::BFloat16", "c10::BFloat16"])
+            b.launch(op, "cudaLaunchKernel", i * 1000 + 20, 5,
+                     kernel="sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+                     k_ts=i * 1000 + 30, k_dur=800)
+    _mem(b, 15, 70 * GIB, 1, 70 * GIB, 76 * GIB)
+    _mem(b, 50, -70 * GIB, 1, 0, 76 * GIB)
+    f = _findings(b, tmp_path)["memory-near-capacity"]
+    assert "autocast" not in f.fix and "Mixed precision" not in f.estimate
+    assert f.code == capacity.CODE_CHECKPOINT

@@ -17,7 +17,12 @@ from stepscope.classify.communication import (
     communication_family,
     is_communication_kernel,
 )
-from stepscope.classify.matrix_cores import MATRIX_CORE_KERNELS, is_matrix_core_kernel
+from stepscope.classify.matrix_cores import (
+    GEMM_CONV_KERNELS,
+    MATRIX_CORE_KERNELS,
+    is_matrix_core_kernel,
+)
+from stepscope.classify.matrix_cores import HELPERS as HELPER_ROW
 
 COMMUNICATION = [
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "NCCL"),
@@ -94,6 +99,31 @@ MATRIX = [
     "_ZN5aiter41fmha_fwd_hd128_bf16_causal_a32_rtz_pssk_recompileE",
     "attn_fwd",
     "_attn_fwd_inner",
+    # issue 21: TF32 xmma, FP8 grouped GEMMs, MIOpen XDLOPS, CUTLASS templates, Triton matmuls
+    "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize32x32x64_stage3_warpsize2x1x2_tensor16x8x8",
+    "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute"
+    "_segment_k_off_kernel__5x_cublas",
+    "void cutlass::device_kernel<dpsk::grouped_gemm::cuda::fp8_ptp128c_outfmt_head::GemmKernel>"
+    "(dpsk::grouped_gemm::cuda::fp8_ptp128c_outfmt_head::GemmKernel::Params)",
+    "void dpsk::gemm::fp8_gemm_kernel<7168u, 16384u, 128u, 128u, 128u, 5u, 128u, 128u, 2u, "
+    "(dpsk::gemm::GemmType)0>(__nv_bfloat16*, float*, int*, unsigned int, unsigned int)",
+    "void deep_gemm::fp8_gemm_kernel<4096u, 7168u, 256u, 128u, 128u, 0u, 128u, 4u, 3u, 128u, "
+    "128u, 1u, true, (deep_gemm::GemmType)2>(__nv_bfloat16*, float*, int*, unsigned int)",
+    # CUTLASS template instances (signatures shortened; the tags are CUTLASS's)
+    "void cutlass::Kernel<cutlass::gemm::kernel::GemmGrouped<cutlass::gemm::threadblock::"
+    "MmaMultistage<cutlass::gemm::GemmShape<128, 128, 32>, cutlass::arch::OpClassTensorOp>>>()",
+    "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::"
+    "GroupProblemShape<cute::tuple<int, int, int>>, cutlass::gemm::collective::CollectiveMma<"
+    "cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<4, cute::tuple<cute::C<2>>>>>>()",
+    "igemm_fwd_gtcx2_nhwc_fp16_bx0_ex0_bt128x64x32_wt32x32x8_ws1x1_wr1x2_ta1x16x1x1_1x2x4x32"
+    "_tb1x8x1x1_1x4x1x64_pta_vs1_gkgs",
+    "igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1_1x4x1x64"
+    "_tb1x8x2x1_1x4x1x64_gkgs",
+    "gridwise_convolution_forward_implicit_gemm_v4r4_xdlops_nchw_kcyx_nkhw",
+    "triton_tem_fused_mm_0",
+    "triton_tem_fused_addmm_relu_1",
+    "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1_swiglu",
+    "_p_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1",
 ]
 NOT_MATRIX = [
     "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(...)",
@@ -107,6 +137,20 @@ NOT_MATRIX = [
     "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false>(...)",
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>(...)",
     "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+    # issue 21: FP32 xmma kernels on CUDA cores (FFMA), SIMT CUTLASS templates, helpers of
+    # GEMM libraries, non-XDLOPS MIOpen igemm, Inductor pointwise kernels
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4"
+    "_alignc4_execute_kernel__5x_cublas",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4"
+    "_alignc4_execute_kernel__5x_cublas",
+    "sm80_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize64x64x8"
+    "_stage3_warpsize1x4x1_g1_ffma_aligna4_alignc4",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x64x8_stage3_warpsize1x2x1",
+    "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<cutlass::gemm::threadblock::MmaPipelined<"
+    "cutlass::gemm::GemmShape<128, 128, 8>, cutlass::arch::OpClassSimt>>>()",
+    "void dpsk::grouped_gemm::cuda::utils::transpose<512, 128, 4, 4>(float*, float const*)",
+    "triton_poi_fused_add_mul_0",
+    "triton_red_fused_sum_1",
 ]
 
 
@@ -157,3 +201,44 @@ def test_host_ops_marked_as_collectives(name: str) -> None:
                                   "symm_mem::rendezvous", "vllm::moe_forward"])
 def test_host_ops_not_collectives(name: str) -> None:
     assert not names.is_collective_host(name)
+
+
+# GEMM/convolution kernels a Tensor Core rule may judge, and the helpers it must not cite
+GEMM_CONV = [
+    "volta_scudnn_128x128_stridedB_splitK_small_nn_v1",
+    "ampere_sgemm_128x64_nn",
+    "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false>(...)",
+    "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(...)",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4"
+    "_alignc4_execute_kernel__5x_cublas",
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, float>",
+    "igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1_1x4x1x64"
+    "_tb1x8x2x1_1x4x1x64_gkgs",
+    "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1_ABV0",
+]
+HELPERS = [
+    "void nchwToNhwcKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(...)",
+    "void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, ...)",
+    "void dpsk::grouped_gemm::cuda::utils::transpose<512, 128, 4, 4>(float*, float const*)",
+    "void cudnn::ops::scalePackedTensor_kernel<float, float>(cudnnTensor4dStruct, float*, float)",
+    "void cudnn::cnn::im2col4d_kernel<float, long>(cudnn::cnn::im2col4d_params, ...)",
+    "cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float>>(...)",
+]
+
+
+@pytest.mark.parametrize("name", GEMM_CONV)
+def test_gemm_and_conv_kernels(name: str) -> None:
+    assert names.is_gemm_or_conv_kernel(name)
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_helpers_are_not_gemms(name: str) -> None:
+    assert not names.is_gemm_or_conv_kernel(name)
+
+
+def test_every_gemm_row_is_documented_and_used() -> None:
+    for p in GEMM_CONV_KERNELS:
+        assert len(p.source) > 20
+        assert any(re.search(p.regex, n) for n in GEMM_CONV), p.regex
+    assert all(re.search(HELPER_ROW.regex, n) for n in HELPERS[:-1])

@@ -1,5 +1,7 @@
 """Shared, cached helpers for the rules: per-step scaling, the main GPU's busy/idle time
-inside the steps, and Python source lines from ``with_stack`` call stacks."""
+inside the steps, Python source lines from ``with_stack`` call stacks, and the premises of
+the run (``Premises``: vendor, matmul dtypes, compiled?, CUDA/HIP graphs?) every rule whose
+fix depends on them reads from one place."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from stepscope.analysis.events.links import gather
 from stepscope.analysis.events.optree import NodeTimes
 from stepscope.analysis.suite import Analyses
 from stepscope.classify import names
-from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON
+from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON, DeviceProperties
 from stepscope.units import format_us
 
 I64 = npt.NDArray[np.int64]
@@ -45,6 +47,58 @@ def first_user_frame(stack: str) -> str | None:
         if is_user_frame(frame):
             return frame.strip()
     return None
+
+
+MATRIX_FAMILIES = ("matmul", "conv", "attention")
+LOW_PRECISION = frozenset({"bf16", "fp16", "fp8", "fp4"})
+# AMD parts with matrix cores: CDNA Instinct MI100 and later (MFMA), RDNA3/4 Radeon (WMMA)
+_AMD_MATRIX = re.compile(r"(?i)\bMI\s?[1-9]\d{2}|Radeon (RX|PRO) [79]\d{3}|W7\d{3}")
+
+
+@dataclass(frozen=True)
+class Premises:
+    """What the run already is, so that a fix never asks for what is done or cannot apply."""
+
+    vendor: str  # nvidia | amd | mtia | cpu | unknown (the trace's)
+    device: DeviceProperties | None  # the main GPU's properties
+    matrix_cores: bool  # the main GPU has Tensor Cores / matrix cores
+    matmul_dtypes: dict[str, float]  # peak dtype key of matrix work -> share of its time
+    fp32_off_matrix_ns: float  # float32 matrix work on CUDA cores / vector units (trace)
+    compiled: str | None  # what shows torch.compile ran (a range or kernel name), or None
+    graph_launches: int  # CUDA/HIP graph launches
+
+    @property
+    def amd(self) -> bool:
+        return self.vendor == "amd"
+
+    @property
+    def unit(self) -> str:
+        """The matrix units' name for this vendor."""
+        return "matrix cores (MFMA)" if self.amd else "Tensor Cores"
+
+    @property
+    def graphs(self) -> str:
+        return "HIP graphs" if self.amd else "CUDA graphs"
+
+    @property
+    def low_precision(self) -> bool:
+        """Most matrix work already runs in bf16/fp16/fp8/fp4."""
+        return sum(v for k, v in self.matmul_dtypes.items() if k in LOW_PRECISION) >= 0.5
+
+    @property
+    def tf32_capable(self) -> bool:
+        """NVIDIA Ampere or later: float32 matmuls can run on Tensor Cores as TF32."""
+        d = self.device
+        return self.vendor == "nvidia" and d is not None and d.compute_major >= 8
+
+    def describe(self) -> str:
+        """One line for the evidence: the device as its vendor names it."""
+        d = self.device
+        if d is None:
+            return "device properties not recorded"
+        if self.amd:  # ROCm's computeMajor/Minor are the gfx version, not a CUDA capability
+            return f"{d.name or 'AMD GPU'} ({self.unit})"
+        return f"{d.name}, compute capability {d.compute_major}.{d.compute_minor}"
 
 
 @dataclass(frozen=True)
@@ -180,6 +234,50 @@ class Context:
         inside = self.in_steps(start, start + length)
         keep = inside > 0
         return Gaps(start[keep], inside[keep], (launch[1:][ok] > prev_end[ok])[keep])
+
+    @cached_property
+    def device_props(self) -> DeviceProperties | None:
+        """The main GPU's deviceProperties; when its id is not described and the trace
+        describes one GPU model only, that model (ROCm renumbers devices: id 0 described,
+        kernels on device 2)."""
+        devs = self.trace.meta.devices
+        prop = next((p for p in devs if p.id == self.main_device), None)
+        if prop is None and len({(p.name, p.num_sms) for p in devs}) == 1:
+            prop = devs[0]
+        return prop
+
+    @cached_property
+    def premises(self) -> Premises:
+        trace, e = self.trace, self.a.efficiency
+        dev = trace.device
+        kernels = dev.name[dev.kind == DEV_KERNEL]
+        prop = self.device_props
+        any_mc = bool(names.mask(trace, names.is_tensor_core_kernel)[kernels].any())
+        if trace.meta.vendor == "amd":
+            mc = any_mc or bool(prop is not None and _AMD_MATRIX.search(prop.name))
+        else:
+            mc = any_mc or bool(prop is not None and prop.compute_major >= 7)
+        dtypes: dict[str, float] = {}
+        fp32_off = 0.0
+        if e is not None:
+            rows = [r for r in e.operators if r.family in MATRIX_FAMILIES and r.dtype]
+            total = sum(r.time_ns for r in rows)
+            for r in rows:
+                dtypes[r.dtype] = dtypes.get(r.dtype, 0.0) + (r.time_ns / total if total else 0.0)
+            fp32_off = e.fp32_matmul_ns
+        compiled = None
+        host = trace.host
+        hit = names.mask(trace, names.is_compiled_marker)[host.name]
+        if hit.any():
+            compiled = trace.name(int(host.name[int(np.argmax(hit))]))
+        else:
+            ind = names.mask(trace, names.is_inductor_kernel)[kernels]
+            if ind.any():
+                compiled = trace.name(int(kernels[int(np.argmax(ind))]))
+        g = self.a.graphs
+        return Premises(vendor=trace.meta.vendor, device=prop, matrix_cores=mc,
+                        matmul_dtypes=dtypes, fp32_off_matrix_ns=fp32_off, compiled=compiled,
+                        graph_launches=g.graph_launches if g is not None else 0)
 
     # ---- host ------------------------------------------------------------------------
     @cached_property

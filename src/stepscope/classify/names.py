@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.classify import matrix_cores
 from stepscope.classify.communication import is_communication_kernel
 from stepscope.classify.matrix_cores import is_matrix_core_kernel
 from stepscope.model.trace import Trace
@@ -222,6 +223,40 @@ def is_collective_kernel(name: str) -> bool:
 def is_tensor_core_kernel(name: str) -> bool:
     """Tensor Core / matrix-core kernels: the table in stepscope.classify.matrix_cores."""
     return is_matrix_core_kernel(name)
+
+
+def is_gemm_or_conv_kernel(name: str) -> bool:
+    """GEMM/convolution kernels, on matrix cores or not (stepscope.classify.matrix_cores)."""
+    return matrix_cores.is_gemm_or_conv_kernel(name)
+
+
+# torch.compile leaves these in a trace: Dynamo's "Torch-Compiled Region: 0/0" range and
+# "TorchDynamo Cache Lookup", AOTAutograd's "CompiledFunction"/"CompiledFunctionBackward"
+# autograd nodes, Inductor's "## Call CompiledFxGraph <hash> ##" range; and the Triton
+# kernels Inductor generates: triton_poi_ (pointwise), triton_red_/triton_per_ (reductions),
+# triton_tem_ (templates).
+_COMPILED_HOST = re.compile(r"^(Torch-Compiled Region|TorchDynamo Cache Lookup"
+                            r"|CompiledFunction|## Call CompiledFxGraph)")
+_INDUCTOR_KERNEL = re.compile(r"^triton_(poi|red|per|tem)_")
+
+
+def is_compiled_marker(name: str) -> bool:
+    """A host range torch.compile (Dynamo, AOTAutograd, Inductor) records."""
+    return _COMPILED_HOST.match(name) is not None
+
+
+def is_inductor_kernel(name: str) -> bool:
+    """A Triton kernel TorchInductor generated (triton_poi_/red_/per_/tem_*)."""
+    return _INDUCTOR_KERNEL.match(name) is not None
+
+
+_TF32 = re.compile(r"(?i)[tx]f32")
+
+
+def says_tf32(name: str) -> bool:
+    """The kernel name says its math runs in TF32 (cuBLAS/cuDNN xmma ``*_tf32f32_*``,
+    CUTLASS ``*tf32*``) or AMD's XF32 (hipBLASLt/Tensile ``*XF32*``)."""
+    return _TF32.search(name) is not None
 
 
 def is_memory_op_name(name: str) -> bool:

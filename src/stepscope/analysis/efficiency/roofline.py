@@ -177,6 +177,7 @@ class MatmulShape:
     dtype: str
     calls: int
     time_ns: float
+    matrix_cores: bool = True  # most of its time ran in Tensor Core / matrix-core kernels
 
 
 @dataclass(frozen=True)
@@ -392,23 +393,32 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         tc_time = np.bincount(item_op[item_op >= 0], weights=(item_time * tc)[item_op >= 0],
                               minlength=n)
         op_tc = tc_time > 0.5 * op_time
+        tf32 = tc & names.mask(trace, names.says_tf32)[dev.name]
+        tf32_time = np.bincount(item_op[item_op >= 0],
+                                weights=(item_time * tf32)[item_op >= 0], minlength=n)
+        op_tf32_named = tf32_time > 0.5 * op_time
     else:
         item_op = np.flatnonzero(counted).astype(np.int64)
         item_time = times.host_total[item_op]
         item_flops, item_bytes = op_flops[item_op], op_bytes[item_op]
         item_device = np.full(len(item_op), -1, dtype=np.int64)
         op_tc = np.zeros(n, dtype=bool)
+        op_tf32_named = op_tc
         op_time = np.bincount(item_op, weights=item_time, minlength=n).astype(np.float64)
     has_op = item_op >= 0
 
-    # dtype key per op for the peak: float32 matrix work on Tensor Cores ran as TF32
+    # dtype key per op for the peak: the kernels actually run decide (docs/metrics.md).
+    # float32 matrix work whose kernels run on matrix cores ran as TF32 on NVIDIA (no FP32
+    # MMA exists there) or where the kernel name says tf32/xf32 (AMD XF32); on CUDA cores
+    # (sm80_xmma_*_ffma_*, *sgemm*) and on AMD's FP32 MFMA it is FP32.
     is_matrix = np.zeros(n, dtype=bool)
     for f in MATRIX_FAMILIES & set(fam_id):
         is_matrix |= op_fam == fam_id[f]
     key_names = [*dtype_names, "tf32"]
     op_key = op_dtype.copy()
     if "fp32" in dtype_id:
-        op_key[is_matrix & op_tc & (op_dtype == dtype_id["fp32"])] = len(dtype_names)
+        op_tf32 = op_tc if trace.meta.vendor == "nvidia" else op_tf32_named
+        op_key[is_matrix & op_tf32 & (op_dtype == dtype_id["fp32"])] = len(dtype_names)
 
     # peaks per device and per (device, dtype key, matrix)
     device_ids: list[int] = []
@@ -498,7 +508,8 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         time_by_family["no model"] = float(per_fam[0])
     if not on_gpu:
         time_by_family["no model"] = sum(r.time_ns for r in no_model)
-    fp32_mm = has_op & item_matrix & (item_key == dtype_id.get("fp32", -2))
+    fp32_mm = (has_op & item_matrix & (item_key == dtype_id.get("fp32", -2))
+               & ~gather(op_tc, item_op, False))  # AMD runs FP32 on MFMA: not "off"
     fp32_matmul_ns = float(item_time[fp32_mm].sum())
 
     # MFU: dominant matrix dtype by FLOPs; FLOPs of the device ops that start in each step
@@ -533,7 +544,8 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
                                      float(hw_cum[b] - hw_cum[a]),
                                      None if peak is None else peak / 1e12))
 
-    shapes = _matmul_shapes(trace, ops, works, which, counted, op_time)
+    shapes = _matmul_shapes(trace, ops, works, which, counted, op_time,
+                            op_time * op_tc if on_gpu else op_time)
     return Efficiency(
         devices=tuple(peaks), mfu_dtype=mfu_key, steps=tuple(step_rows),
         operators=operators, kernels=kernels, no_model=no_model,
@@ -566,12 +578,13 @@ def _first_per_group(group: I64, time: F64) -> I64:
 
 
 def _matmul_shapes(trace: Trace, ops: I64, works: list[Work | None], which: I64,
-                   counted: B, op_time: F64) -> tuple[MatmulShape, ...]:
+                   counted: B, op_time: F64, tc_time: F64) -> tuple[MatmulShape, ...]:
     """Counted matmuls grouped by (op, M, N, K, dtype), by time."""
     sel = ops[counted[ops]]
     w_of = which[counted[ops]]
     calls = np.bincount(w_of, minlength=len(works))
     time = np.bincount(w_of, weights=op_time[sel], minlength=len(works))
+    tc = np.bincount(w_of, weights=tc_time[sel], minlength=len(works))
     name_of = np.zeros(len(works), dtype=np.int64)
     name_of[w_of] = trace.host.name[sel]
     acc: dict[tuple[str, int, int, int, str], list[float]] = {}
@@ -579,9 +592,11 @@ def _matmul_shapes(trace: Trace, ops: I64, works: list[Work | None], which: I64,
         w = works[u]
         if w is None or w.mnk is None:
             continue
-        entry = acc.setdefault((trace.name(int(name_of[u])), *w.mnk, w.dtype), [0, 0.0])
+        entry = acc.setdefault((trace.name(int(name_of[u])), *w.mnk, w.dtype), [0, 0.0, 0.0])
         entry[0] += int(calls[u])
         entry[1] += float(time[u])
-    rows = [MatmulShape(k[0], k[1], k[2], k[3], k[4], int(v[0]), v[1]) for k, v in acc.items()]
+        entry[2] += float(tc[u])
+    rows = [MatmulShape(k[0], k[1], k[2], k[3], k[4], int(v[0]), v[1], v[2] > 0.5 * v[1])
+            for k, v in acc.items()]
     rows.sort(key=lambda r: (-r.time_ns, r.op))
     return tuple(rows[:POINTS])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stepscope.advice.context import Context, fmt_ns, short
+from stepscope.advice.context import Context, Premises, fmt_ns, short
 from stepscope.advice.finding import Finding
 from stepscope.analysis.efficiency.roofline import Efficiency
 
@@ -16,6 +16,51 @@ torch.set_float32_matmul_precision("high")        # TF32 for remaining float32 m
 model = torch.compile(model)                        # fuse memory-bound pointwise/norm ops
 with torch.autocast("cuda", dtype=torch.bfloat16):  # matmuls on bf16 Tensor Cores
     loss = model(x)"""
+# already bf16/fp16: no precision change to suggest
+CODE_COMPILE = """\
+model = torch.compile(model)   # fuse the memory-bound pointwise/norm ops between the GEMMs"""
+# already compiled: let Inductor autotune its GEMM and fusion choices
+CODE_AUTOTUNE = """\
+model = torch.compile(model, mode="max-autotune")   # Triton/cuBLAS GEMM autotuning"""
+# AMD (ROCm builds use the "cuda" device type)
+CODE_ROCM = """\
+model = torch.compile(model)                        # fuse memory-bound pointwise/norm ops
+with torch.autocast("cuda", dtype=torch.bfloat16):  # matmuls on bf16 MFMA
+    loss = model(x)"""
+CODE_ROCM_TUNE = """\
+import os
+os.environ["PYTORCH_TUNABLEOP_ENABLED"] = "1"   # fastest hipBLASLt/rocBLAS solution per shape"""
+# AMD, already bf16/fp16, not compiled
+CODE_ROCM_TUNE_COMPILE = CODE_ROCM_TUNE + """
+model = torch.compile(model)                    # fuse memory-bound pointwise/norm ops"""
+
+
+def _fix(p: Premises) -> tuple[str, str | None]:
+    """(fix, code) for what the run already does: precision, compilation, vendor."""
+    steps = []
+    if not p.low_precision:
+        steps.append("run matmuls in BF16/FP16 with torch.autocast"
+                     + (" (or TF32 for the float32 ones)" if p.tf32_capable else ""))
+    if p.compiled is None:
+        steps.append("fuse memory-bound chains with torch.compile")
+    elif not p.amd:
+        steps.append("let torch.compile autotune its GEMMs (mode=\"max-autotune\")")
+    if p.amd:
+        steps.append("tune the GEMMs with PyTorch TunableOp (hipBLASLt/rocBLAS solutions)")
+    steps.append("grow the batch or sequence until the GEMMs are large enough to fill the GPU")
+    fix = ("Raise the share of time in large, well-shaped matrix work: " + "; ".join(steps)
+           + ".")
+    code: str | None
+    if p.amd:
+        if p.compiled is not None:
+            code = CODE_ROCM_TUNE
+        else:
+            code = CODE_ROCM_TUNE_COMPILE if p.low_precision else CODE_ROCM
+    elif not p.low_precision:
+        code = CODE if p.compiled is None else None
+    else:
+        code = CODE_COMPILE if p.compiled is None else CODE_AUTOTUNE
+    return fix, code
 
 
 def _matrix_saving_ns(e: Efficiency) -> float:
@@ -45,20 +90,25 @@ def check(ctx: Context) -> Finding | None:
         f"of device time; the other {100 - 100 * matrix_ns / e.time_ns:.0f} % is memory-bound or "
         "unmodelled work",
     ]
+    p = ctx.premises
     memory = [r for r in e.operators if r.bound == "memory" and r.family not in MATRIX]
     mem_ns = sum(r.time_ns for r in memory)
     if mem_ns > 0:
         top = ", ".join(f"{short(r.name, 40)} ({r.pct_peak_bw or 0:.0f} % of bandwidth)"
                         for r in memory[:3])
-        evidence.append(f"memory-bound operators torch.compile could fuse: "
+        who = ("torch.compile could fuse" if p.compiled is None
+               else f"left unfused although the run is compiled ({short(p.compiled, 40)})")
+        evidence.append(f"memory-bound operators {who}: "
                         f"{fmt_ns(mem_ns / ctx.n_steps)} per step ({top})")
     if e.fp32_matmul_ns > FP32_MIN_SHARE * e.time_ns:
-        evidence.append(f"float32 matmuls/convolutions off Tensor Cores: "
-                        f"{fmt_ns(e.fp32_matmul_ns / ctx.n_steps)} per step (TF32/BF16 would do)")
+        evidence.append(f"float32 matmuls/convolutions off {p.unit}: "
+                        f"{fmt_ns(e.fp32_matmul_ns / ctx.n_steps)} per step ("
+                        + ("TF32/BF16" if p.tf32_capable else "BF16/FP16") + " would do)")
     for r in [r for r in e.operators if r.family in MATRIX and r.has_peak][:3]:
         evidence.append(f"{short(r.name, 50)} ({r.dtype}): {r.pct_peak_flops or 0:.0f} % of "
                         f"peak compute, {r.pct_roofline or 0:.0f} % of its roofline")
     saving = _matrix_saving_ns(e) / ctx.n_steps
+    fix, code = _fix(p)
     return ctx.finding(
         id="low-mfu", title=f"Low model FLOPs utilisation: {mfu:.1f} % of peak",
         saving_ns=saving,
@@ -66,10 +116,8 @@ def check(ctx: Context) -> Finding | None:
                   f"{100 * MATRIX_TARGET:.0f} % of its roofline; the other reasons are "
                   "sized in the evidence and by their own findings."),
         evidence=evidence,
-        fix=("Raise the share of time in large, well-shaped matrix work: run matmuls in "
-             "BF16/FP16 (or TF32), fuse memory-bound chains with torch.compile, and grow the "
-             "batch or sequence until the GEMMs are large enough to fill the GPU."),
-        code=CODE,
+        fix=fix,
+        code=code,
         references=("https://arxiv.org/abs/2204.02311",
                     "https://pytorch.org/docs/stable/generated/torch.compile.html"),
     )

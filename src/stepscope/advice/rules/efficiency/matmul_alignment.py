@@ -1,4 +1,8 @@
-"""Rule: matmuls with dimensions that tile badly on Tensor Cores -> pad them."""
+"""Rule: matmuls with dimensions that tile badly on Tensor Cores / matrix cores -> pad them.
+
+Premise: the shapes judged ran in Tensor Core / matrix-core kernels (a float32 GEMM on CUDA
+cores has no Tensor Core tile to fit: the tensor-cores rule speaks for it).
+"""
 
 from __future__ import annotations
 
@@ -26,13 +30,16 @@ def check(ctx: Context) -> Finding | None:
     e = ctx.a.efficiency
     if e is None or not e.on_gpu or not ctx.has_gpu:
         return None
-    total = sum(s.time_ns for s in e.matmul_shapes)
-    bad = [s for s in e.matmul_shapes if misaligned(s) and s.time_ns > 0]
+    p = ctx.premises
+    shapes = [s for s in e.matmul_shapes if s.matrix_cores]
+    total = sum(s.time_ns for s in shapes)
+    bad = [s for s in shapes if misaligned(s) and s.time_ns > 0]
     bad_ns = sum(s.time_ns for s in bad)
     if total <= 0 or 100 * bad_ns / total < MIN_SHARE_PCT:
         return None
-    evidence = [f"{100 * bad_ns / total:.0f} % of matmul device time runs shapes with a "
-                f"dimension not a multiple of the Tensor Core tile "
+    unit = "matrix-core (MFMA)" if p.amd else "Tensor Core"
+    evidence = [f"{100 * bad_ns / total:.0f} % of {unit} matmul device time runs shapes with a "
+                f"dimension not a multiple of the {unit} tile "
                 f"({', '.join(f'{k}: {v}' for k, v in ALIGN.items() if k in {'bf16', 'fp32'})}"
                 f" elements; 64 is best)"]
     for s in bad[:5]:
@@ -46,11 +53,14 @@ def check(ctx: Context) -> Finding | None:
         id="matmul-alignment", title="Matmul shapes tile badly: pad dimensions to multiples "
         "of 8 (64 best)", saving_ns=saving,
         estimate=(f"Misaligned matmul time per step, assuming aligned shapes run "
-                  f"{SPEEDUP:.1f}x faster (typical for cuBLAS; can be more for small K)."),
+                  f"{SPEEDUP:.1f}x faster (typical for "
+                  + ("hipBLASLt" if p.amd else "cuBLAS") + "; can be more for small K)."),
         evidence=evidence,
         fix=("Pad the model dimensions that feed these matmuls (vocabulary, hidden, head, "
              "batch x sequence) to multiples of 64, or at least 8 for 16-bit types, so "
-             "Tensor Core tiles divide them exactly."),
+             + ("the MFMA tiles (16x16 / 32x32 per wave)" if p.amd else "Tensor Core tiles")
+             + " divide them exactly."),
         code=CODE,
-        references=("https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html",),
+        references=(("https://github.com/ROCm/amd_matrix_instruction_calculator",) if p.amd
+                    else ("https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html",)),
     )

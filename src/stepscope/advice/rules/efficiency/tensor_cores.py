@@ -1,9 +1,19 @@
-"""Rule 3: Tensor-Core-eligible work runs without Tensor Cores -> AMP / TF32."""
+"""Rule 3: matmul/convolution kernels run off Tensor Cores / matrix cores -> the fix that fits.
+
+Premises (``Context.premises``): the GPU has matrix units; the kernels judged are GEMM and
+convolution kernels launched by Tensor-Core-eligible operators (never the transposes, casts
+or reductions those operators also launch). The fix follows the vendor and the dtype the
+off-matrix-core work runs in: float32 -> TF32 / bf16 autocast (NVIDIA Ampere+), fp16 AMP
+(Volta/Turing), bf16 autocast (AMD); already 16-bit -> shapes and library tuning, not AMP.
+"""
 
 from __future__ import annotations
 
-from stepscope.advice.context import Context, fmt_ns, short, top_by_name
+import numpy as np
+
+from stepscope.advice.context import Context, Premises, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
+from stepscope.analysis.efficiency.work import DTYPE_BYTES, decode
 from stepscope.analysis.events.links import gather
 from stepscope.classify import names
 
@@ -30,11 +40,81 @@ for x, y in loader:
     loss.backward()
     optimizer.step()"""
 
+CODE_ROCM_BF16 = """\
+# ROCm builds of PyTorch use the "cuda" device type; bf16 runs on MFMA (MI200/MI300)
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()"""
+
+CODE_ROCM_TUNE = """\
+# let PyTorch try every hipBLASLt/rocBLAS solution per GEMM shape and keep the fastest
+import os
+os.environ["PYTORCH_TUNABLEOP_ENABLED"] = "1"    # before the first matmul
+os.environ["MIOPEN_FIND_MODE"] = "NORMAL"        # full MIOpen search for convolutions
+torch.backends.cudnn.benchmark = True            # MIOpen find on ROCm"""
+
+CODE_SHAPES = """\
+# 16-bit GEMMs fall back to CUDA-core kernels (gemv, odd shapes): pad the dimensions
+hidden = (hidden + 63) // 64 * 64
+x = torch.nn.functional.pad(x, (0, (-x.shape[-1]) % 8))   # K to a multiple of 8"""
+
+
+def _off_dtype(ctx: Context, owners: np.ndarray, weight: np.ndarray) -> str:
+    """Dtype key of the operators that launched the off-matrix-core kernels (by time)."""
+    host, trace = ctx.trace.host, ctx.trace
+    acc: dict[str, float] = {}
+    types = host.input_types[owners]
+    for tid, w in zip(types.tolist(), weight.tolist(), strict=True):
+        if tid < 0:
+            continue
+        rec = decode("", "", trace.strings[int(tid)], "")
+        key = next((DTYPE_BYTES[t][0] for t in rec.types if t in DTYPE_BYTES), "")
+        acc[key] = acc.get(key, 0.0) + float(w)
+    return max(acc, key=lambda k: acc[k]) if acc else ""
+
+
+def _fix(p: Premises, dtype: str) -> tuple[str, str, str]:
+    """(title, fix, code) for the vendor and the dtype the off-matrix-core work runs in."""
+    if dtype in ("bf16", "fp16", "fp8"):
+        if p.amd:
+            return ("16-bit matmuls/convolutions run off matrix cores: tune the GEMM and "
+                    "convolution solutions",
+                    "These operators already run in 16-bit, so autocast does not help: the "
+                    "libraries picked non-MFMA kernels (matrix-vector shapes, odd sizes, or a "
+                    "fast-find convolution choice). Enable PyTorch TunableOp for hipBLASLt/"
+                    "rocBLAS GEMMs, run MIOpen's full find (MIOPEN_FIND_MODE=NORMAL, "
+                    "cudnn.benchmark), and pad dimensions to multiples of 16.",
+                    CODE_ROCM_TUNE)
+        return ("16-bit matmuls/convolutions run off Tensor Cores: fix their shapes",
+                "These operators already run in 16-bit, so AMP does not help: cuBLAS/cuDNN "
+                "chose CUDA-core kernels, typically for matrix-vector shapes (M or N = 1), "
+                "dimensions not a multiple of 8, or depthwise/grouped convolutions. Pad the "
+                "dimensions to multiples of 8 (64 best), batch the matrix-vector products, "
+                "and set torch.backends.cudnn.benchmark = True for convolutions.",
+                CODE_SHAPES)
+    if p.amd:
+        return ("Matmuls/convolutions run off matrix cores: use bf16 autocast",
+                "Run matmuls and convolutions in bf16 with torch.autocast (MFMA bf16 runs 8x "
+                "the FP32 vector rate on MI200/MI300), and let TunableOp/MIOpen find pick MFMA "
+                "solutions.", CODE_ROCM_BF16)
+    if p.tf32_capable:
+        return ("Matmuls/convolutions run in FP32 on CUDA cores: enable TF32 or bf16 autocast",
+                "Run float32 matmuls and convolutions on Tensor Cores: TF32 "
+                "(torch.backends.cuda.matmul.allow_tf32 = True or "
+                "torch.set_float32_matmul_precision('high'); cuDNN convolutions use TF32 by "
+                "default), or bf16 with torch.autocast.", CODE_AMP_BF16)
+    return ("Matmuls/convolutions run without Tensor Cores: enable AMP",
+            "Run matmuls and convolutions in reduced precision on Tensor Cores: "
+            "torch.autocast with float16 and a GradScaler (automatic mixed precision); this "
+            "GPU has no TF32 or bf16 Tensor Cores.", CODE_AMP_FP16)
+
 
 def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
-    prop = next((p for p in trace.meta.devices if p.id == ctx.main_device), None)
-    if not ctx.has_gpu or prop is None or prop.compute_major < 7:
+    p = ctx.premises
+    if not ctx.has_gpu or not p.matrix_cores:
         return None
     dev, host = trace.device, trace.host
     owner = ctx.a.tree.device_owner
@@ -42,9 +122,14 @@ def check(ctx: Context) -> Finding | None:
     kernel = ctx.kernel_sel & ~names.mask(trace, names.is_collective_kernel)[dev.name]
     dur = ctx.device_in_steps
     eligible_name = names.mask_in(trace, names.TC_ELIGIBLE_OPS)
-    eligible = kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
+    gemm = names.mask(trace, names.is_gemm_or_conv_kernel)[dev.name]
+    launched = kernel & (owner >= 0) & gather(eligible_name[host.name], owner, False)
+    # only GEMM/convolution kernels are judged: the transposes and casts a matmul launches
+    # would never run on Tensor Cores, whatever the precision
+    eligible = launched & gemm
     tc = names.mask(trace, names.is_tensor_core_kernel)[dev.name]
     kernel_ns = float(dur[kernel].sum())
+    launched_ns = float(dur[launched].sum())
     eligible_ns = float(dur[eligible].sum())
     off = eligible & ~tc
     off_ns = float(dur[off].sum())
@@ -56,12 +141,15 @@ def check(ctx: Context) -> Finding | None:
         return None
     off_per_step = ctx.per_step_union(dev.ts[off], dev.end[off])
     saving = off_per_step * (1.0 - 1.0 / SPEEDUP)
-    ampere = prop.compute_major >= 8
+    dtype = _off_dtype(ctx, owner[off], dur[off])
+    title, fix, code = _fix(p, dtype)
+    eligible_word = "matrix-core" if p.amd else "Tensor-Core"
     evidence = [
-        f"{100 * eligible_ns / kernel_ns:.0f} % of GPU kernel time is launched by Tensor-Core-"
-        f"eligible operators; {tc_pct:.0f} % of that runs on Tensor Cores",
-        f"{fmt_ns(off_per_step)} per step of eligible work runs on CUDA cores "
-        f"({prop.name}, compute capability {prop.compute_major}.{prop.compute_minor})",
+        f"{100 * launched_ns / kernel_ns:.0f} % of GPU kernel time is launched by "
+        f"{eligible_word}-eligible operators, {100 * eligible_ns / kernel_ns:.0f} % in their "
+        f"GEMM/convolution kernels; {tc_pct:.0f} % of those run on {p.unit}",
+        f"{fmt_ns(off_per_step)} per step of it runs off {p.unit}"
+        + (f" in {dtype}" if dtype else "") + f" ({p.describe()})",
     ]
     op_ids = host.name[owner[off]]
     for name, ns, n in top_by_name(op_ids, dur[off], trace.strings, 4):
@@ -69,18 +157,16 @@ def check(ctx: Context) -> Finding | None:
                         f"({n / ctx.n_steps:.0f} kernels)")
     for name, ns, _ in top_by_name(dev.name[off], dur[off], trace.strings, 3):
         evidence.append(f"kernel {short(name, 80)}: {fmt_ns(ns / ctx.n_steps)} per step")
-    fix = ("Run matmuls and convolutions in reduced precision on Tensor Cores: "
-           + ("torch.autocast with bfloat16, and TF32 for the remaining float32 matmuls."
-              if ampere
-              else "torch.autocast with float16 and a GradScaler (automatic mixed precision)."))
+    refs = (("https://rocm.docs.amd.com/projects/hipBLASLt/en/latest/",
+             "https://pytorch.org/docs/stable/cuda.tunable.html") if p.amd else
+            ("https://pytorch.org/docs/stable/amp.html",
+             "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"))
     return ctx.finding(
-        id="tensor-cores", title="Matmuls/convolutions run without Tensor Cores: enable AMP"
-        + (" / TF32" if ampere else ""),
-        saving_ns=saving,
-        estimate=(f"Eligible kernel time not on Tensor Cores per step (union), assuming Tensor "
-                  f"Cores run it {SPEEDUP:.0f}× faster (typical end-to-end; peak math is 8–16×)."),
-        evidence=evidence, fix=fix, code=CODE_AMP_BF16 if ampere else CODE_AMP_FP16,
+        id="tensor-cores", title=title, saving_ns=saving,
+        estimate=(f"GEMM/convolution kernel time off {p.unit} per step (union), assuming "
+                  f"{p.unit} run it {SPEEDUP:.0f}× faster (typical end-to-end; peak math is "
+                  "8–16×)."),
+        evidence=evidence, fix=fix, code=code,
         source_lines=ctx.source_lines(owner[off], dur[off]),
-        references=("https://pytorch.org/docs/stable/amp.html",
-                    "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"),
+        references=refs,
     )

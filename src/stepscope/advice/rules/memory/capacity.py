@@ -5,6 +5,10 @@ from __future__ import annotations
 from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
 
+CODE = ("with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+        "    out = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)")
+# the matmuls already run in 16/8 bits: no mixed precision to suggest
+CODE_CHECKPOINT = "out = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)"
 NEAR_PCT = 85.0  # torch-tb-profiler warned at 90 % of totalGlobalMem
 HIGH_PCT = 95.0
 
@@ -22,6 +26,7 @@ def check(ctx: Context) -> Finding | None:
     if not hits:
         return None
     d = max(hits, key=lambda x: x.peak_allocated / (x.capacity or 1))
+    low = ctx.premises.low_precision  # matmuls already in bf16/fp16/fp8
     cap = d.capacity or 1
     pct = 100.0 * d.peak_allocated / cap
     where = f" in step {d.peak_step}" if d.peak_step else ""
@@ -41,19 +46,20 @@ def check(ctx: Context) -> Finding | None:
         title=f"GPU memory at {pct:.0f} % of capacity: one larger batch or sequence away "
               "from out-of-memory",
         saving_us=0.0, saving_pct=0.0, severity="high" if pct >= HIGH_PCT else "medium",
-        estimate=(f"Not a time saving: headroom. Mixed precision roughly halves activation "
-                  f"memory; activation checkpointing of the largest activation holders trades "
+        estimate=("Not a time saving: headroom. "
+                  + ("" if low else "Mixed precision roughly halves activation memory; ")
+                  + "activation checkpointing of the largest activation holders trades "
                   f"~30 % more forward compute for most of their activations; halving the "
                   f"micro-batch with 2-step accumulation halves activations at equal batch; "
                   f"today's peak is {_gib(d.peak_allocated)}."),
         evidence=tuple(evidence),
-        fix=("Make room before the next change pushes it over: enable mixed precision "
-             "(torch.autocast), checkpoint the blocks holding the largest activations "
+        fix=("Make room before the next change pushes it over: "
+             + ("" if low else "enable mixed precision (torch.autocast), ")
+             + "checkpoint the blocks holding the largest activations "
              "(torch.utils.checkpoint), use a smaller micro-batch with gradient accumulation, "
              "shard optimizer state (ZeroRedundancyOptimizer / FSDP), and set "
              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation."),
-        code=("with torch.autocast('cuda', dtype=torch.bfloat16):\n"
-              "    out = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)"),
+        code=CODE_CHECKPOINT if low else CODE,
         references=("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-"
                     "with-pytorch-cuda-alloc-conf",
                     "https://pytorch.org/docs/stable/checkpoint.html"),

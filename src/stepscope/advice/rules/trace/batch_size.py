@@ -46,7 +46,9 @@ def check(ctx: Context) -> Finding | None:
                   "step's worth of samples it saves at most half of today's GPU idle time."),
         evidence=evidence,
         fix=("Increase the batch size (scale the learning rate accordingly, e.g. linearly with "
-             "warm-up); if memory limits it, use AMP or activation checkpointing to make room."),
+             "warm-up); if memory limits it, use "
+             + ("activation checkpointing" if ctx.premises.low_precision
+                else "AMP or activation checkpointing") + " to make room."),
         code="loader = DataLoader(dataset, batch_size=2 * batch_size, ...)\n"
              "optimizer = torch.optim.SGD(model.parameters(), lr=2 * lr)",
         references=("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",),

@@ -21,6 +21,8 @@ y = x * w.view(1, -1)            # not: x * w.repeat(n, 1)
 q = q.transpose(1, 2)            # then F.scaled_dot_product_attention(q, k, v)
 # let the compiler fuse layout changes into their consumers
 model = torch.compile(model)"""
+# already compiled: the same without the torch.compile line
+CODE_COMPILED = CODE.rsplit("\n# let the compiler", 1)[0]
 
 
 def check(ctx: Context) -> Finding | None:
@@ -28,6 +30,7 @@ def check(ctx: Context) -> Finding | None:
     if share.pct_of_work < THRESHOLD_PCT:
         return None
     where = "GPU kernel time" if share.on_gpu else "operator CPU self time"
+    compiled = ctx.premises.compiled is not None
     return ctx.finding(
         id="materialising-copies",
         title="Copies and layout changes (copy_, repeat, contiguous, ...) take a large share",
@@ -36,9 +39,11 @@ def check(ctx: Context) -> Finding | None:
                   "remove such copies entirely, so this is the upper bound."),
         evidence=[f"copy/layout operators: {share.pct_of_work:.1f} % of {where}", *share.evidence],
         fix=("Avoid materialising tensors: broadcast instead of repeat/expand().contiguous(), "
-             "keep permute/transpose as views, create tensors on the right device and dtype, "
-             "and let torch.compile fuse the remaining layout changes."),
-        code=CODE,
+             "keep permute/transpose as views, create tensors on the right device and dtype"
+             + (" (the run is compiled: these copies run outside its compiled graphs or are "
+                "materialised by them)." if compiled
+                else ", and let torch.compile fuse the remaining layout changes.")),
+        code=CODE_COMPILED if compiled else CODE,
         source_lines=ctx.source_lines(share.hosts, share.weights),
         references=("https://pytorch.org/docs/stable/notes/broadcasting.html",
                     "https://pytorch.org/docs/stable/tensor_view.html"),

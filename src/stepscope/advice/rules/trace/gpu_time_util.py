@@ -20,6 +20,18 @@ UTIL_PCT = 50.0
 THRESHOLD_PCT = 3.0
 
 
+def _fix(ctx: Context) -> str:
+    """Batching small kernels: only the means the run does not use yet."""
+    p = ctx.premises
+    means = [m for m, used in (("torch.compile", p.compiled is not None),
+                               (p.graphs, p.graph_launches > 0)) if not used]
+    batch = f"batch small kernels ({', '.join(means)}), " if means else (
+        f"the run already uses torch.compile and {p.graphs}: look at what runs outside "
+        "them, ")
+    return (f"Feed the GPU faster in those windows: {batch}remove host work between launches, "
+            "overlap copies with compute.")
+
+
 def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
@@ -58,8 +70,7 @@ def check(ctx: Context) -> Finding | None:
         estimate=(f"Idle time per step inside the windows below {UTIL_PCT:.0f} % time in use, "
                   f"outside gaps ≥ {GAP_NS / 1e6:.0f} ms (their own finding)."),
         evidence=evidence,
-        fix=("Feed the GPU faster in those windows: batch small kernels (torch.compile, CUDA "
-             "graphs), remove host work between launches, overlap copies with compute."),
+        fix=_fix(ctx),
         references=("https://docs.nvidia.com/nsight-systems/UserGuide/index.html"
                     "#gpu-low-utilization",),
     )

@@ -6,6 +6,7 @@ from stepscope.advice.context import Context, fmt_ns
 from stepscope.advice.finding import Finding
 
 MIN_SHARE_PCT = 40.0
+CODE = "hot = torch.compile(hot)  # the module named above, e.g. model.encoder"
 ONE_CHILD_PCT = 90.0  # a module whose one child holds this share: look at the child
 
 
@@ -38,14 +39,22 @@ def check(ctx: Context) -> Finding | None:
     if items:
         evidence.append("inside it: " + ", ".join(
             f"{x.name[:60]} {fmt_ns(x.total_ns / ctx.n_steps)}" for x in items[:3]))
+    p = ctx.premises
+    ways = []
+    if p.compiled is None:
+        ways.append("compile it (torch.compile on the module)")
+    if not p.low_precision:
+        ways.append("run it in bf16/fp16 with autocast")
+    ways.append("check its operators and kernels in the Modules view")
     return ctx.finding(
         id="dominant-module",
         title=f"Module {n.name} takes {100.0 * t / ctx.step_ns:.0f} % of the step",
         saving_ns=t / 2.0,
-        estimate=("If this module ran 2x faster (fusion with torch.compile, lower precision, "
-                  "a better kernel or a smaller layer), the step would save half its time."),
+        estimate=("If this module ran 2x faster (fusion, lower precision, a better kernel "
+                  "or a smaller layer), the step would save half its time."),
         evidence=evidence,
-        fix=(f"Optimise {n.path} first: compile it (torch.compile on the module), run it in "
-             "bf16/fp16 with autocast, check its operators and kernels in the Modules view."),
-        code="hot = torch.compile(hot)  # the module named above, e.g. model.encoder",
+        fix=(f"Optimise {n.path} first: " + ", ".join(ways) + "."
+             + (f" The run is already compiled ({p.compiled[:60]}): look for graph breaks "
+                "around this module (TORCH_LOGS=graph_breaks)." if p.compiled else "")),
+        code=CODE if p.compiled is None else None,
     )

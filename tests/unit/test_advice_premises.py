@@ -1,0 +1,304 @@
+"""Issue 21 items 2-4: matrix-core share and MFU dtype follow the kernels actually run, and
+the rules that judge matmuls know the vendor, the matmul dtypes and whether the run is
+compiled (``Context.premises``): each fires where its premise holds, silent where not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.builders import TraceBuilder
+
+from stepscope.advice import Finding, advise
+from stepscope.advice.context import Context
+from stepscope.advice.rules.efficiency import low_mfu, tensor_cores
+from stepscope.advice.rules.trace import elementwise, gpu_time_util, module_hotspot
+from stepscope.analysis.suite import Analyses, run_analyses
+
+BF16 = "c10::BFloat16"
+FP32 = "float"
+FP8 = "c10::Float8_e4m3fn"
+TC_BF16 = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_cublas"
+FFMA = ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma"
+        "_aligna4_alignc4_execute_kernel__5x_cublas")
+TF32 = ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute"
+        "_segment_k_off_kernel__5x_cublas")
+GROUPED_FP8 = ("void cutlass::device_kernel<dpsk::grouped_gemm::cuda::fp8_ptp128c::GemmKernel>"
+               "(dpsk::grouped_gemm::cuda::fp8_ptp128c::GemmKernel::Params)")
+XDLOPS = ("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1"
+          "_1x4x1x64_tb1x8x2x1_1x4x1x64_gkgs")
+TRITON_MM = "triton_tem_fused_mm_0"
+MFMA_BF16 = "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1_SN_LDSB1_AFC1"
+MFMA_FP32 = "Cijk_Ailk_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT128x128x16_MI32x32x2x1_SN_LDSB1"
+SIMT_AMD = "Cijk_Ailk_Bljk_BBS_BH_MT64x64x8_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1"
+TRANSPOSE = "void at::native::elementwise_kernel<128, 4, direct_copy_kernel_cuda transpose>"
+
+MI300: dict[str, Any] = {"id": 0, "name": "AMD Instinct MI300X VF",
+                         "totalGlobalMem": 205_822_885_888, "computeMajor": 9,
+                         "computeMinor": 4, "maxThreadsPerBlock": 1024,
+                         "maxThreadsPerMultiprocessor": 2048, "numSms": 304, "warpSize": 64}
+
+
+def _trace(tmp_path: Path, kernel: str, *, dtype: str = BF16, amd: bool = False,
+           device: int = 0, m: int = 4096, k: int = 4096, n: int = 4096,
+           k_dur: float = 500, step_us: float = 1000, steps: int = 3,
+           helper: str | None = None, compiled: bool = False, modules: bool = False,
+           op: str = "aten::mm") -> Analyses:
+    """Steps of one matmul each (``kernel`` for ``k_dur`` µs), optionally a helper kernel
+    launched by the same operator, a compiled region, and module ranges."""
+    b = TraceBuilder()
+    if amd:
+        b.device_properties = [dict(MI300)]
+    api = "hipLaunchKernel" if amd else "cudaLaunchKernel"
+    for i in range(steps):
+        t0 = i * step_us
+        with b.step(i + 1, t0, step_us):
+            if compiled:
+                b.annotation("Torch-Compiled Region: 0/0", t0 + 0.5, step_us - 1)
+            if modules:
+                b._complete("python_function", "nn.Module: Net_0", 1, 1, t0 + 0.6,
+                            step_us - 2, {})
+                b._complete("python_function", "nn.Module: Mlp_0", 1, 1, t0 + 0.7,
+                            step_us - 3, {})
+            mm = b.op(op, t0 + 1, 5, input_dims=[[m, k], [k, n]], input_types=[dtype, dtype])
+            b.launch(mm, api, t0 + 2, 2, kernel=kernel, k_ts=t0 + 10, k_dur=k_dur,
+                     device=device)
+            if helper is not None:
+                b.launch(mm, api, t0 + 4, 1, kernel=helper, k_ts=t0 + 10 + k_dur,
+                         k_dur=step_us - k_dur - 20, device=device)
+    return run_analyses(b.load(tmp_path))
+
+
+def _get(a: Analyses, rule: str) -> Finding | None:
+    return next((f for f in advise(a) if f.id == rule), None)
+
+
+# ---- matrix-core share and the MFU dtype ------------------------------------------------
+
+
+@pytest.mark.parametrize(("kernel", "dtype", "amd", "tc_pct", "mfu_dtype"), [
+    (FFMA, FP32, False, 0.0, "fp32"),  # xmma on CUDA cores: FP32, never TF32
+    (TF32, FP32, False, 100.0, "tf32"),  # the kernel says tf32
+    (GROUPED_FP8, FP8, False, 100.0, "fp8"),  # DeepSeek grouped FP8 GEMM
+    (TRITON_MM, BF16, False, 100.0, "bf16"),  # Inductor matmul template (tl.dot)
+    (XDLOPS, BF16, True, 100.0, "bf16"),  # MIOpen implicit GEMM on XDLOPS
+    (MFMA_FP32, FP32, True, 100.0, "fp32"),  # AMD FP32 MFMA: the FP32 matrix peak, not TF32
+])
+def test_share_and_mfu_dtype_follow_the_kernels(tmp_path: Path, kernel: str, dtype: str,
+                                                amd: bool, tc_pct: float,
+                                                mfu_dtype: str) -> None:
+    a = _trace(tmp_path, kernel, dtype=dtype, amd=amd)
+    assert a.gpu[0].tensor_core_pct == pytest.approx(tc_pct)
+    assert a.efficiency is not None
+    assert a.efficiency.mfu_dtype == mfu_dtype
+
+
+def test_fp32_on_cuda_cores_is_compute_bound_against_the_fp32_peak(tmp_path: Path) -> None:
+    # 2*4096^3 FLOP in 4 ms: 34.4 TFLOP/s = 51 % of the H100 SXM's 67 FP32 TFLOP/s (it read
+    # 7 % of the 494.5 TF32 peak, and "memory-bound", before)
+    a = _trace(tmp_path, FFMA, dtype=FP32, k_dur=4000, step_us=5000)
+    e = a.efficiency
+    assert e is not None
+    row = next(r for r in e.operators if r.name == "aten::mm")
+    assert row.dtype == "fp32"
+    assert row.pct_peak_flops == pytest.approx(100 * 2 * 4096**3 / 4e-3 / 67e12, rel=1e-3)
+    assert row.bound == "compute"
+    assert e.fp32_matmul_ns > 0
+
+
+# ---- tensor-cores ------------------------------------------------------------------------
+
+
+def test_tensor_cores_fires_on_fp32_ffma_with_the_tf32_fix(tmp_path: Path) -> None:
+    f = _get(_trace(tmp_path, FFMA, dtype=FP32, k_dur=900), "tensor-cores")
+    assert f is not None
+    assert "FP32 on CUDA cores" in f.title
+    assert f.code == tensor_cores.CODE_AMP_BF16
+    assert any("in fp32" in e and "compute capability 9.0" in e for e in f.evidence)
+    assert any(FFMA[:40] in e for e in f.evidence)
+
+
+def test_tensor_cores_cites_gemms_never_their_helpers(tmp_path: Path) -> None:
+    # a bf16 GEMM on Tensor Cores (100 µs) and a transpose/copy helper of the same aten::mm
+    # (880 µs): the helper is no GEMM, so nothing runs off Tensor Cores
+    a = _trace(tmp_path, TC_BF16, k_dur=100, helper=TRANSPOSE)
+    assert _get(a, "tensor-cores") is None
+
+
+def test_tensor_cores_on_amd_bf16_gives_the_rocm_fix(tmp_path: Path) -> None:
+    # bf16 GEMMs in a non-MFMA Tensile kernel on MI300X; the device properties describe id 0
+    # while the kernels run on device 2 (as ROCm writes it)
+    f = _get(_trace(tmp_path, SIMT_AMD, amd=True, device=2, k_dur=900), "tensor-cores")
+    assert f is not None
+    assert "matrix cores" in f.title and "AMP" not in f.title and "TF32" not in f.title
+    assert f.code == tensor_cores.CODE_ROCM_TUNE
+    text = " ".join([f.title, f.fix, *f.evidence, f.code or ""])
+    assert "compute capability" not in text and "allow_tf32" not in text
+    assert "AMD Instinct MI300X VF (matrix cores (MFMA))" in text
+
+
+def test_tensor_cores_on_amd_fp32_asks_for_bf16_not_tf32(tmp_path: Path) -> None:
+    f = _get(_trace(tmp_path, SIMT_AMD, dtype=FP32, amd=True, k_dur=900), "tensor-cores")
+    assert f is not None
+    assert f.code == tensor_cores.CODE_ROCM_BF16
+    assert "tf32" not in (f.code or "").lower()
+
+
+def test_tensor_cores_silent_on_amd_mfma(tmp_path: Path) -> None:
+    a = _trace(tmp_path, MFMA_BF16, amd=True, device=2, k_dur=900)
+    assert _get(a, "tensor-cores") is None
+
+
+# ---- low-mfu -----------------------------------------------------------------------------
+
+
+def test_low_mfu_on_bf16_asks_for_no_autocast(tmp_path: Path) -> None:
+    f = _get(_trace(tmp_path, TC_BF16), "low-mfu")
+    assert f is not None
+    assert "autocast" not in f.fix and "TF32" not in f.fix
+    assert f.code == low_mfu.CODE_COMPILE
+
+
+def test_low_mfu_on_a_compiled_bf16_run_asks_for_neither(tmp_path: Path) -> None:
+    f = _get(_trace(tmp_path, TC_BF16, compiled=True), "low-mfu")
+    assert f is not None
+    assert "autocast" not in f.fix and "fuse memory-bound chains" not in f.fix
+    assert f.code == low_mfu.CODE_AUTOTUNE
+
+
+def test_low_mfu_on_fp32_asks_for_autocast_and_tf32(tmp_path: Path) -> None:
+    # 2*4096^3 FLOP per 10 ms step: 20 % of the 67 FP32 TFLOP/s
+    f = _get(_trace(tmp_path, FFMA, dtype=FP32, k_dur=8000, step_us=10_000), "low-mfu")
+    assert f is not None
+    assert "autocast" in f.fix and "TF32" in f.fix
+    assert f.code == low_mfu.CODE
+    assert any("off Tensor Cores" in e for e in f.evidence)
+
+
+def test_low_mfu_on_amd_bf16_tunes_hipblaslt(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    f = _get(_trace(tmp_path, MFMA_BF16, amd=True, device=2), "low-mfu")
+    assert f is not None
+    assert "TunableOp" in f.fix and "autocast" not in f.fix
+    assert f.code == low_mfu.CODE_ROCM_TUNE_COMPILE
+    assert "set_float32_matmul_precision" not in (f.code or "")
+    compiled = _get(_trace(tmp_path / "c", MFMA_BF16, amd=True, compiled=True), "low-mfu")
+    assert compiled is not None and compiled.code == low_mfu.CODE_ROCM_TUNE
+
+
+def test_low_mfu_silent_when_the_matmul_fills_the_step(tmp_path: Path) -> None:
+    a = _trace(tmp_path, MFMA_BF16, amd=True, m=8192, k=8192, n=8192, k_dur=1400,
+               step_us=1500)
+    assert _get(a, "low-mfu") is None
+
+
+# ---- matmul-alignment ----------------------------------------------------------------------
+
+
+def test_matmul_alignment_fires_on_amd_mfma_in_its_words(tmp_path: Path) -> None:
+    f = _get(_trace(tmp_path, MFMA_BF16, amd=True, k=4100, n=50257, k_dur=5000,
+                    step_us=6000), "matmul-alignment")
+    assert f is not None
+    assert "MFMA" in f.evidence[0] and "Tensor Core" not in f.evidence[0]
+    assert "hipBLASLt" in f.estimate
+
+
+def test_matmul_alignment_silent_when_the_gemm_runs_on_cuda_cores(tmp_path: Path) -> None:
+    # the same odd shape in float32 on CUDA cores: no Tensor Core tile to fit
+    a = _trace(tmp_path, FFMA, dtype=FP32, k=4100, n=50257, k_dur=5000, step_us=6000)
+    assert _get(a, "matmul-alignment") is None
+
+
+# ---- dominant-module ---------------------------------------------------------------------
+
+
+def test_dominant_module_fix_fits_an_eager_fp32_run(tmp_path: Path) -> None:
+    f = _get(_trace(tmp_path, FFMA, dtype=FP32, modules=True, k_dur=900), "dominant-module")
+    assert f is not None
+    assert "torch.compile" in f.fix and "autocast" in f.fix
+    assert f.code == module_hotspot.CODE
+
+
+def test_dominant_module_fix_fits_a_compiled_bf16_run(tmp_path: Path) -> None:
+    f = _get(_trace(tmp_path, TC_BF16, modules=True, compiled=True, k_dur=900),
+             "dominant-module")
+    assert f is not None
+    assert "autocast" not in f.fix and "compile it" not in f.fix
+    assert "graph breaks" in f.fix
+    assert f.code is None
+
+
+def test_premises_read_from_the_trace(tmp_path: Path) -> None:
+    p = Context(_trace(tmp_path, MFMA_BF16, amd=True, device=2, compiled=True)).premises
+    assert (p.vendor, p.matrix_cores, p.low_precision) == ("amd", True, True)
+    assert p.device is not None and p.device.name == "AMD Instinct MI300X VF"
+    assert p.compiled == "Torch-Compiled Region: 0/0"
+    assert p.matmul_dtypes == {"bf16": 1.0}
+    assert p.graph_launches == 0
+
+
+# ---- rules whose fix names torch.compile / AMP / graphs --------------------------------
+
+
+def _busy(tmp_path: Path, op: str, kernel: str, *, compiled: bool = False) -> list[Finding]:
+    """One 10 ms step, the GPU busy with ``kernel`` launched by ``op``."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        if compiled:
+            b.annotation("Torch-Compiled Region: 0/0", 1, 9_990)
+        for i in range(100):
+            o = b.op(op, 10 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=kernel, k_ts=100 + i * 99,
+                     k_dur=99)
+    return advise(run_analyses(b.load(tmp_path)))
+
+
+EAGER_MUL = "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>"
+
+
+def test_elementwise_in_an_eager_run_suggests_compile(tmp_path: Path) -> None:
+    f = next(f for f in _busy(tmp_path, "aten::mul", EAGER_MUL) if f.id == "elementwise-dominated")
+    assert f.code == elementwise.CODE
+
+
+def test_elementwise_in_a_compiled_run_points_at_graph_breaks(tmp_path: Path) -> None:
+    fs = _busy(tmp_path, "aten::mul", EAGER_MUL, compiled=True)
+    f = next(f for f in fs if f.id == "elementwise-dominated")
+    assert f.code == elementwise.CODE_COMPILED
+    assert "graph breaks" in f.fix and "Torch-Compiled Region" in f.fix
+
+
+def test_elementwise_silent_when_inductor_fused_them(tmp_path: Path) -> None:
+    fs = _busy(tmp_path, "aten::mul", "triton_poi_fused_add_mul_0", compiled=True)
+    assert "elementwise-dominated" not in [f.id for f in fs]
+
+
+def test_copies_in_a_compiled_run_drop_the_compile_line(tmp_path: Path) -> None:
+    copy = "void at::native::unrolled_elementwise_kernel<copy>"
+    eager = next(f for f in _busy(tmp_path, "aten::copy_", copy)
+                 if f.id == "materialising-copies")
+    assert "torch.compile" in (eager.code or "")
+    comp = next(f for f in _busy(tmp_path, "aten::copy_", copy, compiled=True)
+                if f.id == "materialising-copies")
+    assert "torch.compile" not in (comp.code or "") and "torch.compile" not in comp.fix
+
+
+def test_premise_helpers_of_the_batching_fixes(tmp_path: Path) -> None:
+    # gpu-low-utilization and small-batch read the same premises
+    a = _trace(tmp_path, TC_BF16, compiled=True)
+    ctx = Context(a)
+    assert "torch.compile" not in gpu_time_util._fix(ctx)
+    assert "CUDA graphs" in gpu_time_util._fix(ctx)
+    (tmp_path / "amd").mkdir()
+    a2 = _trace(tmp_path / "amd", MFMA_BF16, amd=True)
+    assert "HIP graphs" in gpu_time_util._fix(Context(a2))
+
+
+def test_small_batch_offers_amp_only_to_a_run_without_it(tmp_path: Path) -> None:
+    (tmp_path / "fp32").mkdir()
+    bf16 = _get(_trace(tmp_path, TC_BF16, k_dur=200), "small-batch")
+    fp32 = _get(_trace(tmp_path / "fp32", TF32, dtype=FP32, k_dur=200), "small-batch")
+    assert bf16 is not None and fp32 is not None
+    assert "AMP" not in bf16.fix and "activation checkpointing" in bf16.fix
+    assert "AMP or activation checkpointing" in fp32.fix
