@@ -27,8 +27,6 @@ def check(ctx: Context) -> Finding | None:
     la = ctx.a.launches
     if not ctx.has_gpu or la is None or la.launches == 0:
         return None
-    if ctx.a.graphs is not None and ctx.a.graphs.capture_only:
-        return None  # graph capture: launches are recorded, not run; idle GPU is expected
     if la.short_kernels < SHORT_SHARE * la.launches:
         return None
     gaps = ctx.gaps

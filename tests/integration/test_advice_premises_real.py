@@ -1,0 +1,43 @@
+"""Issue 21 on real traces: premises (capture-only windows, launch queues), one window per
+finding (``--step``) and severity by size."""
+
+from __future__ import annotations
+
+import pytest
+from tests.conftest import shared_trace
+
+import stepscope
+from stepscope.advice import NEEDS_EXECUTED_WORK, Finding, advise
+from stepscope.analysis.suite import Analyses, run_analyses
+from stepscope.report.build import build_report
+
+VLLM = ("outside/tracelens-vllm-mi300-graph-capture/"
+        "graph_capture_rank_0.1773709742341309550.pt.trace.json.gz")
+
+
+def _analyses(rel: str, step: int | None = None) -> Analyses:
+    return run_analyses(stepscope.load(str(shared_trace(rel)), cache=False), step=step)
+
+
+def _ids(fs: list[Finding]) -> dict[str, str]:
+    return {f.id: f.severity for f in fs}
+
+
+def test_vllm_graph_capture_raises_no_finding_that_needs_executed_work() -> None:
+    # before: cpu-ops-in-gpu-job (high, 47.87 ms "with the GPU idle") and dominant-module
+    # (high) on a window whose launches were captured, not run
+    a = _analyses(VLLM)
+    assert a.graphs is not None and a.graphs.capture_only
+    fs = _ids(advise(a))
+    assert not set(fs) & NEEDS_EXECUTED_WORK
+    notes = build_report(stepscope.load(str(shared_trace(VLLM)), cache=False)).to_json()["notes"]
+    assert any("graph capture" in n and "low-mfu" in n for n in notes)
+
+
+@pytest.mark.parametrize("rel", [
+    "outside/param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json",
+])
+def test_executed_windows_keep_their_gpu_findings(rel: str) -> None:
+    a = _analyses(rel)
+    assert a.graphs is None or not a.graphs.capture_only
+    assert "cpu-ops-in-gpu-job" in _ids(advise(a))
