@@ -46,3 +46,48 @@ def test_capture_only_window_skips_rules_that_need_executed_work(tmp_path: Path)
     assert not {f.id for f in advise(a)} & NEEDS_EXECUTED_WORK
     notes = build_report(b.load(tmp_path)).to_json()["notes"]
     assert any("graph capture" in n and "cpu-ops-in-gpu-job" in n for n in notes)
+
+
+# ---- launch-bound: the GPU waits for launches, not for a queue ----------------------------
+
+
+def _queued_burst(b: TraceBuilder) -> None:
+    """A 20 ms step: 1,000 launches every 7 µs (80 % short kernels, every fifth 40 µs), so
+    a queue builds and kernels start milliseconds after their launch; then host work and one
+    last kernel at 15 ms: a 5 ms host-wait gap that is not launch overhead."""
+    with b.step(1, 0, 20_000):
+        gpu_free = 0.0
+        for i in range(1000):
+            t = i * 7.0
+            o = b.op("aten::add", t, 6.5)
+            k_dur = 40.0 if i % 5 == 0 else 2.0
+            k_ts = max(t + 7.0, gpu_free)
+            gpu_free = k_ts + k_dur
+            b.launch(o, "cudaLaunchKernel", t + 0.5, 6, kernel="void kernel_small", k_ts=k_ts,
+                     k_dur=k_dur)
+        b.op("aten::nonzero", 10_000, 4_000)
+        o = b.op("aten::add", 15_000, 8)
+        b.launch(o, "cudaLaunchKernel", 15_001, 6, kernel="void kernel_small", k_ts=15_008,
+                 k_dur=2)
+
+
+def test_launch_bound_is_silent_when_work_is_queued(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    _queued_burst(b)
+    a = run_analyses(b.load(tmp_path))
+    assert a.launches is not None and a.launches.delay_p50_ns > 1_000_000  # a deep queue
+    assert "launch-bound" not in [f.id for f in advise(a)]
+
+
+def test_launch_bound_evidence_shows_the_gpu_waiting_for_launches(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(1000):
+            t = 5 + i * 10
+            o = b.op("aten::add", t, 8)
+            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
+                     k_dur=2)
+    (f,) = [f for f in _findings(b, tmp_path) if f.id == "launch-bound"]
+    assert any("999 gaps per step shorter than 1 ms" in e and "started 1.0 µs (median) after"
+               in e for e in f.evidence)
+    assert any(e.startswith("median launch delay in the steps 1.0 µs") for e in f.evidence)
