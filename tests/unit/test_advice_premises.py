@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.builders import TraceBuilder
 
 from stepscope.advice import NEEDS_EXECUTED_WORK, Finding, advise
@@ -91,3 +92,35 @@ def test_launch_bound_evidence_shows_the_gpu_waiting_for_launches(tmp_path: Path
     assert any("999 gaps per step shorter than 1 ms" in e and "started 1.0 µs (median) after"
                in e for e in f.evidence)
     assert any(e.startswith("median launch delay in the steps 1.0 µs") for e in f.evidence)
+
+
+# ---- severity weighs the absolute saving per step --------------------------------------
+
+
+def test_severity_needs_share_and_absolute_saving() -> None:
+    def sev(us: float, pct: float) -> str:
+        return Finding(id="x", title="x", saving_us=us, saving_pct=pct, estimate="",
+                       evidence=(), fix="").severity
+    assert sev(0.1, 50.0) == "low"  # half of a tiny step: below one launch's cost
+    assert sev(50.0, 50.0) == "medium"
+    assert sev(150.0, 50.0) == "high"
+    assert sev(5_000.0, 2.0) == "low"  # a small share stays low however long the step
+
+
+def _sync_step(b: TraceBuilder, scale: float) -> None:
+    """One step: a kernel, then a sync taking 40 % of the step (step = 100 µs × scale)."""
+    with b.step(1, 0, 100 * scale):
+        mm = b.op("aten::mm", 1 * scale, 5 * scale)
+        b.launch(mm, "cudaLaunchKernel", 2 * scale, 2 * scale, kernel=GEMM, k_ts=5 * scale,
+                 k_dur=10 * scale)
+        item = b.op("aten::item", 20 * scale, 45 * scale)
+        b.runtime("cudaStreamSynchronize", 21 * scale, 40 * scale, owner=item)
+
+
+@pytest.mark.parametrize(("scale", "severity"), [(100.0, "high"), (1.0, "medium")])
+def test_host_sync_severity_by_size(tmp_path: Path, scale: float, severity: str) -> None:
+    b = TraceBuilder()
+    _sync_step(b, scale)
+    (f,) = [f for f in _findings(b, tmp_path) if f.id == "host-sync"]
+    assert f.saving_pct == pytest.approx(40.0)
+    assert f.severity == severity  # 4 ms of a 10 ms step is high; 40 µs of 100 µs is not
