@@ -62,3 +62,25 @@ def test_launch_bound_fires_where_kernels_start_at_launch() -> None:
     (f,) = [f for f in advise(a) if f.id == "launch-bound"]
     assert "median launch delay in the steps 2.0 µs" in f.evidence[3]
     assert "158 gaps per step shorter than 1 ms" in f.evidence[2]
+
+
+# ---- one window per finding: --step N -----------------------------------------------------
+
+
+def test_step_clips_dataloader_fetches_to_the_window() -> None:
+    # before: "2.0 batch fetch(es) per step", the inside-loader operators and the source line
+    # (139.9 ms) counted two fetches whole: one starts before step 6's window, one belongs to
+    # step 7 and starts 12.8 ms before the window ends
+    (f,) = [f for f in advise(_analyses(NW0, step=6)) if f.id == "input-pipeline"]
+    assert f.saving_us == pytest.approx(57669.0)
+    assert ("1.0 batch fetch(es) per step, 71.10 ms each on average; 69.87 ms of loader time "
+            "per step in the steps") in f.evidence
+    assert any(e.startswith("2 fetch(es) straddle the edge of the steps") for e in f.evidence)
+    assert "inside the loader: aten::copy_ ×96/step, 5.95 ms self per step" in f.evidence
+    assert f.source_lines[0].endswith("(69.87 ms per step)")
+
+
+def test_step_counts_copies_in_the_window() -> None:
+    # before: 115.6 MB per step: the whole trace's pageable copies divided by one step
+    (f,) = [f for f in advise(_analyses(NW0, step=6)) if f.id == "pageable-memcpy"]
+    assert "19.3 MB per step staged through a bounce buffer" in f.evidence[1]

@@ -124,3 +124,29 @@ def test_host_sync_severity_by_size(tmp_path: Path, scale: float, severity: str)
     (f,) = [f for f in _findings(b, tmp_path) if f.id == "host-sync"]
     assert f.saving_pct == pytest.approx(40.0)
     assert f.severity == severity  # 4 ms of a 10 ms step is high; 40 µs of 100 µs is not
+
+
+# ---- one window per finding ----------------------------------------------------------------
+
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def test_exposed_communication_lists_kernels_of_the_steps_only(tmp_path: Path) -> None:
+    """Six all-reduces before the first step (warm-up) are not the step's communication."""
+    b = TraceBuilder()
+    for i in range(6):
+        o = b.op("nccl:all_reduce", 100 + i * 1000, 20)
+        b.launch(o, "cudaLaunchKernel", 105 + i * 1000, 5, kernel=NCCL, k_ts=200 + i * 1000,
+                 k_dur=800, stream=9)
+    with b.step(1, 10_000, 10_000):
+        for i in range(40):
+            o = b.op("aten::mm", 10_010 + i * 20, 15)
+            b.launch(o, "cudaLaunchKernel", 10_012 + i * 20, 5, kernel=GEMM,
+                     k_ts=11_000 + i * 100, k_dur=100)
+        o = b.op("nccl:all_reduce", 10_900, 20)
+        b.launch(o, "cudaLaunchKernel", 10_905, 5, kernel=NCCL, k_ts=15_000, k_dur=4000,
+                 stream=9)
+    (f,) = [f for f in _findings(b, tmp_path) if f.id == "exposed-communication"]
+    assert f.saving_us == pytest.approx(4000.0)
+    assert any("×1/step, 4.00 ms per step" in e for e in f.evidence)  # not ×7/step, 8.80 ms
+    assert "communication kernels: 50 % of kernel time in the steps" in f.evidence
