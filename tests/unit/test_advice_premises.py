@@ -150,3 +150,12 @@ def test_exposed_communication_lists_kernels_of_the_steps_only(tmp_path: Path) -
     assert f.saving_us == pytest.approx(4000.0)
     assert any("×1/step, 4.00 ms per step" in e for e in f.evidence)  # not ×7/step, 8.80 ms
     assert "communication kernels: 50 % of kernel time in the steps" in f.evidence
+
+
+def test_launch_threshold_counts_are_named_and_most_launches_are_no_outliers() -> None:
+    from stepscope.report.text.render import _over
+
+    assert _over(6, 9_096, "launch calls over 50 µs") == "launch calls over 50 µs: 6"
+    assert _over(7_264, 9_096, "delayed over 100 µs", most="work is queued ahead of the GPU") \
+        == ("delayed over 100 µs: 7,264 of 9,096 (80 %, most launches: work is queued ahead "
+            "of the GPU)")

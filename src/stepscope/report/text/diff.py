@@ -127,7 +127,7 @@ def _categories(console: Console, diff: Diff) -> None:
 
     def p_value(ch: Change) -> str:
         sig = ch.significance
-        return MISSING if sig is None or sig.p_value is None else f"{sig.p_value:.2g}"
+        return MISSING if sig is None or sig.p_value is None else f"{sig.p_value:.3g}"
 
     columns = [*_change_columns([c.change for c in shown], keep=3),
                Column("share (%)", [MISSING if c.share_pct is None else _plain(c.share_pct, ".0f")
