@@ -8,9 +8,10 @@ from typing import Any
 SEVERITIES = ("high", "medium", "low")
 # Severity weighs both the share of the step and the absolute saving per step: a large share
 # of a tiny step is not worth an engineer's day. The floors are in the units a trace can
-# resolve: Kineto timestamps have 1 µs resolution and one kernel launch costs the CPU about
-# 5-10 µs, so a saving under 10 µs per step is at the level of one launch or of the clock;
-# 100 µs is an order above (tens of launches). Documented in docs/advice.md.
+# resolve: Kineto timestamps were whole µs before PyTorch 2.x (ns fractions since), and one
+# kernel launch costs the CPU about 5-10 µs, so a saving under 10 µs per step is at the level
+# of one launch or of the clock; 100 µs is an order above (tens of launches). Documented in
+# docs/advice.md.
 HIGH_PCT = 10.0  # saving >= 10 % of the step ...
 HIGH_FLOOR_US = 100.0  # ... and >= 100 µs per step
 MEDIUM_PCT = 3.0  # saving >= 3 % of the step ...
