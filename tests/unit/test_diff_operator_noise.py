@@ -14,7 +14,7 @@ from tests.diff_builders import ADD_US, cpu_training_trace, training_trace
 
 from stepscope.analysis.compare.diff import ItemChange, diff_runs
 from stepscope.analysis.compare.gate import evaluate, parse
-from stepscope.analysis.compare.step_series import operator_step_series, step_index
+from stepscope.analysis.compare.step_series import operator_step_series, step_index, step_series
 from stepscope.analysis.suite import run_analyses
 from stepscope.cli.main import main
 from stepscope.formats import load_trace
@@ -250,3 +250,24 @@ def test_two_captures_of_the_same_workload_real() -> None:
                                                      ci_high=None)
     assert all(r.status == "unchanged" for r in d.operators
                if r.metric == "device" and r.name not in ("aten::copy_", "aten::to"))
+
+
+def test_operator_gpu_time_is_sampled_where_its_work_runs(tmp_path: Path) -> None:
+    """Issue 21: a kernel queued at the end of a step runs in the next one; the operator's
+    GPU-time samples follow the kernel (as the kernel table and the categories do), so the
+    same work gives the same samples, and the same verdict, in every table. Before, they
+    followed the host call: (300, 400, 100) beside the kernel's (200, 500, 100)."""
+    b = TraceBuilder()
+    for n in range(3):
+        t = n * 1000
+        with b.step(n + 1, t, 1000):
+            o = b.op("aten::mm", t + 100, 50)
+            b.launch(o, "cudaLaunchKernel", t + 110, 5, kernel="gemm", k_ts=t + 200, k_dur=100)
+            o = b.op("aten::mm", t + 900, 50)
+            b.launch(o, "cudaLaunchKernel", t + 910, 5, kernel="gemm",
+                     k_ts=t + 1050 if n < 2 else t + 950, k_dur=300 if n == 1 else 100)
+    a = run_analyses(b.load(tmp_path))
+    by_name, _ = operator_step_series(a.trace, a.steps, a.tree)
+    kernels = step_series(a.trace, a.steps, a.tree).kernels
+    assert kernels["gemm"] == (200.0, 500.0, 100.0)
+    assert by_name[("aten::mm", None)].device == kernels["gemm"]
