@@ -25,8 +25,8 @@ MIN_SAVING_PCT = 0.5  # findings saving less than this share of the step are dro
 # running them, so the GPU is idle by design and none of these premises holds. The advisor
 # skips them there (one check here, not a copy per rule); the report's notes say so.
 NEEDS_EXECUTED_WORK: frozenset[str] = frozenset({
-    "launch-bound", "gpu-gaps", "gpu-low-utilization", "cpu-ops-in-gpu-job", "host-sync",
-    "unfused-optimizer", "dominant-module", "low-mfu", "h2d-not-overlapped",
+    "launch-bound", "gpu-gaps", "gpu-low-utilization", "small-batch", "cpu-ops-in-gpu-job",
+    "host-sync", "unfused-optimizer", "dominant-module", "low-mfu", "h2d-not-overlapped",
 })
 CAPTURE_ONLY_REASON = ("graph capture: the window captures CUDA/HIP graphs and launches none; "
                        "captured launches are recorded, not executed, so the idle GPU is "
