@@ -103,3 +103,29 @@ def test_eight_rank_job_folder() -> None:
     assert d.verdict == "not testable" and d.step.delta == 0
     assert len({g.device for g in d.gpu}) == 8
     assert not evaluate(d, [parse("step_time>+5%")])[0].broken
+
+
+def test_the_same_copies_get_one_verdict_in_every_table() -> None:
+    """Issue 21: aten::copy_ 1.915 -> 3.160 ms was "unchanged" (p = 0.065) beside the Memcpy
+    category with the same copies "significant" (p = 0.0022): its GPU time was sampled by the
+    host call's step, so copies queued across a step boundary moved. Now one test, on the
+    same samples, gives one verdict, said in the same words."""
+    from stepscope.analysis.compare.diff import noise_verdict
+    from stepscope.report.json.diff import diff_to_json
+
+    d = _diff(NW0_A, NW4_A)
+    memcpy = next(c.change for c in d.categories if c.name == "memcpy")
+    copy_ = next(r for r in d.operators if r.name == "aten::copy_")
+    assert (copy_.change.base, copy_.change.new) == pytest.approx((1915.333, 3159.833), abs=1e-3)
+    assert copy_.status == "slower"
+    assert memcpy.significance is not None and copy_.change.significance is not None
+    assert copy_.change.significance.p_value == memcpy.significance.p_value
+    assert noise_verdict(copy_.change) == noise_verdict(memcpy) == "significant (p = 0.00216)"
+    data = diff_to_json(d)
+    row = next(r for r in data["operators"] if r["name"] == "aten::copy_")
+    cat = next(c for c in data["categories"] if c["name"] == "memcpy")
+    assert row["noise_verdict"] == cat["noise_verdict"]
+    # an unchanged row says why: the test did not reject
+    still = [r for r in data["operators"] if r["status"] == "unchanged"
+             and r["significance"] and r["significance"]["p_value"] >= 0.05]
+    assert still and all(r["noise_verdict"].startswith("within noise (p = ") for r in still)

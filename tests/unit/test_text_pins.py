@@ -85,7 +85,8 @@ def test_diff_text_figures_equal_the_diff_json(tmp_path: Path) -> None:
     # category row: base, new, change (µs), change (%) = delta / base, share (%)
     assert _cells(text, "Kernel ") == [
         f"{kernel['base_us']:.1f}", f"{kernel['new_us']:.1f}", f"+{kernel['delta_us']:.1f}",
-        f"+{kernel['delta_pct']:.1f}", "100", "significant"]
+        f"+{kernel['delta_pct']:.1f}", "100", "significant",
+        f"{kernel['significance']['p_value']:.3g}"]  # issue 21: the test's p-value shown
     assert _cells(text, "Kernel ")[:4] == ["500.7", "622.7", "+122.1", "+24.4"]
     # sgemm alone grew by more than the step (101 % of the change: relu got faster)
     k = j["kernels"][0]

@@ -13,16 +13,42 @@ from stepscope.advice.rules import RULES
 from stepscope.advice.rules import RuleFn as Rule
 from stepscope.analysis.suite import Analyses
 
-__all__ = ["RULES", "Finding", "Rule", "advise"]
+__all__ = ["CAPTURE_ONLY_REASON", "NEEDS_EXECUTED_WORK", "RULES", "Finding", "Rule", "advise",
+           "skipped_rules"]
 
 MIN_SAVING_PCT = 0.5  # findings saving less than this share of the step are dropped
+
+# Rules whose premise is device work that executed in the window: they judge the GPU's idle
+# time, the cost of launches, host work between kernels, a module's share of the step or the
+# FLOP/s achieved. A window that only captures CUDA/HIP graphs (analysis.events.graphs:
+# capture_only: stream-capture calls, no graph launch) records the captured launches without
+# running them, so the GPU is idle by design and none of these premises holds. The advisor
+# skips them there (one check here, not a copy per rule); the report's notes say so.
+NEEDS_EXECUTED_WORK: frozenset[str] = frozenset({
+    "launch-bound", "gpu-gaps", "gpu-low-utilization", "small-batch", "cpu-ops-in-gpu-job",
+    "host-sync", "unfused-optimizer", "dominant-module", "low-mfu", "h2d-not-overlapped",
+})
+CAPTURE_ONLY_REASON = ("graph capture: the window captures CUDA/HIP graphs and launches none; "
+                       "captured launches are recorded, not executed, so the idle GPU is "
+                       "expected and findings that judge GPU idle time, launch cost, CPU "
+                       "operators between kernels, modules or MFU do not apply ("
+                       + ", ".join(sorted(NEEDS_EXECUTED_WORK)) + " not run)")
+
+
+def skipped_rules(analyses: Analyses) -> frozenset[str]:
+    """Rules whose premise the window does not meet (see NEEDS_EXECUTED_WORK)."""
+    g = analyses.graphs
+    return NEEDS_EXECUTED_WORK if g is not None and g.capture_only else frozenset()
 
 
 def advise(analyses: Analyses, rules: dict[str, Rule] | None = None) -> list[Finding]:
     ctx = Context(analyses)
     findings: list[Finding] = []
     failed: list[str] = []
+    skip = skipped_rules(analyses)
     for name, rule in (rules if rules is not None else RULES).items():
+        if name in skip:
+            continue
         try:
             out = rule(ctx)
         except Exception as exc:

@@ -108,6 +108,7 @@ class Gaps:
     start: I64
     length: I64
     host_wait: B  # the work after the gap was launched after the gap began
+    after: I64  # device row of the op that ends the gap
 
 
 class Context:
@@ -223,7 +224,7 @@ class Context:
         sel = np.flatnonzero(self.device_sel)
         if len(sel) == 0:
             e = np.zeros(0, dtype=np.int64)
-            return Gaps(e, e, np.zeros(0, dtype=bool))
+            return Gaps(e, e, np.zeros(0, dtype=bool), e)
         order = sel[np.argsort(dev.ts[sel], kind="stable")]
         ts, end = dev.ts[order], dev.end[order]
         launch = self.launch_ts[order]
@@ -233,7 +234,8 @@ class Context:
         start, length = prev_end[ok], gap[ok]
         inside = self.in_steps(start, start + length)
         keep = inside > 0
-        return Gaps(start[keep], inside[keep], (launch[1:][ok] > prev_end[ok])[keep])
+        return Gaps(start[keep], inside[keep], (launch[1:][ok] > prev_end[ok])[keep],
+                    order[1:][ok][keep])
 
     @cached_property
     def device_props(self) -> DeviceProperties | None:

@@ -6,14 +6,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SEVERITIES = ("high", "medium", "low")
-HIGH_PCT = 10.0  # saving >= 10 % of the step
-MEDIUM_PCT = 3.0
+# Severity weighs both the share of the step and the absolute saving per step: a large share
+# of a tiny step is not worth an engineer's day. The floors are in the units a trace can
+# resolve: Kineto timestamps were whole µs before PyTorch 2.x (ns fractions since), and one
+# kernel launch costs the CPU about 5-10 µs, so a saving under 10 µs per step is at the level
+# of one launch or of the clock; 100 µs is an order above (tens of launches). Documented in
+# docs/advice.md.
+HIGH_PCT = 10.0  # saving >= 10 % of the step ...
+HIGH_FLOOR_US = 100.0  # ... and >= 100 µs per step
+MEDIUM_PCT = 3.0  # saving >= 3 % of the step ...
+MEDIUM_FLOOR_US = 10.0  # ... and >= 10 µs per step
 
 
-def severity_for(saving_pct: float) -> str:
-    if saving_pct >= HIGH_PCT:
+def severity_for(saving_pct: float, saving_us: float) -> str:
+    """The one place severity is decided (findings that save no time set their own)."""
+    if saving_pct >= HIGH_PCT and saving_us >= HIGH_FLOOR_US:
         return "high"
-    if saving_pct >= MEDIUM_PCT:
+    if saving_pct >= MEDIUM_PCT and saving_us >= MEDIUM_FLOOR_US:
         return "medium"
     return "low"
 
@@ -36,7 +45,7 @@ class Finding:
 
     def __post_init__(self) -> None:
         if not self.severity:
-            object.__setattr__(self, "severity", severity_for(self.saving_pct))
+            object.__setattr__(self, "severity", severity_for(self.saving_pct, self.saving_us))
         if self.severity not in SEVERITIES:
             raise ValueError(f"bad severity {self.severity!r}")
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from stepscope.analysis.compare.significance import (
     ALPHA,
+    MIN_STEPS,
     Significance,
     compare_rows,
     compare_samples,
@@ -385,6 +386,25 @@ def _arr(v: Sequence[float]) -> np.ndarray:
 
 def _share(delta: float, step_delta: float) -> float | None:
     return None if step_delta == 0 else 100.0 * delta / step_delta
+
+
+def noise_verdict(ch: Change, alpha: float = ALPHA) -> str:
+    """Why a change is or is not called real, in the same words in every table: the step,
+    the categories, operators and kernels are judged by one test (``compare_rows``)."""
+    s = ch.significance
+    if s is None:
+        pct = ch.pct
+        if pct is not None and abs(pct) < UNCHANGED_PCT:
+            return f"unchanged (|change| < {UNCHANGED_PCT:g} %; no per-step samples)"
+        return "not noise-checked (no per-step samples)"
+    if s.significant is None or s.p_value is None:
+        return f"not testable ({min(s.n_base, s.n_new)} step(s) in a run; {MIN_STEPS} needed)"
+    if s.significant:
+        return f"significant (p = {s.p_value:.3g})"
+    if s.p_value >= alpha:
+        return f"within noise (p = {s.p_value:.3g})"
+    return (f"within spread (p = {s.p_value:.3g}, but the medians differ by less than the "
+            f"step-to-step spread, {s.noise:,.1f} µs)")
 
 
 def _verdict(step: Change) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from stepscope.analysis.compare.diff import Change, Diff, ItemChange, SideInfo
+from stepscope.analysis.compare.diff import Change, Diff, ItemChange, SideInfo, noise_verdict
 from stepscope.analysis.compare.gate import GateResult
 from stepscope.analysis.compare.significance import Significance
 from stepscope.report.json.rounding import r
@@ -44,7 +44,7 @@ def _change(c: Change) -> dict[str, Any]:
     }
 
 
-def _item(i: ItemChange) -> dict[str, Any]:
+def _item(i: ItemChange, alpha: float) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": i.name,
         "status": i.status,
@@ -53,6 +53,7 @@ def _item(i: ItemChange) -> dict[str, Any]:
         "calls_new": i.calls_new,
         **_change(i.change),
         "share_of_step_change_pct": _r(i.share_pct, 2),
+        "noise_verdict": noise_verdict(i.change, alpha),
     }
     if i.shape is not None:
         out["input_shape"] = i.shape
@@ -75,15 +76,17 @@ def diff_to_json(diff: Diff, gate: Sequence[GateResult] = ()) -> dict[str, Any]:
         "base": _side(diff.base),
         "new": _side(diff.new),
         "alpha": diff.alpha,
-        "step_time": {**_change(diff.step), "verdict": diff.verdict},
+        "step_time": {**_change(diff.step), "verdict": diff.verdict,
+                      "noise_verdict": noise_verdict(diff.step, diff.alpha)},
         "main_change": diff.main_change,
         "categories": [
-            {"name": c.name, **_change(c.change), "share_of_step_change_pct": _r(c.share_pct, 2)}
+            {"name": c.name, **_change(c.change), "share_of_step_change_pct": _r(c.share_pct, 2),
+             "noise_verdict": noise_verdict(c.change, diff.alpha)}
             for c in diff.categories
         ],
-        "operators": [_item(i) for i in diff.operators],
-        "operators_by_shape": [_item(i) for i in diff.operators_by_shape],
-        "kernels": [_item(i) for i in diff.kernels],
+        "operators": [_item(i, diff.alpha) for i in diff.operators],
+        "operators_by_shape": [_item(i, diff.alpha) for i in diff.operators_by_shape],
+        "kernels": [_item(i, diff.alpha) for i in diff.kernels],
         "findings": [
             {
                 "id": f.id,

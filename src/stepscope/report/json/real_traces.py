@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stepscope.advice import CAPTURE_ONLY_REASON
 from stepscope.analysis.events.clock_skew import AFFECTED, SKEW_TOLERANCE_NS
 from stepscope.analysis.events.warmup import WARMUP_MIN_NS
 from stepscope.analysis.suite import Analyses
@@ -30,8 +31,7 @@ def real_trace_json(a: Analyses) -> dict[str, Any]:
     elif not len(trace.device) and not len(trace.runtime):
         notes.append("CPU operators only (no runtime calls, no device work): a CPU profile")
     if g is not None and g.capture_only:
-        notes.append("graph capture: the window captures CUDA/HIP graphs and launches none; "
-                     "captured launches are recorded, not executed, so the idle GPU is expected")
+        notes.append(CAPTURE_ONLY_REASON)
     return {
         "notes": notes,
         "tensor_core_metric": matrix_core_label(meta.vendor),

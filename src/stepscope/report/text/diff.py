@@ -120,12 +120,21 @@ def _categories(console: Console, diff: Diff) -> None:
         sig = ch.significance
         if sig is None or sig.significant is None:
             return MISSING
-        return "significant" if sig.significant else "within noise"
+        if sig.significant:
+            return "significant"
+        # p below alpha but the medians differ by less than a run's step-to-step spread
+        return "within spread" if (sig.p_value or 1.0) < diff.alpha else "within noise"
+
+    def p_value(ch: Change) -> str:
+        sig = ch.significance
+        return MISSING if sig is None or sig.p_value is None else f"{sig.p_value:.3g}"
 
     columns = [*_change_columns([c.change for c in shown], keep=3),
                Column("share (%)", [MISSING if c.share_pct is None else _plain(c.share_pct, ".0f")
                                     for c in shown], keep=2),
-               Column("noise", [noise(c.change) for c in shown], keep=1, justify="left")]
+               # the one test every table uses (noise_verdict): its word and its p-value
+               Column("noise", [noise(c.change) for c in shown], keep=1, justify="left"),
+               Column("p", [p_value(c.change) for c in shown], keep=1)]
     print_table(console, fit_table(console, "category", [LABELS[c.name] for c in shown],
                                    columns))
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from stepscope.analysis.trace.breakdown import CATEGORIES
+from stepscope.analysis.trace.launches import LAUNCH_DELAY_CUTOFF_NS, RUNTIME_CUTOFF_NS
 from stepscope.report.build import Report
 from stepscope.report.text.distributed import render_rank_part
 from stepscope.report.text.efficiency import render_efficiency
@@ -241,5 +242,19 @@ def _temporal(console: Console, data: dict[str, Any]) -> None:
             ("Launches", "bold"),
             f": {la['launches']:,} · short kernels {la['short_kernels']:,} · "
             f"launch delay mean {format_us(la['launch_delay_mean_us'])}, "
-            f"p95 {format_us(la['launch_delay_p95_us'])} · outliers: runtime "
-            f"{la['runtime_outliers']:,}, delay {la['launch_delay_outliers']:,}"))
+            f"p95 {format_us(la['launch_delay_p95_us'])} · "
+            + _over(la["runtime_outliers"], la["launches"],
+                    f"launch calls over {RUNTIME_CUTOFF_NS // 1000} µs")
+            + " · " + _over(la["launch_delay_outliers"], la["launches"],
+                            f"delayed over {LAUNCH_DELAY_CUTOFF_NS // 1000} µs",
+                            most="work is queued ahead of the GPU")))
+
+
+def _over(count: int, total: int, what: str, most: str = "") -> str:
+    """'launch calls over 50 µs: 6': counts over HTA's fixed thresholds, named. Past half
+    of all launches they are no outliers: the line says it is most launches, and why."""
+    if total and 2 * count > total:
+        why = f": {most}" if most else ""
+        return f"{what}: {count:,} of {total:,} ({100 * count / total:.0f} %, most launches{why})"
+    return f"{what}: {count:,}"
+

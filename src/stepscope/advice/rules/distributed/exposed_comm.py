@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from stepscope.advice.context import Context, fmt_ns, short
+import numpy as np
+
+from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
+from stepscope.analysis.distributed.comm_kernels import communication_mask
+from stepscope.classify.communication import communication_family
+from stepscope.model.trace import DEV_KERNEL
 
 THRESHOLD_PCT = 10.0  # exposed communication, % of the average step
 
@@ -35,12 +40,22 @@ def check(ctx: Context) -> Finding | None:
         f"({exposed_pct:.1f} % of a {fmt_ns(ctx.step_ns)} step, device {c.device})",
         f"overlap with compute kernels: {c.overlap_pct:.0f} % of {fmt_ns(c.comm_per_step_ns)} "
         "of communication per step",
-        f"communication kernels: {c.share_pct:.0f} % of all kernel time",
     ]
+    # the kernels behind it, over the same window (the steps) and device as the saving
+    dev = ctx.trace.device
+    on = (dev.device == c.device) & (dev.kind == DEV_KERNEL)
+    inside = ctx.device_in_steps
+    comm = on & communication_mask(ctx.trace, ctx.a.links) & (inside > 0)
+    all_ns = float(inside[on].sum())
+    if all_ns > 0:
+        evidence.append(f"communication kernels: {100 * float(inside[comm].sum()) / all_ns:.0f} % "
+                        "of kernel time in the steps")
     n = ctx.n_steps
-    for k in c.top[:4]:
-        evidence.append(f"{k.family}: {short(k.name, 80)} ×{k.calls / n:,.0f}/step, "
-                        f"{fmt_ns(k.total_ns / n)} per step")
+    for name, ns, calls in top_by_name(dev.name[comm], inside[comm].astype(np.float64),
+                                       ctx.trace.strings, 4):
+        family = communication_family(name) or "marked by the trace"
+        evidence.append(f"{family}: {short(name, 80)} ×{calls / n:,.0f}/step, "
+                        f"{fmt_ns(ns / n)} per step")
     return ctx.finding(
         id="exposed-communication",
         title="Communication is not overlapped with computation",

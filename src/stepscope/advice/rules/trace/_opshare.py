@@ -32,12 +32,13 @@ def op_family_share(ctx: Context, op_mask: npt.NDArray[np.bool_]) -> Share:
         kernel = ctx.kernel_sel
         hosts = ctx.a.tree.device_owner[kernel]
         weight = ctx.device_in_steps[kernel]
-        fam = (hosts >= 0) & gather(op_mask[host.name], hosts, False)
+        # kernels in the steps only: counts and times over the same window as the saving
+        fam = (hosts >= 0) & gather(op_mask[host.name], hosts, False) & (weight > 0)
         what = "of kernels per step ({:.0f} kernels)"
     else:
         hosts = ctx.operators
         weight = ctx.times.host_self[hosts] * (ctx.in_steps(host.ts[hosts], host.end[hosts]) > 0)
-        fam = op_mask[host.name[hosts]]
+        fam = op_mask[host.name[hosts]] & (weight > 0)
         what = "CPU self time per step ({:.0f} calls)"
     hosts, total = hosts[fam], float(weight.sum())
     weight = weight[fam]

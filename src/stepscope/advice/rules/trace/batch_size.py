@@ -12,6 +12,12 @@ SM_EFF_PCT = 50.0  # and the kernels that run do not fill the SMs either
 OTHER_CAUSE_PCT = 5.0  # leave steps dominated by loading or syncs to their own rules
 
 
+def _mean_in_steps(ctx: Context) -> float:
+    """Mean duration of the main GPU's device ops in the steps (the window of the saving)."""
+    sel = ctx.device_sel & (ctx.device_in_steps > 0)
+    return float(np.mean(ctx.trace.device.dur[sel])) if sel.any() else 0.0
+
+
 def check(ctx: Context) -> Finding | None:
     a = ctx.a
     if not ctx.has_gpu or not a.steps.profiler_steps:
@@ -35,7 +41,7 @@ def check(ctx: Context) -> Finding | None:
         f"{fmt_ns(ctx.step_ns)} step)",
         f"est. SM efficiency {g.sm_efficiency_pct:.1f} %" if g.sm_efficiency_pct is not None
         else "est. SM efficiency not recorded",
-        f"mean kernel {fmt_ns(float(np.mean(ctx.trace.device.dur[ctx.device_sel])))}",
+        f"mean kernel {fmt_ns(_mean_in_steps(ctx))}",
         f"doubling the batch: about {fmt_ns(2 * busy + idle)} per step for twice the samples, "
         f"up to {100 * (speedup - 1):.0f} % more samples/s",
     ]

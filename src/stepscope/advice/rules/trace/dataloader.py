@@ -32,16 +32,25 @@ def check(ctx: Context) -> Finding | None:
     host = trace.host
     idx = np.flatnonzero(ctx.loader_rows)
     inside = ctx.in_steps(host.ts[idx], host.end[idx])
-    idx = idx[inside > 0]
+    keep = inside > 0
+    idx = idx[keep]
+    clipped = inside[keep].astype(np.float64)
     loader_names = sorted({trace.strings[i] for i in np.unique(host.name[idx]).tolist()})
     single = any("_SingleProcessDataLoaderIter" in n for n in loader_names)
-    calls = len(idx) / ctx.n_steps
+    # a fetch that straddles the window's edge counts for the part inside it (--step N)
+    dur = np.maximum(host.dur[idx].astype(np.float64), 1.0)
+    calls = float((clipped / dur).sum()) / ctx.n_steps
     mean = float(host.dur[idx].mean()) if len(idx) else 0.0
     evidence = [
         f"DataLoader time not overlapped with GPU work or other categories: {fmt_ns(saving)} "
         f"per step ({pct:.1f} % of a {fmt_ns(ctx.step_ns)} step)",
-        f"{calls:.1f} batch fetch(es) per step, {fmt_ns(mean)} each on average",
+        f"{calls:.1f} batch fetch(es) per step, {fmt_ns(mean)} each on average; "
+        f"{fmt_ns(float(clipped.sum()) / ctx.n_steps)} of loader time per step in the steps",
     ]
+    partial = int(np.count_nonzero(clipped < host.dur[idx]))
+    if partial:
+        evidence.append(f"{partial} fetch(es) straddle the edge of the steps: only their part "
+                        "inside the steps is counted")
     if ctx.has_gpu and len(idx):
         idle = int(ctx.not_busy(host.ts[idx], host.end[idx]).sum()) / ctx.n_steps
         evidence.append(f"the GPU is idle for {fmt_ns(idle)} per step while batches load")
@@ -49,7 +58,7 @@ def check(ctx: Context) -> Finding | None:
         evidence.append("iterator is _SingleProcessDataLoaderIter: num_workers=0, batches are "
                         "loaded in the training process, serially with training")
     # what the loader does: operators inside it, by host self time
-    ops = ctx.operators_within(iv.union(host.ts[idx], host.end[idx]))
+    ops = ctx.operators_within(iv.intersect(iv.union(host.ts[idx], host.end[idx]), ctx.window))
     for name, ns, n in top_by_name(host.name[ops], ctx.times.host_self[ops], trace.strings, 3):
         evidence.append(f"inside the loader: {short(name)} ×{n / ctx.n_steps:.0f}/step, "
                         f"{fmt_ns(ns / ctx.n_steps)} self per step")
@@ -63,7 +72,7 @@ def check(ctx: Context) -> Finding | None:
         estimate=("DataLoader time per step that no higher-priority work (GPU kernels, copies, "
                   "runtime calls) overlaps: hidden completely if workers prepare batches ahead."),
         evidence=evidence, fix=fix, code=CODE,
-        source_lines=ctx.source_lines(idx, host.dur[idx].astype(np.float64)),
+        source_lines=ctx.source_lines(idx, clipped),
         references=("https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
                     "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"),
     )

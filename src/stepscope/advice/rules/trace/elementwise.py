@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.trace._opshare import op_family_share
@@ -63,7 +65,8 @@ def check(ctx: Context) -> Finding | None:
         owner = ctx.a.tree.device_owner[pw]
         ok = owner >= 0
         evidence = [f"elementwise kernels: {pct:.1f} % of GPU kernel time "
-                    f"({fmt_ns(ns_step)} per step, {int(pw.sum()) / ctx.n_steps:,.0f} kernels)"]
+                    f"({fmt_ns(ns_step)} per step, "
+                    f"{int(np.count_nonzero(dur[pw] > 0)) / ctx.n_steps:,.0f} kernels)"]
         evidence += [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} per step"
                      for n, w, _ in top_by_name(trace.host.name[owner[ok]], dur[pw][ok],
                                                 trace.strings, 4)]

@@ -20,8 +20,6 @@ THRESHOLD_PCT = 5.0  # unexplained gap time, % of the step
 def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
-    if ctx.a.graphs is not None and ctx.a.graphs.capture_only:
-        return None  # graph capture: launches are recorded, not run; idle GPU is expected
     trace, gaps = ctx.trace, ctx.gaps
     big = gaps.length >= GAP_NS
     if not big.any():

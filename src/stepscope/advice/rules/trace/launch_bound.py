@@ -1,4 +1,12 @@
-"""Rule 6: launch-bound execution: many short kernels, the GPU waits for launches."""
+"""Rule 6: launch-bound execution: many short kernels, the GPU waits for launches.
+
+Launch-bound means the GPU runs out of queued work between kernels and waits for the CPU to
+issue the next launch. Two things in the trace show it, both measured over the steps:
+most launches are short (HTA: the call takes <= 50 µs and the work it launches runs for less
+than the call), and the GPU idles in short gaps that end with a kernel launched after the
+gap began and started as soon as its launch call returned. A long launch delay (a deep
+queue of launched, not yet started work) is the opposite: the rule stays silent.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +14,17 @@ import numpy as np
 
 from stepscope.advice.context import Context, fmt_ns
 from stepscope.advice.finding import Finding
+from stepscope.advice.rules.trace.gpu_gaps import GAP_NS
+from stepscope.analysis.events.links import gather
+from stepscope.analysis.trace.launches import RUNTIME_CUTOFF_NS
 from stepscope.classify import names
 
-SHORT_SHARE = 0.5  # of launches are "short" (HTA: cpu <= 50 µs and gpu < cpu)
-THRESHOLD_PCT = 5.0  # host-wait GPU idle, % of the step
-QUEUED_DELAY_NS = 50_000  # median launch delay up to this: kernels start right after launch
+SHORT_SHARE = 0.5  # of launches in the steps are "short" (HTA: cpu <= 50 µs and gpu < cpu)
+THRESHOLD_PCT = 5.0  # launch-wait GPU idle, % of the step
+# A kernel that starts within 50 µs of its launch call returning had nothing (at most a few
+# launches' worth: one launch costs ~5-10 µs of CPU) queued ahead of it. The median over the
+# steps' launches above this means the GPU has work waiting: not launch-bound.
+QUEUED_DELAY_NS = 50_000
 
 CODE = """\
 model = torch.compile(model, mode="reduce-overhead")   # captures CUDA graphs
@@ -24,38 +38,59 @@ for x, y in loader:
 
 
 def check(ctx: Context) -> Finding | None:
-    la = ctx.a.launches
-    if not ctx.has_gpu or la is None or la.launches == 0:
+    if not ctx.has_gpu:
         return None
-    if ctx.a.graphs is not None and ctx.a.graphs.capture_only:
-        return None  # graph capture: launches are recorded, not run; idle GPU is expected
-    if la.short_kernels < SHORT_SHARE * la.launches:
+    trace = ctx.trace
+    rt, dev = trace.runtime, trace.device
+    dev_rt = ctx.a.links.device_runtime
+    # launch calls in the steps (call start inside them) with work on the main GPU
+    on_main = ctx.device_sel & (dev_rt >= 0)
+    n_rt = len(rt)
+    first = np.full(n_rt, np.iinfo(np.int64).max)
+    np.minimum.at(first, dev_rt[on_main], dev.ts[on_main])
+    gpu = np.bincount(dev_rt[on_main], weights=dev.dur[on_main].astype(np.float64),
+                      minlength=n_rt)
+    is_launch = names.mask(trace, names.is_launch_call)[rt.name]
+    sel = np.flatnonzero(is_launch & (first < np.iinfo(np.int64).max))
+    sel = sel[ctx.in_steps(rt.ts[sel], rt.ts[sel] + 1) > 0]
+    if len(sel) == 0:
         return None
+    cpu = rt.dur[sel]
+    short = (cpu <= RUNTIME_CUTOFF_NS) & (gpu[sel] < cpu)
+    n_short = int(short.sum())
+    if n_short < SHORT_SHARE * len(sel):
+        return None
+    delay = np.maximum(first[sel] - rt.end[sel], 0)
+    delay_p50 = float(np.median(delay))
+    if delay_p50 > QUEUED_DELAY_NS:
+        return None  # work is queued ahead of the GPU: it does not wait for launches
+    # gaps the GPU spent waiting for a launch: short, ended by work launched after the gap
+    # began that started as soon as its launch call returned
     gaps = ctx.gaps
-    hw = gaps.length[gaps.host_wait]
+    ends = gather(rt.end, dev_rt[gaps.after], -1)
+    after_delay = np.where(ends >= 0, np.maximum(dev.ts[gaps.after] - ends, 0), GAP_NS)
+    wait = gaps.host_wait & (gaps.length < GAP_NS) & (after_delay <= QUEUED_DELAY_NS)
+    hw = gaps.length[wait]
     host_wait_ns = float(hw.sum()) / ctx.n_steps
     if ctx.pct(host_wait_ns) < THRESHOLD_PCT:
         return None
-    rt = ctx.trace.runtime
-    launch = names.mask_in(ctx.trace, names.LAUNCH_CALLS)[rt.name]
+    launch = names.mask_in(trace, names.LAUNCH_CALLS)[rt.name]
     launch_ns = ctx.per_step_union(rt.ts[launch], rt.end[launch])
     saving = min(host_wait_ns, max(launch_ns, 0.0)) if launch_ns > 0 else 0.0
     n_launch = int(np.count_nonzero(ctx.in_steps(rt.ts[launch], rt.end[launch]) > 0))
     evidence = [
-        f"{la.short_kernels:,} of {la.launches:,} launches "
-        f"({100 * la.short_kernels / la.launches:.0f} %)"
-        " are short: the kernel runs for less time than its launch call takes",
+        f"{n_short:,} of {len(sel):,} launches in the steps ({100 * n_short / len(sel):.0f} %)"
+        " are short: the call takes ≤ 50 µs and the work it launches runs for less time",
         f"{n_launch / ctx.n_steps:,.0f} kernel launches per step, {fmt_ns(launch_ns)} of CPU time "
         "per step in launch calls",
-        f"the GPU idles {fmt_ns(host_wait_ns)} per step waiting for the next launch "
-        f"({len(hw) / ctx.n_steps:,.0f} gaps per step, median {fmt_ns(float(np.median(hw)))})"
-        if len(hw) else "no host-wait gaps",
+        f"the GPU idles {fmt_ns(host_wait_ns)} per step waiting for the next launch: "
+        f"{len(hw) / ctx.n_steps:,.0f} gaps per step shorter than {GAP_NS / 1e6:.0f} ms "
+        f"(median {fmt_ns(float(np.median(hw)))}), each ended by a kernel launched after the "
+        f"GPU went idle that started {fmt_ns(float(np.median(after_delay[wait])))} (median) "
+        "after its launch call returned",
+        f"median launch delay in the steps {fmt_ns(delay_p50)}: kernels start as soon as they "
+        "are launched, the GPU has nothing queued",
     ]
-    # A short launch delay supports the claim (kernels start as soon as they are queued: the
-    # GPU was waiting); a long one means a queue of work ahead, the opposite, so it is not shown.
-    if la.delay_p50_ns <= QUEUED_DELAY_NS:
-        evidence.append(f"median launch delay {fmt_ns(la.delay_p50_ns)}: kernels start as soon "
-                        "as they are launched, the GPU has nothing queued")
     if ctx.a.clock_skew is not None:
         evidence.append(f"affected by clock skew: kernels start up to "
                         f"{fmt_ns(ctx.a.clock_skew.max_ns)} before their launch call returns, "
@@ -74,9 +109,9 @@ def check(ctx: Context) -> Finding | None:
     return ctx.finding(
         id="launch-bound", title="Launch-bound: many short kernels, the GPU waits for the CPU",
         saving_ns=saving,
-        estimate=("GPU idle time per step where the next kernel was launched only after the GPU "
-                  "went idle, capped by the CPU time spent in launch calls (what a CUDA graph "
-                  "replaces with one launch)."),
+        estimate=("GPU idle time per step in gaps under 1 ms ended by a kernel launched after "
+                  "the GPU went idle and started as soon as its launch returned, capped by the "
+                  "CPU time spent in launch calls (what a CUDA graph replaces with one launch)."),
         evidence=evidence,
         fix=fix,
         code=CODE,

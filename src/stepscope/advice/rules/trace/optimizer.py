@@ -23,7 +23,7 @@ def check(ctx: Context) -> Finding | None:
     idx = idx[ctx.in_steps(host.ts[idx], host.end[idx]) > 0]
     if len(idx) == 0:
         return None
-    opt_u = iv.union(host.ts[idx], host.end[idx])
+    opt_u = iv.intersect(iv.union(host.ts[idx], host.end[idx]), ctx.window)
     wall = ctx.per_step_union(host.ts[idx], host.end[idx])
     if ctx.pct(wall) < MIN_PCT:
         return None

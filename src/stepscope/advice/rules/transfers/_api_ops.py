@@ -26,6 +26,8 @@ def ops_by_api(ctx: Context, kind: int, op_name: Callable[[str], object],
     ops = np.flatnonzero(sel)
     calls = rt_idx[ops]
     ok = names.mask(trace, api_name)[rt.name[calls]]
+    # calls in the steps only: counts and times over the same window as the saving
+    ok &= ctx.in_steps(rt.ts[calls], rt.end[calls]) > 0
     return ops[ok], calls[ok]
 
 

@@ -53,7 +53,8 @@ def check(ctx: Context) -> Finding | None:
             f"{fmt_ns(exposed)} of it with no kernel running",
             f"copies on stream(s) {streams}; kernels on {kstreams[:6]}"
             + (" — copies share the compute stream" if same else ""),
-            f"{int(np.count_nonzero(sel)) / ctx.n_steps:.1f} HtoD copies per step",
+            f"{int(np.count_nonzero(sel & (ctx.device_in_steps > 0))) / ctx.n_steps:.1f} "
+            "HtoD copies per step",
         ],
         fix=("Prefetch the next batch to the GPU on a side stream while the current step "
              "computes (pinned memory + non_blocking=True), or move the data to the GPU once."),

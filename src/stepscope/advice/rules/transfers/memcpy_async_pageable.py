@@ -8,8 +8,6 @@ calls beyond the copies themselves (waiting for queued work, staging).
 
 from __future__ import annotations
 
-import numpy as np
-
 from stepscope.advice.context import Context, fmt_ns, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.transfers._api_ops import api_spans, is_async_copy_call, ops_by_api
@@ -39,7 +37,7 @@ def check(ctx: Context) -> Finding | None:
         f"{fmt_ns(blocked)} of it outside the copies themselves",
         f"{float(dev.bytes[ops].clip(0).sum()) / ctx.n_steps / 1e6:,.1f} MB per step copied",
     ]
-    for name, ns, n in top_by_name(dev.name[ops], dev.dur[ops].astype(np.float64),
+    for name, ns, n in top_by_name(dev.name[ops], ctx.device_in_steps[ops],
                                    trace.strings, 3):
         evidence.append(f"{name}: {n / ctx.n_steps:.1f}/step, {fmt_ns(ns / ctx.n_steps)} "
                         "GPU time per step")

@@ -40,7 +40,8 @@ def check(ctx: Context) -> Finding | None:
         return None
     evidence = [f"{len(ops) / ctx.n_steps:.1f} synchronous copy call(s) per step block the "
                 f"CPU {fmt_ns(api_ns)} per step"]
-    for name, ns, n in top_by_name(rt.name[calls], rt.dur[calls].astype(np.float64),
+    for name, ns, n in top_by_name(rt.name[calls],
+                                   ctx.in_steps(rt.ts[calls], rt.end[calls]).astype(np.float64),
                                    trace.strings, 3):
         evidence.append(f"{name}: {n / ctx.n_steps:.1f}/step, {fmt_ns(ns / ctx.n_steps)} per step")
     return ctx.finding(

@@ -18,7 +18,8 @@ def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     dev = trace.device
     pageable = names.mask(trace, names.is_pageable_copy)[dev.name]
-    sel = (dev.kind == DEV_MEMCPY) & pageable & ctx.device_sel
+    # copies in the steps: every figure below is over the window of the saving
+    sel = (dev.kind == DEV_MEMCPY) & pageable & ctx.device_sel & (ctx.device_in_steps > 0)
     if not sel.any():
         return None
     copies = ctx.device_union(sel)
@@ -53,7 +54,7 @@ def check(ctx: Context) -> Finding | None:
         code="loader = DataLoader(dataset, ..., pin_memory=True)\n"
              "for x, y in loader:\n"
              "    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)",
-        source_lines=ctx.source_lines(owner[ok], dev.dur[sel][ok].astype(np.float64)),
+        source_lines=ctx.source_lines(owner[ok], ctx.device_in_steps[sel][ok]),
         references=("https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
                     "https://docs.nvidia.com/nsight-systems/UserGuide/index.html#cuda-memcpy-async"),
     )
