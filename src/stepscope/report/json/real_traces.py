@@ -19,6 +19,26 @@ def matrix_core_label(vendor: str) -> str:
     return "Tensor/matrix core share" if vendor == "amd" else "Tensor Core share"
 
 
+def attribution_note(a: Analyses) -> str | None:
+    """How runtime calls were tied to operators, when External ids alone did not do it."""
+    at = a.links.attribution
+    if at.by_nesting == 0 and at.rejected == 0:
+        return None
+    parts = []
+    if at.by_external_id:
+        parts.append(f"{at.by_external_id:,} by External id")
+    parts.append(f"{at.by_nesting:,} by time nesting (innermost enclosing operator)")
+    if at.unowned:
+        parts.append(f"{at.unowned:,} outside every operator")
+    why = ("the trace writes each call's own correlation id as its External id (a PyTorch "
+           "2.0-2.1 trait), so External ids name no operator" if at.self_ids else
+           "time nesting where the External id names no range that encloses the call")
+    if at.rejected:
+        why += f"; {at.rejected:,} External ids named a range that does not enclose the call"
+    return (f"launches tied to operators ({at.method}): {', '.join(parts)} of {at.calls:,} "
+            f"runtime calls; {why}")
+
+
 def real_trace_json(a: Analyses) -> dict[str, Any]:
     meta = a.trace.meta
     w, sk, c, g = a.warmup, a.clock_skew, a.communication, a.graphs
@@ -29,6 +49,9 @@ def real_trace_json(a: Analyses) -> dict[str, Any]:
                      "profiled?): the report covers the host side only")
     elif not len(trace.device) and not len(trace.runtime):
         notes.append("CPU operators only (no runtime calls, no device work): a CPU profile")
+    attribution = attribution_note(a)
+    if attribution:
+        notes.append(attribution)
     if g is not None and g.capture_only:
         notes.append("graph capture: the window captures CUDA/HIP graphs and launches none; "
                      "captured launches are recorded, not executed, so the idle GPU is expected")
