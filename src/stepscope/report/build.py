@@ -89,7 +89,8 @@ class Report:
                 "world_size": meta.world_size,
                 "skipped": meta.skipped,
                 "warnings": list(meta.warnings),
-                "partial": bool(meta.skipped) or bool(meta.warnings),
+                # events lost (skipped or after a cut); repaired fields lose nothing
+                "partial": bool(meta.skipped) or meta.incomplete,
             },
             "devices": [
                 {
