@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from tests.builders import TraceBuilder
 from tests.conftest import shared_trace
 
@@ -12,6 +14,7 @@ import stepscope
 from stepscope.analysis.trace.operators import operator_stats
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
+from stepscope.report.text.render import render_text
 
 COPY = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>"
 
@@ -97,3 +100,52 @@ def test_unknown_mfu_dtype_is_null_not_empty() -> None:
     data = build_report(trace).to_json()
     assert data["efficiency"] is not None
     assert data["efficiency"]["mfu_dtype"] is None
+
+
+MI300X_UNNAMED = {"id": 2, "name": "", "totalGlobalMem": 206_141_652_992, "computeMajor": 9,
+                  "computeMinor": 4, "maxThreadsPerBlock": 1024,
+                  "maxThreadsPerMultiprocessor": 2048, "numSms": 304, "warpSize": 64}
+
+
+def test_one_device_identity_and_only_devices_that_ran(tmp_path: Path) -> None:
+    """An unnamed MI300X (ROCm writes no name) is MI300X in the header, the GPU table and the
+    efficiency line; a described GPU that ran nothing is not a device of the report."""
+    b = TraceBuilder()
+    idle = dict(MI300X_UNNAMED, id=3)
+    b.device_properties = [MI300X_UNNAMED, idle]
+    with b.step(1, 0, 1_000):
+        for i in range(10):
+            o = b.op("aten::mm", 10 + i * 90, 30, input_dims=[[64, 64], [64, 64]],
+                     input_types=["c10::BFloat16", "c10::BFloat16"])
+            b.launch(o, "hipLaunchKernel", 12 + i * 90, 5, kernel=COPY, k_ts=20 + i * 90,
+                     k_dur=60, device=2)
+    report = build_report(b.load(tmp_path))
+    data = report.to_json()
+    assert [d["id"] for d in data["devices"]] == [2]
+    (dev,) = data["devices"]
+    assert dev["name"] == "" and dev["label"] == "MI300X (by signature; no name recorded)"
+    assert data["efficiency"]["devices"][0]["peak_match"] == "MI300X"
+    out = io.StringIO()
+    render_text(report, Console(file=out, width=100, color_system=None))
+    text = out.getvalue()
+    assert "GPU 2: MI300X (by signature; no name recorded)" in text
+    assert "unnamed" not in text and "GPU 3" not in text
+    assert "2 MI300X" in text  # the GPU table
+
+
+def test_host_and_device_sides_covering_different_parts_are_said(tmp_path: Path) -> None:
+    """Graph execution: host events end at 26 ms, the GPU works from 151 ms."""
+    b = TraceBuilder()
+    o = b.op("CUDAGraph.replay", 0, 26_000)
+    rt = b.runtime("cudaGraphLaunch", 10, 20, owner=o)
+    for i in range(100):
+        b.device_op(rt, COPY, 151_000 + i * 2_000, 1_500)
+    data = build_report(b.load(tmp_path)).to_json()
+    (note,) = [n for n in data["notes"] if n.startswith("host events cover")]
+    assert note == ("host events cover 0.0-26.0 ms and device work 151.0-350.5 ms of the "
+                    "350.5 ms window: they do not overlap, and the 125.0 ms in between has "
+                    "neither (counted as Other in the breakdown)")
+    b2 = TraceBuilder()
+    _small(b2)
+    assert not [n for n in build_report(b2.load(tmp_path)).to_json()["notes"]
+                if n.startswith("host events cover")]

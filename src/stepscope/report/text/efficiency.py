@@ -31,8 +31,9 @@ def render_efficiency(console: Console, data: dict[str, Any]) -> None:
     console.print("[bold]Efficiency[/] (work models from recorded shapes; docs/metrics.md)")
     dtype = e["mfu_dtype"] or "dtype unknown"
     for d in e["devices"]:
+        who = d["name"] or "(no name recorded)"
         if d["peak_match"] is None:
-            hanging(console, "  ", Text(f"device {d['device']} {d['name']}: peak unknown — "
+            hanging(console, "  ", Text(f"device {d['device']} {who}: peak unknown — "
                                         f"{d['note'] or ''}"))
         else:
             # the peak MFU divides by (steps[].peak_tflops), not a second pick from the table:
@@ -40,7 +41,7 @@ def render_efficiency(console: Console, data: dict[str, Any]) -> None:
             peak = next((s["peak_tflops"] for s in e["steps"] if s["device"] == d["device"]),
                         None)
             hanging(console, "  ", Text(
-                f"device {d['device']} {d['name']}: {d['peak_match']} ({d['matched_by']}), "
+                f"device {d['device']} {who}: {d['peak_match']} ({d['matched_by']}), "
                 f"{dtype} peak {MISSING if peak is None else f'{peak} TFLOP/s'}, "
                 f"{d['peak_gbytes_per_s']} GB/s"
                 + (f" — {d['note']}" if d["note"] else "")))
