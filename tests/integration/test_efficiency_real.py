@@ -22,9 +22,11 @@ TRACES = {
     "outside/ptrans-a100-gpu/gpu_working_chrome_trace.json": ("A100 PCIe 40GB", "name", 1.339),
     "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz":
         ("V100 SXM2", "name", 19.01),
-    # no operator -> kernel links in these: MFU from the host records alone
-    "hta/trace_diff/control/control.json.gz": ("A100 SXM 40GB", "name", 22.88),
-    "hta/negative_queue_length_values_check/rank0.json.gz": ("A100 SXM 80GB", "name", 0.1015),
+    # self-id External ids: kernels tied to operators by time nesting (issue 21), so the
+    # MFU dtype follows the linked cutlass_80_tensorop_s1688gemm kernels (TF32 Tensor Core)
+    # and MFU is taken against the TF32 peak (was FP32 with no links: 22.88 and 0.1015)
+    "hta/trace_diff/control/control.json.gz": ("A100 SXM 40GB", "name", 2.860),
+    "hta/negative_queue_length_values_check/rank0.json.gz": ("A100 SXM 80GB", "name", 0.01269),
     "outside/param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json":
         ("V100 SXM2", "name", None),
     # ROCm writes a generic or empty name: matched by (gfx version, CU count)

@@ -39,7 +39,8 @@ def report(tmp_path: Path) -> dict[str, Any]:
 
 def test_devices(report: dict[str, Any]) -> None:
     assert report["devices"] == [{
-        "id": 0, "name": "NVIDIA H100 80GB HBM3", "total_memory_bytes": 85_000_000_000,
+        "id": 0, "name": "NVIDIA H100 80GB HBM3", "label": "NVIDIA H100 80GB HBM3",
+        "total_memory_bytes": 85_000_000_000,
         "compute_capability": "9.0", "num_sms": 132,
     }]
 

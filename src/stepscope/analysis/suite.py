@@ -58,7 +58,7 @@ def run_analyses(
     links = Links(trace)
     tree = OpTree(trace, links)
     steps = find_steps(trace, links)
-    warm = find_warmup(trace, steps)
+    warm = find_warmup(trace, steps, links)
     if step is not None:
         steps = select_step(steps, step)
     elif warm is not None:

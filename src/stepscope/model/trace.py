@@ -390,6 +390,7 @@ class TraceMeta:
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count (partial data)
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # how the reader interpreted the file (not data loss)
+    incomplete: bool = False  # part of the input was lost: a cut file, a sidecar left out
     format_version: str | None = None  # e.g. the nsys export schema version "3.17.1"
     producer: str | None = None  # e.g. "NVIDIA Nsight Systems 2025.1.1.110"
     diagnostics: tuple[str, ...] = ()  # the profiler's own warnings/errors (nsys DIAGNOSTIC_EVENT)

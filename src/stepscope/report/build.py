@@ -10,13 +10,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.analysis.memory.timeline import CategoryTimeline, category_timeline
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.analysis.trace.operators import OperatorRow
+from stepscope.classify.gpu_peaks import match_peak
 from stepscope.model.memory_files import MemoryTimeline
-from stepscope.model.trace import Trace
+from stepscope.model.trace import DeviceProperties, Trace
 from stepscope.report import DEFAULT_TOP
 from stepscope.report.json.efficiency import efficiency_json
 from stepscope.report.json.memory import memory_json, modules_json
@@ -89,19 +92,10 @@ class Report:
                 "world_size": meta.world_size,
                 "skipped": meta.skipped,
                 "warnings": list(meta.warnings),
-                "partial": bool(meta.skipped) or bool(meta.warnings),
+                # events lost (skipped or after a cut); repaired fields lose nothing
+                "partial": bool(meta.skipped) or meta.incomplete,
             },
-            "devices": [
-                {
-                    "id": d.id,
-                    "name": d.name,
-                    "total_memory_bytes": d.total_memory,
-                    "compute_capability": f"{d.compute_major}.{d.compute_minor}",
-                    "num_sms": d.num_sms,
-                }
-                for d in meta.devices
-                if any(g.device == d.id for g in a.gpu) or not a.gpu
-            ],
+            "devices": devices_json(a),
             "steps": [
                 {
                     "name": s.name,
@@ -230,6 +224,37 @@ def _op_json(r: OperatorRow) -> dict[str, Any]:
     if r.input_shape is not None:
         out["input_shape"] = r.input_shape
     return out
+
+
+def device_label(d: DeviceProperties) -> str:
+    """The one name the report gives a device (header, GPU table, efficiency): the recorded
+    name, or, when ROCm writes none or a generic one, the model its signature (compute
+    capability, CU count, memory) identifies in the peak table, which the efficiency
+    figures use too."""
+    match = match_peak(d.name, total_memory=d.total_memory,
+                       compute=(d.compute_major, d.compute_minor), num_sms=d.num_sms)
+    if match is not None and match.how == "signature":
+        recorded = f"recorded name {d.name!r}" if d.name.strip() else "no name recorded"
+        return f"{match.peak.key} (by signature; {recorded})"
+    return d.name or "unnamed"
+
+
+def devices_json(a: Analyses) -> list[dict[str, Any]]:
+    """Devices that ran device work (kernels, copies, memsets); described GPUs that ran
+    nothing in the window are left out."""
+    ran = set(np.unique(a.trace.device.device).tolist())
+    return [
+        {
+            "id": d.id,
+            "name": d.name,
+            "label": device_label(d),
+            "total_memory_bytes": d.total_memory,
+            "compute_capability": f"{d.compute_major}.{d.compute_minor}",
+            "num_sms": d.num_sms,
+        }
+        for d in a.trace.meta.devices
+        if d.id in ran
+    ]
 
 
 def _kernel_ops_json(rows: list[KernelOpRow], top: int) -> list[dict[str, Any]]:

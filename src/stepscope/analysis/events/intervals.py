@@ -96,3 +96,27 @@ def clip(u: Union, lo: int, hi: int) -> Union:
     e = np.minimum(u[1], hi)
     keep = e > s
     return s[keep], e[keep]
+
+
+def nest_sorted(start: I64, end: I64) -> tuple[I64, I64]:
+    """Depth of each range and position of its parent (the innermost range containing its
+    start; -1 at the top), for ranges of one thread sorted by start asc, end desc."""
+    pos = np.arange(len(start))
+    # ranges open at start_i are its ancestors: depth = i - #(ranges ended by start_i)
+    closed = np.searchsorted(np.sort(end), start, side="right")
+    # Zero-length ranges at start_i sort after i (end desc) yet their end <= start_i
+    # was counted as closed: remove those at positions >= i.
+    zero_before = np.concatenate(([0], np.cumsum(end == start)))
+    group_end = np.searchsorted(start, start, side="right")
+    closed -= zero_before[group_end] - zero_before[pos]
+    d = np.maximum(pos - closed, 0)
+    up = np.full(len(start), -1, dtype=np.int64)
+    for level in range(1, int(d.max()) + 1 if len(d) else 0):
+        upper = pos[d == level - 1]
+        lower = pos[d == level]
+        if len(upper) == 0 or len(lower) == 0:
+            continue
+        k = np.searchsorted(upper, lower, side="left") - 1
+        ok = k >= 0
+        up[lower[ok]] = upper[k[ok]]
+    return d, up

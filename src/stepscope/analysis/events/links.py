@@ -1,6 +1,6 @@
 """Links between event families: device op -> runtime call (correlation id) -> host op
-(external id, or time nesting on the thread for graph launches). Vectorised joins via sorted
-keys and searchsorted."""
+(External id where it names an enclosing range, else time nesting on the call's thread).
+Vectorised joins via sorted keys and searchsorted."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.model.trace import HOST_PYTHON, Trace
+from stepscope.analysis.events.intervals import nest_sorted
+from stepscope.classify import names
+from stepscope.model.trace import HOST_OP, HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
 
@@ -49,35 +51,80 @@ def is_graph_launch(name: str) -> bool:
     return name in GRAPH_LAUNCH_CALLS
 
 
-WALK_BACK = 256  # enclosing-op search: siblings skipped before giving up
+_NOT_OPERATORS = ("DataParallel.forward", "DistributedDataParallel.forward")
 
 
-def enclosing_ops(trace: Trace, calls: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """For runtime calls ``calls``, the innermost host op on the same thread enclosing each
-    (-1 when none). Kineto often gives cudaGraphLaunch its own correlation id as external id,
-    which no host op carries; the enclosing op (CompiledFunction, CUDAGraph.replay, ...) is
-    the one that replayed the graph."""
+def not_an_operator(name: str) -> bool:
+    """Host ranges that are never operator rows (their time shows in their children), and
+    never a launcher: ProfilerStep#N (a cpu_op in PyTorch 1.x), DataLoader and optimizer
+    ranges, (Distributed)DataParallel.forward."""
+    return (
+        names.is_profiler_step(name)
+        or names.is_dataloader(name)
+        or names.is_optimizer(name)
+        or name in _NOT_OPERATORS
+    )
+
+
+def enclosing_ops(trace: Trace, calls: I64) -> I64:
+    """For runtime calls ``calls``, the innermost host *operator* on the same thread whose
+    range encloses the call (starts at or before it, ends at or after it), -1 when none.
+
+    Operators are ``cpu_op`` rows (HOST_OP) other than :func:`not_an_operator`; user
+    annotations (record_function, ProfilerStep#N in 2.x) and Python frames are skipped, so
+    a call outside every operator is not charged to the step or annotation around it.
+    One pass per thread: the candidate that started last at or before the call, then up
+    its chain of enclosing operators (one vectorised step per nesting level) to the first
+    that is still open when the call ends.
+    """
     host, rt = trace.host, trace.runtime
     owner = np.full(len(calls), -1, dtype=np.int64)
-    ranges = np.flatnonzero(host.kind != HOST_PYTHON)
-    for tid in np.unique(rt.tid[calls]).tolist():
-        sub = np.flatnonzero(rt.tid[calls] == tid)
-        q = calls[sub]
-        cand = ranges[host.tid[ranges] == tid]
+    if len(calls) == 0:
+        return owner
+    ops = np.flatnonzero((host.kind == HOST_OP) & ~trace.string_ids(not_an_operator)[host.name])
+    call_tid = rt.tid[calls]
+    for tid in np.unique(call_tid).tolist():
+        sub = np.flatnonzero(call_tid == tid)
+        cand = ops[host.tid[ops] == tid]
         if len(cand) == 0:
             continue
-        cand = cand[np.argsort(host.ts[cand], kind="stable")]
+        cand = cand[np.lexsort((-host.end[cand], host.ts[cand]))]
         cts, cend = host.ts[cand], host.end[cand]
+        _, up = nest_sorted(cts, cend)
+        q = calls[sub]
         k = np.searchsorted(cts, rt.ts[q], side="right") - 1
         qend = rt.end[q]
-        for _ in range(WALK_BACK):  # skip finished siblings back to the innermost ancestor
+        while True:  # at most the nesting depth
             bad = (k >= 0) & (cend[np.maximum(k, 0)] < qend)
             if not bad.any():
                 break
-            k = np.where(bad, k - 1, k)
-        found = (k >= 0) & (cend[np.maximum(k, 0)] >= qend)
+            k = np.where(bad, up[np.maximum(k, 0)], k)
+        found = k >= 0
         owner[sub[found]] = cand[k[found]]
     return owner
+
+
+SELF_ID_SHARE = 0.5  # runtime calls whose External id is their own correlation id
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """How runtime calls were tied to host operators (the report's notes say it)."""
+
+    calls: int
+    by_external_id: int  # External id names a host range that encloses the call
+    by_nesting: int  # tied by time nesting (External id absent, foreign or not enclosing)
+    rejected: int  # External id named a host range that does not enclose the call
+    unowned: int  # neither: no operator around the call
+    self_ids: bool  # the trace writes each call's own correlation id as its External id
+
+    @property
+    def method(self) -> str:
+        if self.by_nesting == 0:
+            return "external id"
+        if self.by_external_id == 0:
+            return "time nesting"
+        return "external id and time nesting"
 
 
 @dataclass(frozen=True)
@@ -90,19 +137,45 @@ class Links:
         return lookup(self.trace.device.correlation, self.trace.runtime.correlation)
 
     @cached_property
+    def _runtime_host(self) -> tuple[I64, Attribution]:
+        trace = self.trace
+        host, rt = trace.host, trace.runtime
+        n = len(rt)
+        # PyTorch 2.0-2.1 era traces write each call's own correlation id as its External
+        # id (a CUPTI/Kineto trait): then no External id is evidence, even where it
+        # happens to equal some host op's; decided per trace
+        self_ids = n > 0 and float(np.mean(rt.external_id == rt.correlation)) > SELF_ID_SHARE
+        owner = np.full(n, -1, dtype=np.int64)
+        if not self_ids:
+            candidates = np.flatnonzero((host.kind != HOST_PYTHON) & (host.external_id > 0))
+            idx = lookup(rt.external_id, host.external_id[candidates])
+            owner = gather(candidates, idx, -1)
+        named = owner >= 0
+        # per event: the named range must enclose the call on its thread
+        encloses = (named & (gather(host.tid, owner, -1) == rt.tid)
+                    & (gather(host.ts, owner, 0) <= rt.ts) & (gather(host.end, owner, 0) >= rt.end))
+        owner[~encloses] = -1
+        rest = np.flatnonzero(~encloses)
+        nested = enclosing_ops(trace, rest)
+        owner[rest] = nested
+        by_nesting = int((nested >= 0).sum())
+        return owner, Attribution(
+            calls=n, by_external_id=int(encloses.sum()), by_nesting=by_nesting,
+            rejected=int((named & ~encloses).sum()), unowned=len(rest) - by_nesting,
+            self_ids=self_ids)
+
+    @property
     def runtime_host(self) -> I64:
-        """For each runtime call, the host op/annotation with its external id (or -1)."""
-        host = self.trace.host
-        candidates = np.flatnonzero((host.kind != HOST_PYTHON) & (host.external_id > 0))
-        idx = lookup(self.trace.runtime.external_id, host.external_id[candidates])
-        owner = gather(candidates, idx, -1)
-        # graph launches often carry their own correlation id as external id, which no
-        # host op has: tie them to the operator enclosing the call (enclosing_ops)
-        lost = np.flatnonzero((owner < 0) & self.trace.string_ids(is_graph_launch)[
-            self.trace.runtime.name])
-        if len(lost):
-            owner[lost] = enclosing_ops(self.trace, lost)
-        return owner
+        """For each runtime call, the host range that launched it (or -1): the one its
+        External id names when that range encloses the call on its thread (Kineto's id of
+        the innermost RecordFunction open at the call), else the innermost enclosing
+        operator (:func:`enclosing_ops`). Graph launches carry their own correlation id
+        as External id, and PyTorch 2.0-2.1 era traces do so for every call."""
+        return self._runtime_host[0]
+
+    @property
+    def attribution(self) -> Attribution:
+        return self._runtime_host[1]
 
     @cached_property
     def device_host(self) -> I64:

@@ -16,49 +16,12 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis.events.links import Links, gather
-from stepscope.classify import names
+from stepscope.analysis.events.intervals import nest_sorted
+from stepscope.analysis.events.links import Links, gather, not_an_operator
 from stepscope.model.trace import HOST_OP, HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
-
-
-def nest_sorted(start: I64, end: I64) -> tuple[I64, I64]:
-    """Depth of each range and position of its parent (the innermost range containing its
-    start; -1 at the top), for ranges of one thread sorted by start asc, end desc."""
-    pos = np.arange(len(start))
-    # ranges open at start_i are its ancestors: depth = i - #(ranges ended by start_i)
-    closed = np.searchsorted(np.sort(end), start, side="right")
-    # Zero-length ranges at start_i sort after i (end desc) yet their end <= start_i
-    # was counted as closed: remove those at positions >= i.
-    zero_before = np.concatenate(([0], np.cumsum(end == start)))
-    group_end = np.searchsorted(start, start, side="right")
-    closed -= zero_before[group_end] - zero_before[pos]
-    d = np.maximum(pos - closed, 0)
-    up = np.full(len(start), -1, dtype=np.int64)
-    for level in range(1, int(d.max()) + 1 if len(d) else 0):
-        upper = pos[d == level - 1]
-        lower = pos[d == level]
-        if len(upper) == 0 or len(lower) == 0:
-            continue
-        k = np.searchsorted(upper, lower, side="left") - 1
-        ok = k >= 0
-        up[lower[ok]] = upper[k[ok]]
-    return d, up
-
-
-_NOT_OPERATORS = ("DataParallel.forward", "DistributedDataParallel.forward")
-
-
-def _not_an_operator(name: str) -> bool:
-    """Host ranges that are never operator rows: their time shows in their children."""
-    return (
-        names.is_profiler_step(name)
-        or names.is_dataloader(name)
-        or names.is_optimizer(name)
-        or name in _NOT_OPERATORS
-    )
 
 
 @dataclass(frozen=True)
@@ -186,6 +149,6 @@ class OpTree:
         dev_self = per_node(self.device_owner, dev.dur)
         host_total = host.dur.astype(np.float64)
         host_self = np.maximum(host_total - child_sum - rt_sum, 0.0)
-        excluded = names.mask(self.trace, _not_an_operator)[host.name]
+        excluded = self.trace.string_ids(not_an_operator)[host.name]
         is_operator = live & (host.kind == HOST_OP) & ~excluded
         return NodeTimes(host_self, host_total, dev_self, self.roll_up(dev_self), is_operator)

@@ -13,6 +13,12 @@ step (traces with ProfilerStep) or in the first half of the window (traces witho
 warm-up is [window start, end of the last stall]. Steady-state figures (step breakdown,
 GPU metrics, advice) exclude it: the step that holds it is dropped when other steps remain,
 else the step starts where the warm-up ends.
+
+A blocking call (a synchronising call or a synchronous copy: names.SYNC_CALLS) that begins
+while device work launched before it is still queued or running is not warm-up, however
+idle the device looks during it: it waits for that work (a stream it depends on through
+cudaStreamWaitEvent/hipStreamWaitEvent, a kernel that cannot start, a peer rank), which
+is a host-device synchronisation and stays in steady state for the host-sync finding.
 """
 
 from __future__ import annotations
@@ -21,9 +27,12 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis.events import intervals as iv
+from stepscope.analysis.events.links import Links
 from stepscope.analysis.events.steps import Steps
+from stepscope.classify import names
 from stepscope.model.trace import Trace
 
 WARMUP_MIN_NS = 100_000_000  # 100 ms
@@ -49,7 +58,32 @@ class Warmup:
         return 100.0 * self.duration / self.window_ns if self.window_ns > 0 else 0.0
 
 
-def find_warmup(trace: Trace, steps: Steps) -> Warmup | None:
+def waits_on_queued_work(trace: Trace, calls: npt.NDArray[np.int64],
+                         links: Links | None = None) -> npt.NDArray[np.bool_]:
+    """For runtime calls ``calls``: blocking calls (names.SYNC_CALLS) that begin while a
+    device op launched by an earlier call (launch call ended at or before this call began)
+    has not finished yet."""
+    rt, dev = trace.runtime, trace.device
+    out = np.zeros(len(calls), dtype=bool)
+    blocking = names.mask_in(trace, names.SYNC_CALLS)[rt.name[calls]]
+    if not blocking.any() or not len(dev):
+        return out
+    launch = (links or Links(trace)).device_runtime
+    linked = launch >= 0
+    launched_at = rt.end[launch[linked]]  # when the device op was queued
+    dev_end = dev.end[linked]
+    order = np.argsort(launched_at, kind="stable")
+    launched_at, dev_end = launched_at[order], dev_end[order]
+    # latest end among device ops queued by time t: prefix maximum over launch order
+    run_max = np.maximum.accumulate(dev_end) if len(dev_end) else dev_end
+    for j in np.flatnonzero(blocking).tolist():  # the few >= WARMUP_MIN_NS candidates
+        start = rt.ts[calls[j]]
+        k = int(np.searchsorted(launched_at, start, side="right"))
+        out[j] = k > 0 and bool(run_max[k - 1] > start)
+    return out
+
+
+def find_warmup(trace: Trace, steps: Steps, links: Links | None = None) -> Warmup | None:
     rt = trace.runtime
     if not len(rt) or not steps.steps:
         return None
@@ -63,6 +97,7 @@ def find_warmup(trace: Trace, steps: Steps) -> Warmup | None:
     busy = iv.union(dev.ts, dev.end)
     busy_in = iv.measure_in(busy, rt.ts[cand], rt.end[cand])
     stall = cand[busy_in <= (1.0 - IDLE_FRACTION) * rt.dur[cand]]
+    stall = stall[~waits_on_queued_work(trace, stall, links)]
     if len(stall) == 0:
         return None
     end = int(rt.end[stall].max())

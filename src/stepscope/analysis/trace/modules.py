@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.events.intervals import nest_sorted
 from stepscope.analysis.events.links import Links
-from stepscope.analysis.events.optree import OpTree, nest_sorted
+from stepscope.analysis.events.optree import OpTree
 from stepscope.model.trace import HOST_OP, HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]

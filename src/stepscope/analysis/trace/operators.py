@@ -4,6 +4,9 @@ Definitions as torch-tb-profiler (and PyTorch's ``key_averages``): host total = 
 host self = duration - direct children - own runtime calls; device self = duration of
 kernels/memcpys/memsets launched by the operator's own runtime calls; device total = self
 plus all descendants'. Device times are sums (concurrent kernels count fully).
+Unlike them, a row's totals count a call nested in a call of the same row (recursion,
+``aten::copy_`` inside ``aten::copy_``) once, through its outermost call: a total never
+exceeds the time the operator was running (docs/metrics.md, Operators).
 """
 
 from __future__ import annotations
@@ -56,6 +59,23 @@ def operator_label(trace: Trace, ids: I64, *, by_shape: bool) -> tuple[str, str 
     return trace.strings[int(ids[0])], trace.name(int(ids[1])) if by_shape else None
 
 
+def nested_in_same_key(tree: OpTree, keys: I64) -> npt.NDArray[np.bool_]:
+    """For each host row, whether an ancestor in the (folded) call tree has the same key:
+    a recursive call (``aten::copy_`` inside ``aten::copy_``) whose time its outer call's
+    total already holds. Pointer jumping up the tree, one vectorised step per level."""
+    eff = tree.effective_parent
+    out = np.zeros(len(eff), dtype=bool)
+    node = np.flatnonzero(eff >= 0)
+    anc = eff[node]
+    while len(node):
+        same = keys[anc] == keys[node]
+        out[node[same]] = True
+        node, anc = node[~same], eff[anc[~same]]
+        keep = anc >= 0
+        node, anc = node[keep], anc[keep]
+    return out
+
+
 def operator_stats(
     trace: Trace,
     *,
@@ -70,7 +90,8 @@ def operator_stats(
     idx = np.flatnonzero(times.is_operator)
     if len(idx) == 0:
         return []
-    ukey, inverse = np.unique(operator_keys(trace, idx, by_shape=by_shape), return_inverse=True)
+    keys = operator_keys(trace, idx, by_shape=by_shape)
+    ukey, inverse = np.unique(keys, return_inverse=True)
     inverse = inverse.reshape(-1)
     uniq = decode_operator_keys(trace, ukey)
 
@@ -81,8 +102,14 @@ def operator_stats(
         return out
 
     calls = np.bincount(inverse, minlength=len(uniq))
-    h_self, h_total = total(times.host_self), total(times.host_total)
-    d_self, d_total = total(times.device_self), total(times.device_total)
+    # totals count a recursive call once (its outermost instance holds the inner ones)
+    all_keys = np.full(len(trace.host), -1, dtype=np.int64)
+    all_keys[idx] = keys
+    inner = nested_in_same_key(tree, all_keys)
+    h_self = total(times.host_self)
+    h_total = total(np.where(inner, 0.0, times.host_total))
+    d_self = total(times.device_self)
+    d_total = total(np.where(inner, 0.0, times.device_total))
     labels = [operator_label(trace, ids, by_shape=by_shape) for ids in uniq]
     rows = [
         OperatorRow(

@@ -55,8 +55,8 @@ from stepscope.model.trace import (
 )
 
 # 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table;
-# 5: baseTimeNanoseconds kept (TraceMeta.base_time_ns)
-READER_VERSION = "kineto-5"
+# 5: baseTimeNanoseconds kept (TraceMeta.base_time_ns); 6: TraceMeta.incomplete
+READER_VERSION = "kineto-6"
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -389,14 +389,17 @@ def _read_kineto(source: RawSource, workers: int | None, progress: ProgressFn | 
         except msgspec.DecodeError:
             pass  # not the shape we guessed: decode it the careful way
         else:
-            return _trace(path, doc, results, list(source.notes))
+            return _trace(path, doc, results, list(source.notes),
+                          salvaged=bool(source.notes))
     top, body, warnings = _careful_split(path, data)
+    # source notes (a cut gzip stream) and split warnings (a cut JSON) both lose events
+    salvaged = bool(source.notes) or bool(warnings)
     warnings = [*source.notes, *warnings]
     try:
         results = _decode_body(body, n_workers, progress)
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
-    return _trace(path, top, results, warnings)
+    return _trace(path, top, results, warnings, salvaged=salvaged)
 
 
 def _careful_split(path: str, data: memoryview) -> tuple[Document | None, memoryview, list[str]]:
@@ -431,7 +434,7 @@ def _careful_split(path: str, data: memoryview) -> tuple[Document | None, memory
 
 
 def _trace(path: str, doc: Document | None, results: list[ChunkResult],
-           warnings: list[str]) -> Trace:
+           warnings: list[str], *, salvaged: bool = False) -> Trace:
     """Merge the chunks and read the top-level metadata into a Trace."""
     strings, tables = _merge(results)
     categories: Counter[str] = Counter()
@@ -482,6 +485,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         window_end=max(e for _, e in spans) if spans else None,
         vendor=_vendor(devices, strings, len(device_ops) > 0, categories),
         categories=dict(categories), skipped=dict(skipped), warnings=tuple(warnings),
+        incomplete=salvaged,
         notes=tuple(device_notes), base_time_ns=base_ns,
     )
     return Trace(

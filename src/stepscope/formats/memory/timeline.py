@@ -125,5 +125,6 @@ def timeline_beside(trace: Trace) -> tuple[Trace, MemoryTimeline | None]:
         return trace, find_memory_timeline(trace.meta.path)
     except StepscopeError as exc:
         warning = f"memory timeline left out: {one_line(str(exc))}"
-        meta = dataclasses.replace(trace.meta, warnings=(*trace.meta.warnings, warning))
+        meta = dataclasses.replace(trace.meta, warnings=(*trace.meta.warnings, warning),
+                                   incomplete=True)
         return dataclasses.replace(trace, meta=meta), None

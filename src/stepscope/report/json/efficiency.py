@@ -46,7 +46,7 @@ def efficiency_json(e: Efficiency | None) -> dict[str, Any] | None:
             }
             for d in e.devices
         ],
-        "mfu_dtype": e.mfu_dtype,
+        "mfu_dtype": e.mfu_dtype or None,  # no dtype known: null, never ""
         "mfu_pct": _r(mfu, 3),
         "hfu_pct": _r(hfu, 3),
         "steps": [

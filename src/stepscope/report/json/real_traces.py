@@ -12,12 +12,64 @@ from stepscope.advice import CAPTURE_ONLY_REASON
 from stepscope.analysis.events.clock_skew import AFFECTED, SKEW_TOLERANCE_NS
 from stepscope.analysis.events.warmup import WARMUP_MIN_NS
 from stepscope.analysis.suite import Analyses
+from stepscope.model.trace import Trace
 from stepscope.report.json.rounding import us as _us
 
 
 def matrix_core_label(vendor: str) -> str:
     """What the Tensor Core figure is called: AMD's are matrix cores (MFMA/WMMA)."""
     return "Tensor/matrix core share" if vendor == "amd" else "Tensor Core share"
+
+
+ONE_SIDE_PCT = 25.0  # part of the window only the host or only the device side covers
+
+
+def coverage_note(trace: Trace) -> str | None:
+    """Which part of the window the host events and the device work each cover, when a
+    quarter of it or more is covered by one side only (host events that end before the
+    device work starts: graph replays, a capture cut short; or long host-only set-up)."""
+    h, rt, d = trace.host, trace.runtime, trace.device
+    if not len(d) or not (len(h) or len(rt)):
+        return None
+    h_lo = min(int(x.min()) for x in (h.ts, rt.ts) if len(x))
+    h_hi = max(int(x.max()) for x in (h.end, rt.end) if len(x))
+    d_lo, d_hi = int(d.ts.min()), int(d.end.max())
+    lo, hi = min(h_lo, d_lo), max(h_hi, d_hi)
+    window = hi - lo
+    overlap = max(0, min(h_hi, d_hi) - max(h_lo, d_lo))
+    if window <= 0 or 100.0 * (window - overlap) / window < ONE_SIDE_PCT:
+        return None
+
+    def ms(t: int) -> str:
+        return f"{(t - lo) / 1e6:,.1f}"
+
+    text = (f"host events cover {ms(h_lo)}-{ms(h_hi)} ms and device work {ms(d_lo)}-"
+            f"{ms(d_hi)} ms of the {window / 1e6:,.1f} ms window")
+    if h_hi < d_lo or d_hi < h_lo:
+        gap = max(d_lo - h_hi, h_lo - d_hi)
+        return (f"{text}: they do not overlap, and the {gap / 1e6:,.1f} ms in between has "
+                "neither (counted as Other in the breakdown)")
+    return f"{text}: {100.0 * (window - overlap) / window:.0f} % of it has one side only"
+
+
+def attribution_note(a: Analyses) -> str | None:
+    """How runtime calls were tied to operators, when External ids alone did not do it."""
+    at = a.links.attribution
+    if at.by_nesting == 0 and at.rejected == 0:
+        return None
+    parts = []
+    if at.by_external_id:
+        parts.append(f"{at.by_external_id:,} by External id")
+    parts.append(f"{at.by_nesting:,} by time nesting (innermost enclosing operator)")
+    if at.unowned:
+        parts.append(f"{at.unowned:,} outside every operator")
+    why = ("the trace writes each call's own correlation id as its External id (a PyTorch "
+           "2.0-2.1 trait), so External ids name no operator" if at.self_ids else
+           "time nesting where the External id names no range that encloses the call")
+    if at.rejected:
+        why += f"; {at.rejected:,} External ids named a range that does not enclose the call"
+    return (f"launches tied to operators ({at.method}): {', '.join(parts)} of {at.calls:,} "
+            f"runtime calls; {why}")
 
 
 def real_trace_json(a: Analyses) -> dict[str, Any]:
@@ -30,6 +82,9 @@ def real_trace_json(a: Analyses) -> dict[str, Any]:
                      "profiled?): the report covers the host side only")
     elif not len(trace.device) and not len(trace.runtime):
         notes.append("CPU operators only (no runtime calls, no device work): a CPU profile")
+    for note in (attribution_note(a), coverage_note(trace)):
+        if note:
+            notes.append(note)
     if g is not None and g.capture_only:
         notes.append(CAPTURE_ONLY_REASON)
     return {

@@ -29,9 +29,11 @@ def render_efficiency(console: Console, data: dict[str, Any]) -> None:
         return
     console.print()
     console.print("[bold]Efficiency[/] (work models from recorded shapes; docs/metrics.md)")
+    dtype = e["mfu_dtype"] or "dtype unknown"
     for d in e["devices"]:
+        who = d["name"] or "(no name recorded)"
         if d["peak_match"] is None:
-            hanging(console, "  ", Text(f"device {d['device']} {d['name']}: peak unknown — "
+            hanging(console, "  ", Text(f"device {d['device']} {who}: peak unknown — "
                                         f"{d['note'] or ''}"))
         else:
             # the peak MFU divides by (steps[].peak_tflops), not a second pick from the table:
@@ -39,12 +41,12 @@ def render_efficiency(console: Console, data: dict[str, Any]) -> None:
             peak = next((s["peak_tflops"] for s in e["steps"] if s["device"] == d["device"]),
                         None)
             hanging(console, "  ", Text(
-                f"device {d['device']} {d['name']}: {d['peak_match']} ({d['matched_by']}), "
-                f"{e['mfu_dtype']} peak {MISSING if peak is None else f'{peak} TFLOP/s'}, "
+                f"device {d['device']} {who}: {d['peak_match']} ({d['matched_by']}), "
+                f"{dtype} peak {MISSING if peak is None else f'{peak} TFLOP/s'}, "
                 f"{d['peak_gbytes_per_s']} GB/s"
                 + (f" — {d['note']}" if d["note"] else "")))
     hanging(console, "  ", Text(
-        f"MFU {_pct(e['mfu_pct'])} · HFU {_pct(e['hfu_pct'])} ({e['mfu_dtype']}) · "
+        f"MFU {_pct(e['mfu_pct'])} · HFU {_pct(e['hfu_pct'])} ({dtype}) · "
         f"{e['total_gflop']:,.4g} GFLOP · {_pct(e['modelled_time_pct'])} of {e['timed_on']} "
         "time has a work model"))
     rows = [r for r in e["operators"] if r["time_us"] > 0][:ROWS]

@@ -83,14 +83,21 @@ def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
     render(console, data)
 
 
+def _no_devices(src: dict[str, Any]) -> str:
+    """Header text when no device ran anything: a GPU trace without device work is not a
+    CPU profile."""
+    return "CPU only" if src["vendor"] in ("cpu", "unknown") else "no device work recorded"
+
+
 def _header(console: Console, data: dict[str, Any]) -> None:
     src = data["source"]
     console.rule(Text("stepscope report", style="bold"))
     hanging(console, "", Text(src["path"]))
-    devices = ", ".join(f"GPU {d['id']}: {d['name'] or 'unnamed'}" for d in data["devices"])
+    devices = ", ".join(f"GPU {d['id']}: {d.get('label') or d['name'] or 'unnamed'}"
+                        for d in data["devices"])
     rank = f" · rank {src['rank']}" if src["rank"] is not None else ""
     hanging(console, "", Text(f"{src['events']:,} events · {src['vendor']} · "
-                              f"{devices or 'CPU only'}{rank}"))
+                              f"{devices or _no_devices(src)}{rank}"))
     for w in src["warnings"]:
         hanging(console, "", Text("warning: ", style="yellow") + Text(w))
     if src["skipped"]:
@@ -133,7 +140,8 @@ def _gpu(console: Console, data: dict[str, Any]) -> None:
         return
     console.print()
     console.print("[bold]GPU[/] (over the steps)")
-    names = [f"{g['device']} {g['name']}" if g["name"] else f"{g['device']}" for g in gpus]
+    labels = {d["id"]: d.get("label") for d in data["devices"]}
+    names = [f"{g['device']} {labels.get(g['device']) or g['name']}".rstrip() for g in gpus]
     columns = [
         pct_column("utilization", [g["utilization_pct"] for g in gpus], keep=4, digits=2),
         pct_column("est. SM efficiency", [g["sm_efficiency_pct"] for g in gpus], keep=3,
