@@ -44,12 +44,14 @@ def _trace(tmp_path: Path, kernel: str, *, dtype: str = BF16, amd: bool = False,
            device: int = 0, m: int = 4096, k: int = 4096, n: int = 4096,
            k_dur: float = 500, step_us: float = 1000, steps: int = 3,
            helper: str | None = None, compiled: bool = False, modules: bool = False,
-           op: str = "aten::mm") -> Analyses:
+           op: str = "aten::mm", props: dict[str, Any] | None = None) -> Analyses:
     """Steps of one matmul each (``kernel`` for ``k_dur`` µs), optionally a helper kernel
     launched by the same operator, a compiled region, and module ranges."""
     b = TraceBuilder()
     if amd:
         b.device_properties = [dict(MI300)]
+    if props is not None:
+        b.device_properties = [props]
     api = "hipLaunchKernel" if amd else "cudaLaunchKernel"
     for i in range(steps):
         t0 = i * step_us
@@ -174,6 +176,23 @@ def test_low_mfu_on_fp32_asks_for_autocast_and_tf32(tmp_path: Path) -> None:
     assert "autocast" in f.fix and "TF32" in f.fix
     assert f.code == low_mfu.CODE
     assert any("off Tensor Cores" in e for e in f.evidence)
+
+
+V100 = {"id": 0, "name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34_079_899_648,
+        "computeMajor": 7, "computeMinor": 0, "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 2048, "numSms": 80, "warpSize": 32}
+
+
+def test_low_mfu_on_volta_asks_for_fp16_not_tf32_or_bf16(tmp_path: Path) -> None:
+    """Volta has Tensor Cores for fp16 only: no TF32, no bf16 (the real dlrm V100 ranks)."""
+    # 2*4096^3 FLOP per 100 ms step: 9 % of the V100's 15.7 FP32 TFLOP/s, in an 80 ms GEMM
+    f = _get(_trace(tmp_path, "volta_sgemm_128x64_nn", dtype=FP32, k_dur=80_000,
+                    step_us=100_000, props=V100), "low-mfu")
+    assert f is not None
+    assert "run matmuls in FP16 with torch.autocast and a GradScaler" in f.fix
+    assert "(or TF32" not in f.fix and "BF16/FP16" not in f.fix
+    assert f.code == low_mfu.CODE_FP16
+    assert "bfloat16" not in f.code and "float32_matmul_precision" not in f.code
 
 
 def test_low_mfu_on_amd_bf16_tunes_hipblaslt(tmp_path: Path) -> None:

@@ -91,6 +91,12 @@ class Premises:
         d = self.device
         return self.vendor == "nvidia" and d is not None and d.compute_major >= 8
 
+    @property
+    def pre_ampere(self) -> bool:
+        """NVIDIA Volta or Turing (compute capability 7.x): Tensor Cores for fp16 only."""
+        d = self.device
+        return self.vendor == "nvidia" and d is not None and d.compute_major == 7
+
     def describe(self) -> str:
         """One line for the evidence: the device as its vendor names it."""
         d = self.device

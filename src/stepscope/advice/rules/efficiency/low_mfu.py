@@ -16,6 +16,14 @@ torch.set_float32_matmul_precision("high")        # TF32 for remaining float32 m
 model = torch.compile(model)                        # fuse memory-bound pointwise/norm ops
 with torch.autocast("cuda", dtype=torch.bfloat16):  # matmuls on bf16 Tensor Cores
     loss = model(x)"""
+# NVIDIA before Ampere (Volta, Turing): no TF32 and no bf16 Tensor Cores, so fp16 with loss
+# scaling is the precision that reaches them
+CODE_FP16 = """\
+scaler = torch.amp.GradScaler("cuda")              # fp16 gradients need loss scaling
+model = torch.compile(model)                       # fuse memory-bound pointwise/norm ops
+with torch.autocast("cuda", dtype=torch.float16):  # matmuls on fp16 Tensor Cores
+    loss = model(x)
+scaler.scale(loss).backward()"""
 # already bf16/fp16: no precision change to suggest
 CODE_COMPILE = """\
 model = torch.compile(model)   # fuse the memory-bound pointwise/norm ops between the GEMMs"""
@@ -39,7 +47,9 @@ def _fix(p: Premises) -> tuple[str, str | None]:
     """(fix, code) for what the run already does: precision, compilation, vendor."""
     steps = []
     if not p.low_precision:
-        steps.append("run matmuls in BF16/FP16 with torch.autocast"
+        steps.append("run matmuls in FP16 with torch.autocast and a GradScaler (this GPU has "
+                     "no TF32 or bf16 Tensor Cores)" if p.pre_ampere else
+                     "run matmuls in BF16/FP16 with torch.autocast"
                      + (" (or TF32 for the float32 ones)" if p.tf32_capable else ""))
     if p.compiled is None:
         steps.append("fuse memory-bound chains with torch.compile")
@@ -57,7 +67,7 @@ def _fix(p: Premises) -> tuple[str, str | None]:
         else:
             code = CODE_ROCM_TUNE_COMPILE if p.low_precision else CODE_ROCM
     elif not p.low_precision:
-        code = CODE if p.compiled is None else None
+        code = (CODE_FP16 if p.pre_ampere else CODE) if p.compiled is None else None
     else:
         code = CODE_COMPILE if p.compiled is None else CODE_AUTOTUNE
     return fix, code
@@ -103,7 +113,8 @@ def check(ctx: Context) -> Finding | None:
     if e.fp32_matmul_ns > FP32_MIN_SHARE * e.time_ns:
         evidence.append(f"float32 matmuls/convolutions off {p.unit}: "
                         f"{fmt_ns(e.fp32_matmul_ns / ctx.n_steps)} per step ("
-                        + ("TF32/BF16" if p.tf32_capable else "BF16/FP16") + " would do)")
+                        + ("TF32/BF16" if p.tf32_capable else "FP16" if p.pre_ampere
+                           else "BF16/FP16") + " would do)")
     for r in [r for r in e.operators if r.family in MATRIX and r.has_peak][:3]:
         evidence.append(f"{short(r.name, 50)} ({r.dtype}): {r.pct_peak_flops or 0:.0f} % of "
                         f"peak compute, {r.pct_roofline or 0:.0f} % of its roofline")
