@@ -220,3 +220,12 @@ def test_unsupported_format_is_a_usage_error(tmp_path: Path) -> None:
     args = argparse.Namespace(path=str(tmp_path), format="html", top=5, nsys=None)
     with pytest.raises(UsageError, match="not available for TensorRT"):
         run_tensorrt(args)
+
+
+def test_salvage_of_a_layer_info_cut_after_a_key() -> None:
+    """A damaged --exportLayerInfo whose "Bindings" line lost its colon (found by the fuzz
+    test above: IndexError, an internal error) salvages the names it still holds."""
+    from stepscope.formats.tensorrt.exports import _salvage_names
+
+    text = '{"Layers": ["conv1"\n,"relu1"\n],\n"Bindings"'  # trtexec writes one name a line
+    assert _salvage_names(text) == (["conv1", "relu1"], [])
