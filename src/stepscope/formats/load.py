@@ -31,7 +31,7 @@ def load_trace(
     source = read_source(path, storage_options)
     # (a gzip is inflated only when named like an export: Kineto cache hits stay lazy)
     if (not source.compressed or path.lower().endswith(".sqlite.gz")) and \
-            kinds.content_kind(source.data[:64]) is kinds.NSYS_SQLITE:
+            kinds.content_kind(source.head(64)) is kinds.NSYS_SQLITE:
         return nsys_load.load_sqlite(source, use_cache=use_cache)
     key = None
     if use_cache:
