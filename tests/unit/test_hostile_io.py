@@ -4,12 +4,16 @@ gzip bombs, odd file names, a tampered cache and credentials in URLs."""
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.builders import TraceBuilder
 
@@ -17,7 +21,10 @@ import stepscope
 from stepscope.cli.main import main
 from stepscope.errors import TraceFormatError, TraceSourceError, UsageError
 from stepscope.formats.kineto import reader as kineto_reader
-from stepscope.io import source
+from stepscope.formats.kineto.reader import READER_VERSION
+from stepscope.io import cache, source
+from stepscope.io.source import read_source
+from stepscope.model import Trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -179,3 +186,118 @@ def test_trailing_whitespace_is_blanked_across_windows(tmp_path: Path) -> None:
     path = tmp_path / "padded.json"
     path.write_bytes(text[:close] + b" \t\n\r" * (1 << 20) + text[close:])
     assert stepscope.load(str(path), cache=False).meta.events == len(b.events)
+
+
+# ---------------------------------------------------------------- 6. the cache
+
+
+def _cached(tmp_path: Path, tag: str) -> tuple[str, Trace, Path]:
+    """A trace file, its reference reading (no cache) and its cache entry (filled)."""
+    path = str(_builder(tag).write(tmp_path, f"{tag}.json"))
+    ref = stepscope.load(path, cache=False)
+    stepscope.load(path)
+    entry = cache.cache_dir() / "traces" / cache.key_for(read_source(path), READER_VERSION)
+    assert entry.is_dir()
+    return path, ref, entry
+
+
+def _replace(p: Path, data: bytes) -> None:
+    tmp = p.with_suffix(".new")
+    tmp.write_bytes(data)
+    os.replace(tmp, p)
+
+
+def _same(a: Trace, b: Trace) -> None:
+    assert a.meta == b.meta and a.strings == b.strings
+    for name in Trace.TABLES:
+        ta, tb = getattr(a, name).columns(), getattr(b, name).columns()
+        assert ta.keys() == tb.keys()
+        for c in ta:
+            nan = ta[c].dtype.kind == "f"
+            assert np.array_equal(ta[c], tb[c], equal_nan=nan), (name, c)
+
+
+def _notice(capsys: pytest.CaptureFixture[str], path: str, *words: str) -> None:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"stepscope: {path}: its cached copy is damaged")
+    for w in words:
+        assert w in err[0], err[0]
+
+
+@pytest.mark.parametrize("name", ["device.arrow", "host.arrow", "strings.arrow"])
+def test_flipped_bytes_in_the_cache_are_rebuilt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    path, ref, entry = _cached(tmp_path, f"flip-{name}")
+    data = bytearray((entry / name).read_bytes())
+    # the column buffers sit between the schema (head) and the footer (tail): flip one byte
+    # in each of several places there, as a bad disk or a stray write would
+    for at in range(len(data) // 4, 3 * len(data) // 4, max(1, len(data) // 16)):
+        data[at] ^= 0x01
+    _replace(entry / name, bytes(data))
+    capsys.readouterr()
+    _same(ref, stepscope.load(path))
+    _notice(capsys, path, f"{name} fails its checksum")
+    _same(ref, stepscope.load(path))  # rebuilt: a good entry again, no notice
+    assert capsys.readouterr().err == ""
+
+
+def test_edited_meta_json_is_rebuilt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, ref, entry = _cached(tmp_path, "meta")
+    meta = json.loads((entry / "meta.json").read_bytes())
+    assert meta["vendor"] == "nvidia" and meta["events"] == ref.meta.events > 1
+    meta.update(vendor="amd", events=1)
+    _replace(entry / "meta.json", json.dumps(meta).encode())
+    capsys.readouterr()
+    again = stepscope.load(path)
+    assert again.meta.vendor == "nvidia" and again.meta.events == ref.meta.events
+    _notice(capsys, path, "meta.json fails its checksum")
+
+
+def test_entry_without_checksums_is_rebuilt(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path, ref, entry = _cached(tmp_path, "nosums")
+    (entry / cache.SUMS).unlink()
+    capsys.readouterr()
+    _same(ref, stepscope.load(path))
+    _notice(capsys, path, cache.SUMS)
+
+
+@pytest.mark.parametrize("crafted", ["{digest}/../../../{victim}", "../../../{victim}",
+                                     "{outside}", "not-hex-at-all", ""])
+def test_stat_index_is_never_used_as_a_path(tmp_path: Path, crafted: str) -> None:
+    """A crafted stat/ entry made stepscope delete a directory outside the cache: the index
+    names a real entry, then climbs out of it to a directory that looks like a damaged entry."""
+    tag = hashlib.sha256(crafted.encode()).hexdigest()[:8]
+    path, ref, entry = _cached(tmp_path, f"stat-{tag}")
+    victim = cache.cache_dir().parent / f"victim-{tag}"  # traces/<entry>/../../.. is here
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    (victim / "meta.json").write_text("{not json")  # looks like a damaged entry
+    stat_key = read_source(path).stat_key
+    assert stat_key is not None
+    stat_file = cache.cache_dir() / "stat" / hashlib.sha256(stat_key.encode()).hexdigest()[:32]
+    assert stat_file.is_file()
+    text = crafted.format(digest=entry.name.rsplit("-", 1)[-1], victim=victim.name,
+                          outside=victim)
+    stat_file.write_text(text)
+    _same(ref, stepscope.load(path))
+    assert (victim / "keep.txt").read_text() == "precious"
+    assert (victim / "meta.json").read_text() == "{not json"
+    assert stat_file.read_text() == entry.name.rsplit("-", 1)[-1]  # re-hashed and rewritten
+
+
+def test_entry_that_links_outside_the_cache_is_unlinked_not_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, ref, entry = _cached(tmp_path, "link")
+    outside = tmp_path / "outside"
+    shutil.copytree(entry, outside)
+    (outside / "meta.json").write_text("{tampered")
+    shutil.rmtree(entry)
+    entry.symlink_to(outside, target_is_directory=True)
+    capsys.readouterr()
+    _same(ref, stepscope.load(path))
+    _notice(capsys, path, "not a directory inside the cache")
+    assert (outside / "meta.json").read_text() == "{tampered"  # untouched
+    assert entry.is_dir() and not entry.is_symlink()  # rebuilt in place
