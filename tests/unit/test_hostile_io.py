@@ -16,12 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.builders import TraceBuilder
+from tests.nsys_builders import NsysBuilder
+from tests.trt_builders import nsys_sqlite
 
 import stepscope
 from stepscope.cli.main import main
 from stepscope.errors import TraceFormatError, TraceSourceError, UsageError
 from stepscope.formats.kineto import reader as kineto_reader
 from stepscope.formats.kineto.reader import READER_VERSION
+from stepscope.formats.tensorrt.nsys import read_layer_kernels
 from stepscope.io import cache, source
 from stepscope.io.source import read_source
 from stepscope.model import Trace
@@ -301,3 +304,25 @@ def test_entry_that_links_outside_the_cache_is_unlinked_not_followed(
     _notice(capsys, path, "not a directory inside the cache")
     assert (outside / "meta.json").read_text() == "{tampered"  # untouched
     assert entry.is_dir() and not entry.is_symlink()  # rebuilt in place
+
+
+# ---------------------------------------------------------------- 5. file names
+
+
+@pytest.mark.parametrize("name", ["a#b.sqlite", "a?b.sqlite", "a%20b.sqlite", "a b&c=d.sqlite"])
+def test_sqlite_names_with_uri_characters(tmp_path: Path, name: str) -> None:
+    """``a#b.sqlite`` was read as "not an Nsight export" and created an empty ``a``."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    b = NsysBuilder()
+    b.launch("cudaLaunchKernel_v7000", 100, 10, kernel="sgemm", k_ts=200, k_dur=50)
+    path = b.write(folder / name)
+    trt = folder / f"trt-{name}"
+    nsys_sqlite(trt, [("Conv_1", [("k1", 1_000)])])
+    before = sorted(os.listdir(folder))
+    t = stepscope.load(str(path), cache=False)
+    assert t.meta.format == "nsys" and len(t.device) == 1
+    assert t.name(int(t.device.name[0])) == "sgemm"
+    assert "Conv_1" in read_layer_kernels(str(trt)).range_names
+    assert sorted(os.listdir(folder)) == before
+    assert sorted(os.listdir(tmp_path)) == ["in"]

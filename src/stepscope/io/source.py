@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
@@ -282,6 +283,18 @@ def read_url_head(path: str, n: int, storage_options: dict[str, Any] | None = No
                 return gz.read(n)
     except Exception:  # read_source raises its one-line error, or salvages a cut gzip
         return bytes(read_source(path, storage_options).data[:n])
+
+
+def sqlite_uri(local: str) -> str:
+    """A ``file:`` URI that opens the SQLite file ``local`` read-only and immutable.
+
+    The path is percent-encoded (``Path.as_uri``): pasted in raw, a ``#`` starts the URI's
+    fragment and a ``?`` its query, so ``a#b.sqlite`` opened ``a`` in the default
+    read-write-create mode (an empty file appeared next to the input) and ``%20`` was read
+    as a space. ``immutable=1`` tells SQLite the file cannot change: it takes no locks and
+    writes no journal, ``-wal`` or ``-shm`` file next to the input.
+    """
+    return Path(os.path.abspath(local)).as_uri() + "?mode=ro&immutable=1"
 
 
 def read_source(path: str, storage_options: dict[str, Any] | None = None) -> RawSource:
