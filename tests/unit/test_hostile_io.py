@@ -3,14 +3,19 @@ gzip bombs, odd file names, a tampered cache and credentials in URLs."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import http.server
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +26,13 @@ from tests.trt_builders import nsys_sqlite
 
 import stepscope
 from stepscope.cli.main import main
-from stepscope.errors import TraceFormatError, TraceSourceError, UsageError
+from stepscope.errors import (
+    TraceFormatError,
+    TraceSourceError,
+    UsageError,
+    one_line,
+    redact_urls,
+)
 from stepscope.formats.kineto import reader as kineto_reader
 from stepscope.formats.kineto.reader import READER_VERSION
 from stepscope.formats.tensorrt.nsys import read_layer_kernels
@@ -326,3 +337,83 @@ def test_sqlite_names_with_uri_characters(tmp_path: Path, name: str) -> None:
     assert "Conv_1" in read_layer_kernels(str(trt)).range_names
     assert sorted(os.listdir(folder)) == before
     assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+# ---------------------------------------------------------------- 9. credentials in URLs
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("s3://AKIAKEY:s3cr3t@bucket/run/t.json: no such object",
+     "s3://***@bucket/run/t.json: no such object"),
+    ("http://user:pa/ss@host:8080/t.json", "http://***@host:8080/t.json"),
+    ("https://token@example.com/a?b=1", "https://***@example.com/a?b=1"),
+    ("https://h/t.json?X-Amz-Credential=AK%2F1&X-Amz-Signature=abc&x=1",
+     "https://h/t.json?X-Amz-Credential=***&X-Amz-Signature=***&x=1"),
+    ("https://acct.blob.core.windows.net/c/t.json?sv=2022&sig=abc%3D",
+     "https://acct.blob.core.windows.net/c/t.json?sv=2022&sig=***"),
+    ("gs://bucket/t.json", "gs://bucket/t.json"),
+    ("/local/a:b@c.json", "/local/a:b@c.json"),
+])
+def test_redact_urls(text: str, shown: str) -> None:
+    assert redact_urls(text) == shown
+    assert str(TraceSourceError(text)) == shown
+    assert one_line(text) == shown
+
+
+def test_missing_object_message_has_no_credentials(capsys: pytest.CaptureFixture[str]) -> None:
+    url = "memory://AKIAKEY:s3cr3t@bucket/absent.json"
+    with pytest.raises(TraceSourceError) as err:
+        _ = read_source(url).data
+    assert "s3cr3t" not in str(err.value) and "memory://***@bucket/absent.json" in str(err.value)
+    code, lines = _cli(["report", "--no-cache", url], capsys)
+    assert code == 2 and len(lines) == 1 and "s3cr3t" not in lines[0], lines
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def http_dir(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A local HTTP server on 127.0.0.1 serving ``tmp_path/www``."""
+    www = tmp_path / "www"
+    www.mkdir()
+    handler = functools.partial(_Quiet, directory=str(www))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}", www
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_url_with_credentials(http_dir: tuple[str, Path],
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    host, www = http_dir
+    b = _builder("http")
+    b.write(www, "t.json")
+    url = f"http://user:s3cr3t@{host}/t.json"
+    trace = stepscope.load(url, cache=False)
+    assert trace.meta.events == len(b.events)
+    assert "s3cr3t" not in trace.meta.path and trace.meta.path == f"http://***@{host}/t.json"
+    assert main(["report", "--format", "json", url]) == 0
+    out = capsys.readouterr()
+    assert "s3cr3t" not in out.out + out.err
+    code, lines = _cli(["report", "--no-cache", f"http://user:s3cr3t@{host}/absent.json"], capsys)
+    shown = f"http://***@{host}/absent.json"
+    assert code == 2 and lines == [f"stepscope: error: {shown}: no such object"]
+
+
+def test_unreachable_http_host_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://user:s3cr3t@127.0.0.1:{port}/t.json"
+    code, lines = _cli(["report", "--no-cache", url], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    shown = f"http://***@127.0.0.1:{port}/t.json"
+    assert lines[0].startswith(f"stepscope: error: {shown}: cannot reach")
+    assert "no such object" not in lines[0]

@@ -36,7 +36,7 @@ def load_trace(
     key = None
     if use_cache:
         key = cache.key_for(source, READER_VERSION)
-        cached = cache.load(key, path)
+        cached = cache.load(key, source.path)  # a URL's path as shown: no credentials
         if cached is not None:
             return cached
     kind = kinds.content_kind(source.data[:kinds.HEAD_BYTES], path)

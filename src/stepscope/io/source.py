@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
-from stepscope.errors import TraceFormatError, TraceSourceError, UsageError
+from stepscope.errors import TraceFormatError, TraceSourceError, UsageError, redact_urls
 
 gzip_impl: ModuleType = gzip
 _ISAL_ERROR: type[Exception] = zlib.error
@@ -246,12 +246,15 @@ def _read_url(path: str, storage_options: dict[str, Any] | None) -> RawSource:
         from stepscope.io.cloud_errors import scheme_missing
 
         raise TraceSourceError(scheme_missing(path, exc)) from None
-    except FileNotFoundError:
-        raise TraceSourceError(f"{path}: no such object") from None
+    except FileNotFoundError as exc:
+        from stepscope.io.cloud_errors import not_found
+
+        raise TraceSourceError(not_found(path, exc)) from None
     except Exception as exc:  # network and credential errors come in many types
         from stepscope.io.cloud_errors import storage_error
 
         raise TraceSourceError(storage_error(path, exc)) from None
+    path = redact_urls(path)  # from here on the path is only shown (reports, messages)
     if not blob:
         raise TraceFormatError(f"{path}: file is empty")
     version = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified")
