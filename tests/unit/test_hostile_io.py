@@ -39,6 +39,7 @@ from stepscope.formats.tensorrt.nsys import read_layer_kernels
 from stepscope.io import cache, source
 from stepscope.io.source import read_source
 from stepscope.model import Trace
+from stepscope.report.run import find_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -417,3 +418,9 @@ def test_unreachable_http_host_says_so(capsys: pytest.CaptureFixture[str]) -> No
     shown = f"http://***@127.0.0.1:{port}/t.json"
     assert lines[0].startswith(f"stepscope: error: {shown}: cannot reach")
     assert "no such object" not in lines[0]
+
+
+def test_run_location_is_shown_without_credentials() -> None:
+    run = find_run(["http://user:s3cr3t@host/r0.json", "http://user:s3cr3t@host/r1.json"])
+    assert run.location == "http://***@host/r0.json"
+    assert run.paths[1] == "http://user:s3cr3t@host/r1.json"  # still used to read
