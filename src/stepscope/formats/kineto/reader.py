@@ -196,7 +196,7 @@ def _piece(body: memoryview, start: int, end: int, file_body: FileBody | None = 
     i = n  # blank the trailing whitespace, scanning back 1 MB at a time (rstrip runs in C)
     while i > 0:
         lo = max(1, i + 1 - _WINDOW)
-        kept = len(bytes(buf[lo : i + 1]).rstrip(b" \t\n\r\x0b\x0c"))
+        kept = len(bytes(buf[lo : i + 1]).rstrip())  # ASCII blanks: space, \t\n\r\v\f
         buf[lo + kept : i + 1] = b" " * (i + 1 - lo - kept)
         i = lo + kept - 1
         if kept:
