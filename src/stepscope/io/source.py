@@ -46,8 +46,11 @@ MAX_INFLATED_ENV = "STEPSCOPE_MAX_INFLATED_BYTES"
 # inflating further only ends in MemoryError or swapping.
 MEMORY_PER_INFLATED_BYTE = 2
 _DEFAULT_CEILING = 8 << 30  # when physical memory cannot be queried (not POSIX)
-_INFLATE_IN = 1 << 16  # compressed bytes per step: deflate expands at most ~1032x, so a step
-_INFLATE_OUT = 16 << 20  # overshoots the ceiling by 64 MB at most; inflated bytes per read
+# Inflated bytes per read: the buffer passes the ceiling by 16 MB at most before the refusal.
+_INFLATE_OUT = 16 << 20
+# Compressed bytes per step of the salvage of a cut stream: deflate expands at most ~1032x,
+# so one step passes the ceiling by 64 MB at most.
+_INFLATE_IN = 1 << 16
 
 
 def _size_text(n: int) -> str:
