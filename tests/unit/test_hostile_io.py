@@ -424,3 +424,17 @@ def test_run_location_is_shown_without_credentials() -> None:
     run = find_run(["http://user:s3cr3t@host/r0.json", "http://user:s3cr3t@host/r1.json"])
     assert run.location == "http://***@host/r0.json"
     assert run.paths[1] == "http://user:s3cr3t@host/r1.json"  # still used to read
+
+
+def test_stat_index_links_are_not_followed(tmp_path: Path) -> None:
+    path, ref, entry = _cached(tmp_path, "stat-link")
+    stat_key = read_source(path).stat_key
+    assert stat_key is not None
+    stat_file = cache.cache_dir() / "stat" / hashlib.sha256(stat_key.encode()).hexdigest()[:32]
+    target = tmp_path / "elsewhere.txt"
+    target.write_text(entry.name.rsplit("-", 1)[-1])  # a valid digest, behind a link
+    stat_file.unlink()
+    stat_file.symlink_to(target)
+    _same(ref, stepscope.load(path))
+    assert target.read_text() == entry.name.rsplit("-", 1)[-1]  # not written through
+    assert stat_file.is_file() and not stat_file.is_symlink()

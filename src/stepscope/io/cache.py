@@ -95,6 +95,16 @@ def content_hash(data: bytes | memoryview, local_file: str | None = None) -> str
     return tree.hexdigest()[:32]
 
 
+def _read_index(stat_file: Path) -> str:
+    """The first bytes of a stat/ index file (no links followed, never a whole big file)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(stat_file, flags)
+    try:
+        return os.read(fd, 64).decode("ascii").strip()
+    finally:
+        os.close(fd)
+
+
 def key_for(source: RawSource, reader_version: str) -> str:
     """Cache key: reader version + content hash (looked up by stat key when possible)."""
     stat_file = None
@@ -102,7 +112,7 @@ def key_for(source: RawSource, reader_version: str) -> str:
         stat_name = hashlib.sha256(source.stat_key.encode()).hexdigest()[:32]
         stat_file = cache_dir() / "stat" / stat_name
         try:
-            digest = stat_file.read_text().strip()
+            digest = _read_index(stat_file)
             if _DIGEST.fullmatch(digest):  # anything else is not ours: hash the content again
                 return f"{reader_version}-{CACHE_FORMAT}-{digest}"
         except (OSError, UnicodeDecodeError):
@@ -112,6 +122,8 @@ def key_for(source: RawSource, reader_version: str) -> str:
     if stat_file is not None and not source.notes:
         try:
             stat_file.parent.mkdir(parents=True, exist_ok=True)
+            if stat_file.is_symlink():  # never write through a link planted in the index
+                stat_file.unlink()
             stat_file.write_text(digest)
         except OSError:
             pass  # a read-only cache only costs speed
