@@ -31,12 +31,12 @@ def load_trace(
     source = read_source(path, storage_options)
     # (a gzip is inflated only when named like an export: Kineto cache hits stay lazy)
     if (not source.compressed or path.lower().endswith(".sqlite.gz")) and \
-            kinds.content_kind(source.data[:64]) is kinds.NSYS_SQLITE:
+            kinds.content_kind(source.head(64)) is kinds.NSYS_SQLITE:
         return nsys_load.load_sqlite(source, use_cache=use_cache)
     key = None
     if use_cache:
         key = cache.key_for(source, READER_VERSION)
-        cached = cache.load(key, path)
+        cached = cache.load(key, source.path)  # a URL's path as shown: no credentials
         if cached is not None:
             return cached
     kind = kinds.content_kind(source.data[:kinds.HEAD_BYTES], path)

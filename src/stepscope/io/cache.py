@@ -4,7 +4,15 @@ Layout: ``<cache>/traces/<key>/{meta.json,strings.arrow,<table>.arrow}`` written
 temporary directory and renamed into place, so a crash never leaves half an entry.
 Hashing a 1 GB file costs ~0.5 s, so ``<cache>/stat/<hash of path+size+mtime>`` remembers
 the content hash of files seen before: re-opening an unchanged file skips the hashing.
-Uncompressed Arrow files are memory-mapped on load, so re-opening costs milliseconds.
+
+The cache is never trusted blindly (docs/security.md, "The cache"): every entry holds
+``sums.json``, the sha256 of each of its files, written last at store time and checked on
+every load (one pass over ~120 MB of Arrow per GB of trace, ~0.1 s); the files are read, not
+memory-mapped, so the bytes checked are the bytes used (and a file cut under a map cannot
+raise SIGBUS). A mismatch, a missing file or anything that does not decode drops the entry
+with a one-line notice on stderr, and the trace is read again. Names found in the ``stat/``
+index must be content hashes (32 hex digits) and every entry must resolve to a directory
+inside ``<cache>/traces``: nothing read from the cache is ever used as a path outside it.
 """
 
 from __future__ import annotations
@@ -12,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,10 +34,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from stepscope.errors import one_line
 from stepscope.io.source import RawSource
 from stepscope.model.trace import Trace, TraceMeta
 
-CACHE_FORMAT = "2"  # 2: tree content hash
+CACHE_FORMAT = "3"  # 2: tree content hash; 3: sums.json (checksums of the files)
 
 
 def cache_dir() -> Path:
@@ -84,6 +95,16 @@ def content_hash(data: bytes | memoryview, local_file: str | None = None) -> str
     return tree.hexdigest()[:32]
 
 
+def _read_index(stat_file: Path) -> str:
+    """The first bytes of a stat/ index file (no links followed, never a whole big file)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(stat_file, flags)
+    try:
+        return os.read(fd, 64).decode("ascii").strip()
+    finally:
+        os.close(fd)
+
+
 def key_for(source: RawSource, reader_version: str) -> str:
     """Cache key: reader version + content hash (looked up by stat key when possible)."""
     stat_file = None
@@ -91,32 +112,72 @@ def key_for(source: RawSource, reader_version: str) -> str:
         stat_name = hashlib.sha256(source.stat_key.encode()).hexdigest()[:32]
         stat_file = cache_dir() / "stat" / stat_name
         try:
-            digest = stat_file.read_text().strip()
-            if digest:
+            digest = _read_index(stat_file)
+            if _DIGEST.fullmatch(digest):  # anything else is not ours: hash the content again
                 return f"{reader_version}-{CACHE_FORMAT}-{digest}"
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             pass
     digest = content_hash(source.data, source.local_file)
-    if stat_file is not None:
+    # a file that changed while it was read (or a cut gzip) is not remembered by its stat
+    if stat_file is not None and not source.notes:
         try:
             stat_file.parent.mkdir(parents=True, exist_ok=True)
+            if stat_file.is_symlink():  # never write through a link planted in the index
+                stat_file.unlink()
             stat_file.write_text(digest)
         except OSError:
             pass  # a read-only cache only costs speed
     return f"{reader_version}-{CACHE_FORMAT}-{digest}"
 
 
+_DIGEST = re.compile(r"[0-9a-f]{32}")
+_KEY = re.compile(r"[A-Za-z0-9_.-]+-[0-9a-f]{32}")
+SUMS = "sums.json"
+
+
 def _entry(key: str) -> Path:
+    if not _KEY.fullmatch(key) or ".." in key:
+        raise ValueError(f"not a cache key: {key!r}")
     return cache_dir() / "traces" / key
+
+
+def _confined(entry: Path) -> bool:
+    """Whether ``entry`` is a real directory (not a link) right inside ``<cache>/traces``."""
+    try:
+        return (not entry.is_symlink() and entry.is_dir()
+                and entry.resolve().parent == (cache_dir() / "traces").resolve())
+    except OSError:
+        return False
+
+
+def _drop(entry: Path, path: str, why: str) -> None:
+    """Remove a bad entry (a link itself, never what it points to) and say so."""
+    notice = f"{path}: its cached copy is damaged ({why}); reading the trace again"
+    print(f"stepscope: {one_line(notice)}", file=sys.stderr)
+    try:
+        if entry.is_symlink() or not entry.is_dir():
+            entry.unlink()
+        elif _confined(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+    except OSError:
+        pass
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_HASH_READ):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def store(key: str, trace: Trace) -> bool:
     """Write ``trace`` under ``key``; returns False (silently) when the cache is unwritable."""
-    final = _entry(key)
     try:
+        final = _entry(key)
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
-    except OSError:
+    except (OSError, ValueError):
         return False
     try:
         (tmp / "meta.json").write_bytes(msgspec.json.encode(trace.meta))
@@ -124,6 +185,8 @@ def store(key: str, trace: Trace) -> bool:
         for name in Trace.TABLES:
             table = getattr(trace, name)
             _write(tmp / f"{name}.arrow", pa.table(table.columns()))
+        sums = {name: _file_digest(tmp / name) for name in _files()}
+        (tmp / SUMS).write_bytes(msgspec.json.encode(sums))  # last: it vouches for the rest
         try:
             os.rename(tmp, final)
         except OSError:  # another process stored it first
@@ -139,28 +202,57 @@ def _write(path: Path, table: pa.Table) -> None:
         writer.write_table(table)
 
 
-def _read(path: Path) -> pa.Table:
-    with pa.memory_map(str(path), "r") as source:
-        return ipc.open_file(source).read_all()
+def _files() -> list[str]:
+    return ["meta.json", "strings.arrow", *(f"{name}.arrow" for name in Trace.TABLES)]
+
+
+class _Damaged(Exception):
+    """A cache entry whose bytes are not those written (the message says which file)."""
+
+
+def _checked(entry: Path, name: str, sums: dict[str, str]) -> bytes:
+    """The bytes of ``entry/name``, raising _Damaged unless they match their checksum."""
+    data = (entry / name).read_bytes()
+    if hashlib.sha256(data).hexdigest() != sums.get(name):
+        raise _Damaged(f"{name} fails its checksum")
+    return data
+
+
+def _read(data: bytes) -> pa.Table:
+    return ipc.open_file(pa.BufferReader(data)).read_all()
 
 
 def load(key: str, path: str) -> Trace | None:
     """The cached trace for ``key`` (with ``path`` as its source), or None."""
-    entry = _entry(key)
-    if not (entry / "meta.json").exists():
+    try:
+        entry = _entry(key)
+    except ValueError:
+        return None
+    if not entry.exists() and not entry.is_symlink():
         return None
     try:
-        meta = msgspec.json.decode((entry / "meta.json").read_bytes(), type=TraceMeta)
-        strings = tuple(_read(entry / "strings.arrow").column("s").to_pylist())
+        if not _confined(entry):
+            raise _Damaged("not a directory inside the cache")
+        try:
+            sums = msgspec.json.decode((entry / SUMS).read_bytes(), type=dict[str, str])
+        except FileNotFoundError:
+            raise _Damaged(f"no {SUMS}") from None
+        meta = msgspec.json.decode(_checked(entry, "meta.json", sums), type=TraceMeta)
+        strings = tuple(_read(_checked(entry, "strings.arrow", sums)).column("s").to_pylist())
         tables: dict[str, Any] = {}
         for name, cls in Trace.TABLES.items():
-            t = _read(entry / f"{name}.arrow")
+            t = _read(_checked(entry, f"{name}.arrow", sums))
             if len(t):
                 cols = {c: t.column(c).to_numpy() for c in t.column_names}
             else:  # empty Arrow columns come back without their numpy dtype
                 cols = {c: np.empty(0, dtype=cls.DTYPES[c]) for c in cls.DTYPES}
             tables[name] = cls.from_columns(cols)
-    except (OSError, pa.ArrowException, msgspec.MsgspecError, KeyError):
-        shutil.rmtree(entry, ignore_errors=True)  # corrupt entry: drop and re-parse
+        trace = Trace(meta=dataclasses.replace(meta, path=path), strings=strings, **tables)
+    except _Damaged as exc:
+        _drop(entry, path, str(exc))
         return None
-    return Trace(meta=dataclasses.replace(meta, path=path), strings=strings, **tables)
+    except (OSError, pa.ArrowException, msgspec.MsgspecError, KeyError, ValueError,
+            TypeError) as exc:
+        _drop(entry, path, f"{type(exc).__name__}: {exc}")
+        return None
+    return trace

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from stepscope.errors import TraceSourceError
-from stepscope.io.cloud_errors import scheme_missing, storage_error
+from stepscope.io.cloud_errors import not_found, scheme_missing, storage_error
 from stepscope.io.source import is_url, local_path
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
@@ -50,8 +50,8 @@ def list_traces(path: str, storage_options: dict[str, Any] | None = None) -> lis
             scheme = path.split("://", 1)[0]
         except ImportError as exc:
             raise TraceSourceError(scheme_missing(path, exc)) from None
-        except FileNotFoundError:
-            raise TraceSourceError(f"{path}: no such prefix") from None
+        except FileNotFoundError as exc:
+            raise TraceSourceError(not_found(path, exc, "prefix")) from None
         except Exception as exc:  # credentials, network: one line, never the secret
             raise TraceSourceError(storage_error(path, exc, "list")) from None
         found = sorted(f"{scheme}://{e}" for e in entries

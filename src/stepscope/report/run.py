@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from stepscope.advice.finding import Finding
 from stepscope.analysis.distributed.rank import RankSummary
 from stepscope.analysis.distributed.run import Distributed, analyse_run
-from stepscope.errors import TraceSourceError, UsageError
+from stepscope.errors import TraceSourceError, UsageError, redact_urls
 from stepscope.io.listing import list_traces
 from stepscope.model.run import Run, assign_ranks
 from stepscope.parallel.executor import map_ranks
@@ -27,10 +27,10 @@ def find_run(locations: Sequence[str], storage_options: dict[str, Any] | None = 
     """A directory or prefix of rank traces, or an explicit list of trace paths."""
     if len(locations) == 1:
         loc = locations[0]
-        return Run(loc, tuple(list_traces(loc, storage_options)))
+        return Run(redact_urls(loc), tuple(list_traces(loc, storage_options)))
     if not locations:
         raise TraceSourceError("no trace given")
-    return Run(locations[0], tuple(locations))
+    return Run(redact_urls(locations[0]), tuple(locations))  # location is only shown
 
 
 @dataclass(frozen=True)

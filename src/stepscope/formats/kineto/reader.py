@@ -194,10 +194,14 @@ def _piece(body: memoryview, start: int, end: int, file_body: FileBody | None = 
     if file_body is None or _pread_into(inner, file_body, start) != n:
         inner[:] = body[start:end]
     buf[0] = 0x5B  # [
-    i = n
-    while i > 0 and buf[i] in b" \t\n\r\x0b\x0c":
-        buf[i] = 0x20
-        i -= 1
+    i = n  # blank the trailing whitespace, scanning back 1 MB at a time (rstrip runs in C)
+    while i > 0:
+        lo = max(1, i + 1 - _WINDOW)
+        kept = len(bytes(buf[lo : i + 1]).rstrip())  # ASCII blanks: space, \t\n\r\v\f
+        buf[lo + kept : i + 1] = b" " * (i + 1 - lo - kept)
+        i = lo + kept - 1
+        if kept:
+            break
     if buf[i] == 0x2C:  # ,
         buf[i] = 0x20
     buf[n + 1] = 0x5D  # ]

@@ -36,6 +36,7 @@ from stepscope.errors import TraceFormatError, TraceSourceError, one_line
 from stepscope.formats.nsight.demangle import demangle_all, is_mangled
 from stepscope.formats.nsight.occupancy import estimated_occupancy
 from stepscope.formats.nsight.schema import GPU_TABLES, META_TABLES, STRING_TABLES, Schema
+from stepscope.io.source import sqlite_uri
 from stepscope.model.trace import (
     DEV_KERNEL,
     DEV_MEMCPY,
@@ -563,7 +564,7 @@ def read_nsys(local_file: str, path: str) -> Trace:
     if not os.path.exists(local_file):
         raise TraceSourceError(f"{path}: no such file")
     try:
-        con = sqlite3.connect(f"file:{local_file}?mode=ro", uri=True)
+        con = sqlite3.connect(sqlite_uri(local_file), uri=True)
     except sqlite3.Error as exc:
         raise TraceSourceError(f"{path}: cannot open as SQLite ({exc})") from None
     try:

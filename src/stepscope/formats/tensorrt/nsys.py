@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.errors import TraceFormatError, TraceSourceError
+from stepscope.io.source import sqlite_uri
 from stepscope.model.tensorrt import LayerKernelTrace
 
 REQUIRED = ("NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")
@@ -69,7 +70,7 @@ def read_layer_kernels(path: str) -> LayerKernelTrace:
     if not os.path.isfile(path):
         raise TraceSourceError(f"{path}: no such file")
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = sqlite3.connect(sqlite_uri(path), uri=True)
         tables = {
             str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
         }
