@@ -63,3 +63,8 @@ def test_wheel_from_a_clean_clone(tmp_path: Path) -> None:
     assert view.stderr.strip().splitlines() == [
         "stepscope view: needs the 'web' extra (starlette is not installed): "
         "pip install 'stepscope[web]'"]
+    sql = _run([exe, "sql", str(trace), "SELECT count(*) FROM host_ops"])  # the `sql` extra
+    assert sql.returncode == 2
+    assert sql.stderr.strip().splitlines() == [
+        "stepscope sql: needs the 'sql' extra (duckdb is not installed): "
+        "pip install 'stepscope[sql]'"]
