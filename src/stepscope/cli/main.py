@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "memory": "stepscope.cli.memory",
     "diff": "stepscope.cli.diff",
     "sql": "stepscope.cli.sql",
+    "mcp": "stepscope.cli.mcp",
 }
 
 HELPS: dict[str, str] = {
@@ -36,6 +37,7 @@ HELPS: dict[str, str] = {
     "memory": "analyse a CUDA memory snapshot (.pickle) or an export_memory_timeline file",
     "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
     "sql": "query a trace, a run of ranks or trtexec outputs with SQL (docs/sql.md)",
+    "mcp": "serve report, findings, diff, sql and explain_metric to AI assistants (MCP, stdio)",
 }
 
 
