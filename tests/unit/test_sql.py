@@ -4,6 +4,9 @@ columns, the output formats, one-line errors, and a query that cannot touch file
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -91,6 +94,20 @@ def test_queries_cannot_touch_files(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match=r"^SQL: "):
             run_sql(inp, query)
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_no_progress_bar_on_stdout(tmp_path: Path) -> None:
+    """DuckDB draws a progress bar on stdout for a query over 2 s: inside the JSON or CSV
+    that `stepscope sql` writes there (seen on a 10 M-kernel export under load). DuckDB
+    turns it off by itself under pytest, so the command runs in a process of its own."""
+    path = str(_trace(tmp_path))
+    env = {**os.environ, "PYTHONPATH": str(Path(stepscope.__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", "from stepscope.cli.main import entry_point; entry_point()",
+         "sql", path, "SELECT current_setting('enable_progress_bar') AS bar", "--format",
+         "json"], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"bar": False}]
 
 
 def test_not_an_input(tmp_path: Path) -> None:

@@ -113,7 +113,10 @@ def _view_sql(inp: Input, table: TableDef) -> str:
     return f'CREATE VIEW "{table.name}" AS SELECT {body} FROM "_raw_{table.name}"'
 
 
-_LOCKDOWN = ("SET enable_external_access = false", "SET python_enable_replacements = false",
+# no files, no extensions, no Python variables, no progress bar (DuckDB prints one on stdout
+# for a query over 2 s, into the JSON or CSV being written there), then nothing can change
+_LOCKDOWN = ("SET enable_progress_bar = false", "SET enable_external_access = false",
+             "SET python_enable_replacements = false",
              "SET autoinstall_known_extensions = false", "SET autoload_known_extensions = false",
              "SET lock_configuration = true")
 
