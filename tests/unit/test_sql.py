@@ -52,6 +52,28 @@ def test_kernels_names_times_and_links(tmp_path: Path) -> None:
     assert first == {"t": 0.0, "z": 0}
 
 
+def test_copy_kinds_from_kineto_names(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 500):
+        op = b.op("aten::copy_", 10, 100)
+        b.launch(op, "cudaMemcpyAsync", 20, 5, kernel="Memcpy HtoD (Pageable -> Device)",
+                 k_ts=30, k_dur=50, cat="gpu_memcpy", bytes=4096)
+        b.launch(op, "cudaMemcpyAsync", 60, 5, kernel="Memcpy DtoH (Device -> Pinned)",
+                 k_ts=90, k_dur=10, cat="gpu_memcpy", bytes=1024)
+        b.launch(op, "hipMemcpyAsync", 70, 5, kernel="Memcpy HtoD (Host -> Device)",
+                 k_ts=120, k_dur=10, cat="gpu_memcpy", bytes=8)
+    rows = stepscope.sql(str(b.write(tmp_path)), "SELECT copy_kind, src_memory, dst_memory, "
+                         "bytes, gb_per_s FROM memcpy ORDER BY ts_ns").to_pylist()
+    assert rows == [
+        {"copy_kind": "HtoD", "src_memory": "pageable", "dst_memory": "device", "bytes": 4096,
+         "gb_per_s": 4096 / 50_000},
+        {"copy_kind": "DtoH", "src_memory": "device", "dst_memory": "pinned", "bytes": 1024,
+         "gb_per_s": 1024 / 10_000},
+        # ROCm writes "Host": pageable or pinned is not recorded
+        {"copy_kind": "HtoD", "src_memory": None, "dst_memory": "device", "bytes": 8,
+         "gb_per_s": 8 / 10_000}]
+
+
 def test_steps_and_a_trace_object(tmp_path: Path) -> None:
     trace = stepscope.load(str(_trace(tmp_path)))
     steps = stepscope.sql(trace, "SELECT step, device_ops FROM steps ORDER BY step").to_pylist()

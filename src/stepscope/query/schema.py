@@ -107,6 +107,8 @@ TABLES: tuple[TableDef, ...] = (
         *_DEVICE_OP,
         _c("bytes", "BIGINT", "bytes copied"),
         _c("copy_kind", "VARCHAR", "HtoD | DtoH | DtoD | HtoH | PtoP | ... (NULL when unknown)"),
+        _c("src_memory", "VARCHAR", "pageable | pinned | device | array | managed (NULL unknown)"),
+        _c("dst_memory", "VARCHAR", "pageable | pinned | device | array | managed (NULL unknown)"),
         _c("gb_per_s", "DOUBLE", "bytes / duration (GB/s)",
            "CASE WHEN dur_ns > 0 THEN bytes / dur_ns END"),
     )),

@@ -27,6 +27,11 @@ from stepscope.model.trace import (
     HOST_ANNOTATION,
     HOST_OP,
     HOST_PYTHON,
+    MEM_ARRAY,
+    MEM_DEVICE,
+    MEM_MANAGED,
+    MEM_PAGEABLE,
+    MEM_PINNED,
     NVTX_PUSHPOP,
     NVTX_STARTEND,
     Trace,
@@ -39,6 +44,11 @@ Columns = dict[str, Any]  # column name -> numpy array or Arrow array
 COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
               8: "DtoD", 9: "HtoH", 10: "PtoP"}
 _COPY_IN_NAME = re.compile(r"\bMemcpy ?([A-Za-z]to[A-Za-z])\b")
+# CUPTI's memory kinds (CUpti_ActivityMemoryKind, model.trace.MEM_*): nsys exports them as
+# numbers, Kineto spells them in the copy's name ("... (Pageable -> Device)")
+MEMORY_KINDS = {MEM_PAGEABLE: "pageable", MEM_PINNED: "pinned", MEM_DEVICE: "device",
+                MEM_ARRAY: "array", MEM_MANAGED: "managed"}
+_MEMORY_IN_NAME = re.compile(r"\((\w+)(?: Static)? -> (\w+)(?: Static)?\)")
 HOST_KINDS = {HOST_OP: "operator", HOST_ANNOTATION: "annotation", HOST_PYTHON: "python"}
 DEVICE_KINDS = {DEV_KERNEL: "kernel", DEV_MEMCPY: "memcpy", DEV_MEMSET: "memset"}
 NVTX_STYLES = {NVTX_PUSHPOP: "pushpop", NVTX_STARTEND: "startend"}
@@ -146,16 +156,37 @@ class TraceTables:
         rows, cols = self._device(DEV_MEMCPY)
         cols["bytes"] = d.bytes[rows]
         details = self.trace.device_details
-        if len(details) == len(d) and len(d):
-            codes = details.copy_kind[rows].astype(np.int64)
-        else:  # Kineto: the kind is in the name
-            spelled = {v: k for k, v in COPY_KINDS.items()}
-            by_id = np.array([spelled.get(m.group(1), -1) if (m := _COPY_IN_NAME.search(s))
-                              else -1 for s in self.trace.strings] or [-1], dtype=np.int64)
-            ids = d.name[rows]
-            codes = np.where(ids >= 0, by_id[np.maximum(ids, 0)], -1)
-        cols["copy_kind"] = _labels(codes, COPY_KINDS)
+        if len(details) == len(d) and len(d):  # nsys: CUPTI's numbers
+            kind = details.copy_kind[rows].astype(np.int64)
+            src = details.src_kind[rows].astype(np.int64)
+            dst = details.dst_kind[rows].astype(np.int64)
+        else:  # Kineto: the kinds are spelled in the name, once per distinct name
+            kind, src, dst = (self._by_name(d.name[rows], table) for table in range(3))
+        cols["copy_kind"] = _labels(kind, COPY_KINDS)
+        cols["src_memory"] = _labels(src, MEMORY_KINDS)
+        cols["dst_memory"] = _labels(dst, MEMORY_KINDS)
         return cols
+
+    @cached_property
+    def _copy_codes(self) -> npt.NDArray[np.int64]:
+        """Per string id: (copy kind, source memory, destination memory) from a Kineto
+        copy name, -1 where the name does not say."""
+        copy = {v: k for k, v in COPY_KINDS.items()}
+        memory = {v: k for k, v in MEMORY_KINDS.items()}
+        codes = np.full((max(len(self.trace.strings), 1), 3), -1, dtype=np.int64)
+        for i, s in enumerate(self.trace.strings):
+            if not s.startswith("Memcpy"):
+                continue
+            if m := _COPY_IN_NAME.search(s):
+                codes[i, 0] = copy.get(m.group(1), -1)
+            if m := _MEMORY_IN_NAME.search(s):
+                codes[i, 1] = memory.get(m.group(1).lower(), -1)
+                codes[i, 2] = memory.get(m.group(2).lower(), -1)
+        return codes
+
+    def _by_name(self, ids: npt.NDArray[np.int32], which: int) -> npt.NDArray[np.int64]:
+        codes = self._copy_codes[np.maximum(ids, 0), which]
+        return np.where(ids >= 0, codes, -1)
 
     def memset(self) -> Columns:
         rows, cols = self._device(DEV_MEMSET)
