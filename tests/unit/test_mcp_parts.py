@@ -40,6 +40,23 @@ def test_confine(tmp_path: Path) -> None:
         resolve_roots([str(tmp_path / "missing")])
 
 
+def test_a_trace_whose_memory_timeline_leads_out_is_refused(tmp_path: Path) -> None:
+    """`report` reads the memory timeline beside a trace: a symlink there must not lead out."""
+    pytest.importorskip("mcp")
+    from stepscope.cli.mcp import confined_input
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "w.1.pt.trace.json").write_text("{}")
+    roots = resolve_roots([str(root)])
+    assert confined_input("w.1.pt.trace.json", roots) == str(root / "w.1.pt.trace.json")
+    outside = tmp_path / "elsewhere.json.gz"
+    outside.write_bytes(b"")
+    (root / "w.1.memory.raw.json.gz").symlink_to(outside)
+    with pytest.raises(UsageError, match="outside the allowed folder"):
+        confined_input("w.1.pt.trace.json", roots)
+
+
 def test_explain_metric_finds_terms_and_sections() -> None:
     assert explain("GPU utilization").section.startswith("GPU metrics")
     assert explain("gpu   UTILIZATION").term == "GPU utilization"

@@ -57,6 +57,21 @@ def _command_json(argv: list[str]) -> dict[str, Any]:
     return doc
 
 
+def confined_input(path: str, roots: tuple[str, ...]) -> str:
+    """``path`` resolved inside ``roots`` (io/confine.py), and so is the file a report reads
+    beside a trace: its memory timeline (formats/memory/timeline.py), which could otherwise
+    be a symlink leading out."""
+    import os
+
+    from stepscope.formats.memory.timeline import timeline_path
+    from stepscope.io.confine import confine
+
+    real = confine(path, roots)
+    if os.path.isfile(real) and os.path.lexists(beside := timeline_path(real)):
+        confine(beside, roots)
+    return real
+
+
 def _pct(v: Any) -> str:
     return f"{float(v):.1f} %" if isinstance(v, (int, float)) else "n/a"
 
@@ -120,8 +135,6 @@ def diff_text(doc: dict[str, Any]) -> str:
 
 def build_server(roots: tuple[str, ...], use_cache: bool = True) -> MCPServer:
     """The MCP server with stepscope's tools, reading only inside ``roots``."""
-    from stepscope.io.confine import confine
-
     server = MCPServer(
         "stepscope",
         instructions="stepscope analyses PyTorch profiler traces, Nsight Systems exports, "
@@ -145,7 +158,7 @@ def build_server(roots: tuple[str, ...], use_cache: bool = True) -> MCPServer:
             raise ToolError(one_line(str(exc), 600)) from None
 
     def path_of(path: str) -> str:
-        return confine(path, roots)
+        return confined_input(path, roots)
 
     @server.tool(description="Analyse a trace (PyTorch profiler JSON, Nsight Systems export), "
                  "a folder of rank traces or TensorRT trtexec outputs: a summary, then the "
