@@ -150,7 +150,11 @@ def run_sql(inp: Input, query: str) -> pa.Table:
     con = connect(inp, wanted)
     try:
         rel = con.sql(query)
-        result = rel.to_arrow_table() if rel is not None else pa.table({})
+        if rel is None:  # a statement without a result (SET, CREATE VIEW, ...)
+            return pa.table({})
+        # to_arrow_table: DuckDB 2 (fetch_arrow_table, its older name, is deprecated there)
+        fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
+        result: pa.Table = fetch()
     except duckdb.Error as exc:
         raise UsageError(_sql_error(inp, exc)) from None
     finally:
