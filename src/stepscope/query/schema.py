@@ -201,7 +201,8 @@ TABLES: tuple[TableDef, ...] = (
         _c("stream", "BIGINT", "stream id"),
         _c("correlation", "BIGINT", "correlation id of the runtime call"),
     )),
-    TableDef("findings", "the advisor's findings, as in the report (docs/advice.md)", (
+    TableDef("findings", "the advisor's findings, as `stepscope report` gives them for one "
+             "trace or engine (docs/advice.md); in a run of ranks, each rank's own", (
         _c("id", "VARCHAR", "rule id"),
         _c("title", "VARCHAR", "one line"),
         _c("severity", "VARCHAR", "high | medium | low"),
