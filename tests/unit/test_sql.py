@@ -89,6 +89,21 @@ def test_every_documented_column_is_built(tmp_path: Path) -> None:
     assert {t.name for t in inp.tables} == {t.name for t in TABLES} - {"nvtx", "layers"}
 
 
+def test_event_columns_are_the_models_arrays(tmp_path: Path) -> None:
+    """Zero copy: the Arrow columns DuckDB scans are the trace's numpy arrays themselves
+    (memory-mapped from the cache on a re-open), names their string ids."""
+    path = str(_trace(tmp_path))
+    stepscope.load(path)  # fill the cache: the next open memory-maps it
+    inp = open_input(path)
+    trace = inp.parts[0][1].trace  # type: ignore[union-attr]
+    runtime = inp.arrow("runtime")
+    for column, array in (("ts_ns", trace.runtime.ts), ("dur_ns", trace.runtime.dur),
+                          ("correlation", trace.runtime.correlation)):
+        assert runtime.column(column).chunk(0).buffers()[1].address == array.ctypes.data
+    names = runtime.column("name").chunk(0)
+    assert names.indices.buffers()[1].address == trace.runtime.name.ctypes.data
+
+
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
