@@ -15,6 +15,9 @@ export interface Source {
   exportWindow(trace: string, start: number, end: number): void;
   /** `stepscope diff` JSON of two traces of the logdir (server only); status 202 while they load. */
   diff?(base: string, next: string): Promise<{ status: number; body: any }>;
+  /** The Query page: SQL over the trace's tables (docs/sql.md; server only); 400 with
+   * `{error}` for a bad query. */
+  sql?(trace: string, query: string): Promise<{ status: number; body: any }>;
 }
 
 async function getJson(url: string): Promise<{ status: number; body: any }> {
@@ -43,6 +46,7 @@ export class ServerSource implements Source {
   async event(trace: string, id: number) { return (await getJson(`api/event?trace=${q(trace)}&id=${id}`)).body as EventInfo; }
   async search(trace: string, text: string) { return (await getJson(`api/search?trace=${q(trace)}&q=${q(text)}`)).body as SearchResult; }
   async diff(base: string, next: string) { return getJson(`api/diff?base=${q(base)}&new=${q(next)}`); }
+  async sql(trace: string, query: string) { return getJson(`api/sql?trace=${q(trace)}&q=${q(query)}`); }
   exportWindow(trace: string, start: number, end: number) {
     const a = document.createElement("a");
     a.href = `api/export?trace=${q(trace)}&start=${Math.floor(start)}&end=${Math.ceil(end)}`;

@@ -16,6 +16,7 @@ import { Compare } from "./pages/Compare";
 import { TensorRT } from "./pages/TensorRT";
 import { EngineCompare } from "./pages/EngineCompare";
 import { Distributed, rankRun } from "./pages/Distributed";
+import { Query } from "./pages/Query";
 
 export interface RouteDef {
   path: string; title: string; page: FunctionComponent<PageProps>;
@@ -44,4 +45,7 @@ export const ROUTES: RouteDef[] = [
   { path: "engines", title: "Engine comparison", page: EngineCompare, when: isEngineDiff },
   { path: "compare", title: "Compare", page: Compare, when: (r, mode) => isDiff(r) || (mode === "server" && isTrace(r)) },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
+  // SQL over the trace's tables (docs/sql.md): the dashboard only, the server runs the query
+  { path: "query", title: "Query", page: Query,
+    when: (r, mode) => mode === "server" && (isTrace(r) || !!r.tensorrt) },
 ];

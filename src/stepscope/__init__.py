@@ -6,6 +6,7 @@ Small explicit API::
     trace = stepscope.load("run/worker0.pt.trace.json.gz")   # local path or s3://, gs://, az://
     report = stepscope.build_report(trace)                   # every analysis + ranked findings
     print(report.to_json())
+    stepscope.sql(trace, "SELECT name, sum(dur_us) FROM kernels GROUP BY 1")  # an Arrow table
 
 Capture helpers (need torch): ``stepscope.profile``, ``stepscope.annotate``,
 ``stepscope.ThroughputMeter``, ``stepscope.print_top_tables``, ``stepscope.export_trace``.
@@ -20,6 +21,10 @@ from stepscope.model import Trace
 from stepscope.report import DEFAULT_TOP
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pyarrow as pa
+
     from stepscope.report.build import Report
 
 __version__ = "0.1.0"
@@ -37,6 +42,16 @@ def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = Non
     from stepscope.report.build import build_report as _build
 
     return _build(trace, top=top, step=step)
+
+
+def sql(trace_or_path: Trace | str | Sequence[str], query: str, *, cache: bool = True) -> pa.Table:
+    """Run a SQL ``query`` (DuckDB) over a trace, a path (a trace, trtexec outputs) or a run
+    of ranks (a folder or several paths: every table gains a ``rank`` column); returns an
+    Arrow table. The tables and columns: docs/sql.md. Needs ``pip install 'stepscope[sql]'``.
+    """
+    from stepscope.query import sql as _sql
+
+    return _sql(trace_or_path, query, use_cache=cache)
 
 
 _CAPTURE = {"profile", "annotate", "ThroughputMeter", "print_top_tables", "export_trace"}
@@ -63,4 +78,5 @@ __all__ = [
     "load",
     "print_top_tables",
     "profile",
+    "sql",
 ]

@@ -42,6 +42,7 @@ def test_wheel_from_a_clean_clone(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "stepscope/report/static/index.html" in names
     assert "stepscope/report/static/assets/app.js" in names
+    assert "stepscope/report/metrics.md" in names  # the MCP server's explain_metric reads it
 
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
@@ -63,3 +64,12 @@ def test_wheel_from_a_clean_clone(tmp_path: Path) -> None:
     assert view.stderr.strip().splitlines() == [
         "stepscope view: needs the 'web' extra (starlette is not installed): "
         "pip install 'stepscope[web]'"]
+    sql = _run([exe, "sql", str(trace), "SELECT count(*) FROM host_ops"])  # the `sql` extra
+    assert sql.returncode == 2
+    assert sql.stderr.strip().splitlines() == [
+        "stepscope sql: needs the 'sql' extra (duckdb is not installed): "
+        "pip install 'stepscope[sql]'"]
+    mcp = _run([exe, "mcp"])  # the `mcp` extra
+    assert mcp.returncode == 2
+    assert mcp.stderr.strip().splitlines() == [
+        "stepscope mcp: cannot start (No module named 'mcp'): pip install 'stepscope[mcp]'"]

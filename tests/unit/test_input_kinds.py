@@ -46,12 +46,16 @@ def test_content_kinds_in_order(head: bytes, name: str, kind: kinds.Kind) -> Non
 
 def test_every_kind_is_listed_once_and_names_its_pipelines() -> None:
     assert len({k.name for k in kinds.KINDS}) == len(kinds.KINDS)
-    commands = {kinds.REPORT, kinds.DIFF, kinds.MEMORY, kinds.VIEW}
+    commands = {kinds.REPORT, kinds.DIFF, kinds.MEMORY, kinds.VIEW, kinds.SQL}
     assert all(set(k.pipelines) <= commands for k in kinds.KINDS)
     assert kinds.KINETO.pipeline(kinds.REPORT) == "trace"
     assert kinds.MEMORY_SNAPSHOT.pipeline(kinds.REPORT) is None
     assert kinds.TRACE_FOLDER.pipeline(kinds.REPORT) == "ranks"
     assert kinds.TRACE_FOLDER.pipeline(kinds.DIFF) == "folder"
+    # stepscope sql: what report reads as a trace, a run or an engine, it queries the same way
+    assert kinds.TRACE_FOLDER.pipeline(kinds.SQL) == kinds.RANK_FILES.pipeline(kinds.SQL) == "ranks"
+    assert kinds.TRTEXEC.pipeline(kinds.SQL) == "tensorrt"
+    assert kinds.MEMORY_SNAPSHOT.pipeline(kinds.SQL) is None
 
 
 def test_identify_paths(tmp_path: Path) -> None:

@@ -233,3 +233,29 @@ def test_server_answers_while_a_trace_loads(logdir: Path, monkeypatch: pytest.Mo
         assert time.monotonic() - t < 5
         release.set()
         assert wait_ready(c)["breakdown"]["step_avg_us"] == pytest.approx(1000.0)
+
+
+def test_sql_endpoint(client: Any, logdir: Path) -> None:
+    """The Query page's API: rows as lists in column order (two columns may share a name),
+    which columns are numeric, the count; a bad query is a 400 with DuckDB's message; only
+    the logdir's traces can be named."""
+    pytest.importorskip("duckdb")
+    import stepscope
+
+    query = "SELECT name, name, count(*) AS n FROM kernels GROUP BY name ORDER BY n DESC, name"
+    r = client.get("/api/sql", params={"trace": TRACE, "q": query})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    want = stepscope.sql(str(logdir / TRACE), query)
+    assert body["columns"] == ["name", "name", "n"] and body["numeric"] == [False, False, True]
+    assert body["row_count"] == want.num_rows > 0 and body["truncated"] is False
+    names = want.column(0).to_pylist()
+    assert body["rows"] == [[k, k, n] for k, n in zip(names, want.column(2).to_pylist(),
+                                                     strict=True)]
+    bad = client.get("/api/sql", params={"trace": TRACE, "q": "SELECT nme FROM kernels"})
+    assert bad.status_code == 400 and 'Referenced column "nme" not found' in bad.json()["error"]
+    files = client.get("/api/sql", params={"trace": TRACE,
+                                            "q": "SELECT * FROM read_csv('/etc/passwd')"})
+    assert files.status_code == 400 and "disabled by configuration" in files.json()["error"]
+    assert client.get("/api/sql", params={"trace": "../x.json", "q": "SELECT 1"}
+                      ).status_code == 404

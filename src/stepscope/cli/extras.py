@@ -14,6 +14,7 @@ EXTRA_OF_MODULE = {
     "dask": "dask", "distributed": "dask",
     "s3fs": "s3", "gcsfs": "gcs", "adlfs": "azure",
     "itanium_demangler": "nsys",
+    "duckdb": "sql", "mcp": "mcp", "mcp_types": "mcp",
 }
 
 

@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "view": "stepscope.cli.view",
     "memory": "stepscope.cli.memory",
     "diff": "stepscope.cli.diff",
+    "sql": "stepscope.cli.sql",
+    "mcp": "stepscope.cli.mcp",
 }
 
 HELPS: dict[str, str] = {
@@ -34,6 +36,8 @@ HELPS: dict[str, str] = {
     "view": "open the web dashboard on a logdir or a trace (http://127.0.0.1:6006)",
     "memory": "analyse a CUDA memory snapshot (.pickle) or an export_memory_timeline file",
     "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
+    "sql": "query a trace, a run of ranks or trtexec outputs with SQL (docs/sql.md)",
+    "mcp": "serve report, findings, diff, sql and explain_metric to AI assistants (MCP, stdio)",
 }
 
 

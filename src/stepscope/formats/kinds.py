@@ -60,7 +60,7 @@ TRT_ENGINE_SUFFIXES = (".engine", ".plan")
 NCU_SUFFIXES = (".csv", ".csv.gz", ".log", ".txt")
 
 # commands that take inputs
-REPORT, DIFF, MEMORY, VIEW = "report", "diff", "memory", "view"
+REPORT, DIFF, MEMORY, VIEW, SQL = "report", "diff", "memory", "view", "sql"
 
 
 @dataclass(frozen=True)
@@ -83,17 +83,19 @@ def _kind(name: str, words: str, use: str = "", **pipelines: str) -> Kind:
 # Pipelines, by command (each command maps these names to its functions):
 #   report: trace | ranks | tensorrt | ncu      diff: trace | report | folder | tensorrt
 #   memory: snapshot | timeline                 view: trace | logdir
+#   sql: trace | ranks | tensorrt (query/engine.py)
 # report's "ranks" takes several traces: report/folder.py decides whether they are ranks
 # of a job (the run view) or captures of one process (that process's findings).
-RANK_FILES = _kind("rank_files", "several trace files", report="ranks")
+RANK_FILES = _kind("rank_files", "several trace files", report="ranks", sql="ranks")
 TRACE_FOLDER = _kind("trace_folder", "a folder of traces", report="ranks", diff="folder",
-                     view="logdir")
-NSYS_REPORT = _kind("nsys_report", "an Nsight Systems report", report="trace", view="trace")
+                     view="logdir", sql="ranks")
+NSYS_REPORT = _kind("nsys_report", "an Nsight Systems report", report="trace", view="trace",
+                    sql="trace")
 NSYS_SQLITE = _kind("nsys_sqlite", "an Nsight Systems SQLite export", report="trace",
-                    view="trace")
+                    view="trace", sql="trace")
 TRT_ENGINE = _kind("trt_engine", "a serialized TensorRT engine", diff="tensorrt")
 TRTEXEC = _kind("trtexec", "a TensorRT engine export", "stepscope report", report="tensorrt",
-                diff="tensorrt", view="tensorrt")
+                diff="tensorrt", view="tensorrt", sql="tensorrt")
 # An engine's outputs are found beside each other, so they are read from local files only; a
 # remote one goes to the trace reader, which says to download it.
 REMOTE_TRTEXEC = _kind("remote_trtexec", "a TensorRT engine export (remote)", report="trace",
@@ -107,9 +109,10 @@ SAVED_REPORT = _kind("saved_report", "a saved stepscope report", "stepscope diff
                      diff="report")
 SAVED_DIFF = _kind("saved_diff", "a stepscope diff")
 KINETO = _kind("kineto", "a PyTorch profiler trace", "stepscope report", report="trace",
-               diff="trace", view="trace")
-EMPTY = _kind("empty", "an empty file", report="trace")
-UNKNOWN = _kind("unknown", "a file stepscope cannot read", report="trace", view="trace")
+               diff="trace", view="trace", sql="trace")
+EMPTY = _kind("empty", "an empty file", report="trace", sql="trace")
+UNKNOWN = _kind("unknown", "a file stepscope cannot read", report="trace", view="trace",
+                sql="trace")
 
 # every kind, in the documented order
 KINDS: tuple[Kind, ...] = (RANK_FILES, TRTEXEC, REMOTE_TRTEXEC, TRACE_FOLDER, NSYS_REPORT,

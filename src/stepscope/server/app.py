@@ -8,12 +8,14 @@ logdir; static files are served from the bundle folder by name, never by joined 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import pyarrow as pa
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
@@ -31,6 +33,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 DEFAULT_SOURCE_LINK = "vscode://file/{path}:{line}"
 MAX_WIDTH = 10_000
+SQL_ROWS = 1000  # rows the Query page gets (the count says how many the query returned)
+SQL_INPUTS = 4  # traces whose SQL tables stay built between queries
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,38 @@ def create_app(config: ViewConfig) -> Starlette:
                                       series=(entries[0].series, entries[1].series)))
         except DiffInputError as exc:
             return _json({"error": str(exc)}, 422)
+    inputs: dict[str, Any] = {}  # path -> (stamp, query Input): tables built once per trace
+
+    def api_sql(request: Request) -> Response:
+        """The Query page: ``q`` over the trace's SQL tables (docs/sql.md), the first
+        SQL_ROWS rows; a bad query is a 400 with DuckDB's message in one line."""
+        from stepscope.errors import StepscopeError
+        from stepscope.query.engine import open_input, run_sql
+        from stepscope.query.output import plain
+
+        path = trace_file(request).path
+        query = request.query_params.get("q", "")
+        try:
+            stamp = (os.stat(path).st_mtime, os.stat(path).st_size)
+            if path not in inputs or inputs[path][0] != stamp:
+                if len(inputs) >= SQL_INPUTS:
+                    inputs.pop(next(iter(inputs)))
+                inputs[path] = (stamp, open_input(path, use_cache=config.use_cache))
+            table = run_sql(inputs[path][1], query)
+        except (StepscopeError, OSError) as exc:
+            return _json({"error": str(exc)}, 400)
+        except ModuleNotFoundError as exc:  # duckdb: the sql extra
+            return _json({"error": f"the Query page needs the 'sql' extra ({exc.name} is not "
+                                   "installed): pip install 'stepscope[sql]'"}, 400)
+        shown = table.slice(0, SQL_ROWS)
+        # rows as lists, in column order: a query may name two columns alike
+        values = [[plain(v) for v in col.to_pylist()] for col in shown.columns]
+        return _json({"columns": table.column_names,
+                      "numeric": [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                                  or pa.types.is_decimal(f.type) for f in table.schema],
+                      "row_count": table.num_rows, "truncated": table.num_rows > SQL_ROWS,
+                      "rows": [list(r) for r in zip(*values, strict=True)]})
+
     def api_run(request: Request) -> Response:
         name = request.query_params.get("run")
         if not name:
@@ -259,6 +295,7 @@ def create_app(config: ViewConfig) -> Starlette:
         Route("/api/export", wrap(api_export)),
         Route("/api/diff", wrap(api_diff)),
         Route("/api/run", wrap(api_run)),
+        Route("/api/sql", wrap(api_sql)),
         Route("/assets/{name}", wrap(static)),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
     ]

@@ -1,0 +1,70 @@
+"""The MCP server's parts without a client: path confinement, metric explanations, and the
+concise texts (the end-to-end test is tests/integration/test_mcp_real.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from stepscope.errors import UsageError
+from stepscope.io.confine import confine, resolve_roots
+from stepscope.report.glossary import entries, explain
+
+
+def test_confine(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "run").mkdir(parents=True)
+    (root / "t.json").write_text("{}")
+    outside = tmp_path / "secret.json"
+    outside.write_text("{}")
+    roots = resolve_roots([str(root)])
+    assert confine("t.json", roots) == str(root / "t.json")  # relative to the first root
+    assert confine(str(root / "run"), roots) == str(root / "run")
+    for bad in (str(outside), "../secret.json", "run/../../secret.json", "s3://b/t.json",
+                str(root) + "-sibling/t.json"):
+        with pytest.raises(UsageError, match="outside the allowed folder"):
+            confine(bad, roots)
+    (root / "link.json").symlink_to(outside)
+    with pytest.raises(UsageError, match="outside the allowed folder"):
+        confine("link.json", roots)
+    # a folder whose entries lead out is refused too: the readers would read them
+    (root / "run" / "rank1.json").symlink_to(outside)
+    with pytest.raises(UsageError, match=r"rank1\.json links outside"):
+        confine("run", roots)
+    (root / "run" / "rank1.json").unlink()
+    os.symlink(root / "t.json", root / "run" / "rank0.json")  # inside: fine
+    assert confine("run", roots) == str(root / "run")
+    with pytest.raises(UsageError, match="not a folder"):
+        resolve_roots([str(tmp_path / "missing")])
+
+
+def test_a_trace_whose_memory_timeline_leads_out_is_refused(tmp_path: Path) -> None:
+    """`report` reads the memory timeline beside a trace: a symlink there must not lead out."""
+    pytest.importorskip("mcp")
+    from stepscope.cli.mcp import confined_input
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "w.1.pt.trace.json").write_text("{}")
+    roots = resolve_roots([str(root)])
+    assert confined_input("w.1.pt.trace.json", roots) == str(root / "w.1.pt.trace.json")
+    outside = tmp_path / "elsewhere.json.gz"
+    outside.write_bytes(b"")
+    (root / "w.1.memory.raw.json.gz").symlink_to(outside)
+    with pytest.raises(UsageError, match="outside the allowed folder"):
+        confined_input("w.1.pt.trace.json", roots)
+
+
+def test_explain_metric_finds_terms_and_sections() -> None:
+    assert explain("GPU utilization").section.startswith("GPU metrics")
+    assert explain("gpu   UTILIZATION").term == "GPU utilization"
+    assert explain("mfu").term == "MFU and HFU"
+    assert explain("Stragglers").text.startswith("- **Stragglers**")
+    assert explain("steps").text.startswith("## Steps")
+    assert explain("warmup").term == "Warm-up"  # the closest spelling
+    with pytest.raises(UsageError, match="no metric called"):
+        explain("flux capacitor")
+    terms = {e.term for e in entries()}
+    assert {"Tensor Core share", "Est. SM efficiency", "Modules", "Kernels"} <= terms
