@@ -124,7 +124,7 @@ def test_internal_error_is_one_line_unless_debugging(
     monkeypatch.setattr(report_cmd, "build_report", broken)
     path = str(_gpu_trace(tmp_path))
     monkeypatch.delenv("STEPSCOPE_DEBUG", raising=False)
-    assert main(["report", path]) == 1
+    assert main(["report", path]) == 3  # 1 is a failed --fail-on gate's (docs/cli.md)
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "internal error (ValueError: boom second line)" in err

@@ -16,6 +16,10 @@ from typing import NoReturn
 
 from stepscope.errors import StepscopeError, one_line
 
+# Exit codes (docs/cli.md): 0 ok, 1 a `diff --fail-on` gate failed, 2 usage or input error
+# (one line on stderr), 3 an internal error (a bug of ours), 130 interrupted.
+EXIT_INTERNAL = 3
+
 # name -> module; modules are imported only when their command runs (fast --help, and
 # `stepscope report` never imports torch).
 COMMANDS: dict[str, str] = {
@@ -126,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rerun with STEPSCOPE_DEBUG=1 for the traceback and please report it",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_INTERNAL
 
 
 def _quiet_broken_pipe() -> None:

@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "path", nargs="+",
         help="trace file (.json, .json.gz, nsys .sqlite/.nsys-rep, ncu .csv, trtexec outputs) or "
-        "URL (s3://, gs://, az://, ...); a directory, a cloud prefix or several files make a "
-        "run of many ranks",
+        "URL (s3://, gs://, az://, ...); a directory, a cloud prefix or several files: the "
+        "ranks of a run, or one process's captures (docs/cli.md, Folders)",
     )
     parser.add_argument(
         "--format",

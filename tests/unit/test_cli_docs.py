@@ -1,0 +1,47 @@
+"""docs/cli.md's option tables are the commands' own argparse definitions (no drift)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from stepscope.cli.main import COMMANDS
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gen_cli_docs.py"
+
+
+def _gen():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("gen_cli_docs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_command_has_its_generated_table() -> None:
+    gen = _gen()
+    assert gen.documented(gen.DOC.read_text(encoding="utf-8")) == set(COMMANDS)
+
+
+def test_tables_equal_the_argparse_definitions() -> None:
+    """Run `python scripts/gen_cli_docs.py` after changing an option."""
+    gen = _gen()
+    doc = gen.DOC.read_text(encoding="utf-8")
+    assert gen.render(doc) == doc
+
+
+def test_every_option_has_help() -> None:
+    gen = _gen()
+    for name in COMMANDS:
+        for line in gen.table(name).splitlines()[2:]:
+            assert not line.endswith("|  |"), (name, line)
+
+
+def test_dashboard_doc_lists_every_api_endpoint() -> None:
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    app = (root / "src" / "stepscope" / "server" / "app.py").read_text(encoding="utf-8")
+    doc = (root / "docs" / "dashboard.md").read_text(encoding="utf-8")
+    routes = set(re.findall(r'Route\("/(api/[a-z/]+)"', app))
+    assert routes and all(f"`{r}" in doc for r in routes), routes
