@@ -62,3 +62,9 @@ def bytes_unit(values: Iterable[float]) -> tuple[str, float, str]:
 def round_finite(x: float | None, nd: int) -> float | None:
     """``x`` to ``nd`` decimals for JSON; None for None, NaN and infinities."""
     return None if x is None or not math.isfinite(x) else round(float(x), nd)
+
+
+def count(n: float, one: str, many: str | None = None) -> str:
+    """``n`` with its noun in the right number: "1 call", "3 calls", "1.5 fetches"."""
+    text = f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
+    return f"{text} {one if n == 1 else (many or one + 's')}"

@@ -73,9 +73,9 @@ def test_step_clips_dataloader_fetches_to_the_window() -> None:
     # step 7 and starts 12.8 ms before the window ends
     (f,) = [f for f in advise(_analyses(NW0, step=6)) if f.id == "input-pipeline"]
     assert f.saving_us == pytest.approx(57669.0)
-    assert ("1.0 batch fetch(es) per step, 71.10 ms each on average; 69.87 ms of loader time "
+    assert ("1.0 batch fetch per step, 71.10 ms each on average; 69.87 ms of loader time "
             "per step in the steps") in f.evidence
-    assert any(e.startswith("2 fetch(es) straddle the edge of the steps") for e in f.evidence)
+    assert any(e.startswith("2 fetches straddle the edge of the steps") for e in f.evidence)
     assert "inside the loader: aten::copy_ ×96/step, 5.95 ms self per step" in f.evidence
     assert f.source_lines[0].endswith("(69.87 ms per step)")
 

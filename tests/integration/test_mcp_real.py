@@ -78,7 +78,7 @@ def test_every_tool_on_real_traces() -> None:
     ids = [f["id"] for f in doc["findings"]]
     assert ids[:2] == ["input-pipeline", "tensor-cores"] and "input-pipeline" in text
     text, doc = _texts(results[2])
-    assert doc["schema"] == "stepscope.diff/1" and "step time 154.911 ms -> 141.068 ms" in text
+    assert doc["schema"] == "stepscope.diff/1" and "step time 154.911 ms → 141.068 ms" in text
     with gzip.open(root / RESNET, "rt") as fh:
         kernels = sum(1 for e in json.load(fh)["traceEvents"]
                       if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel")

@@ -65,7 +65,7 @@ def test_growth_fires_on_tensors_kept_across_steps(tmp_path: Path) -> None:
         _mem(b, i * 1000 + 15, 8 << 20, 100 + i, (i + 1) * (8 << 20), GIB)
     f = _findings(b, tmp_path)["memory-growth"]
     assert "8.0 MiB every step" in f.title
-    assert "0.0 MiB -> 8.0 MiB -> 16.0 MiB -> 24.0 MiB" in f.evidence[0]
+    assert "0.0 MiB → 8.0 MiB → 16.0 MiB → 24.0 MiB" in f.evidence[0]
     assert "aten::mm" in f.evidence[2]
 
 

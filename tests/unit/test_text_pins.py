@@ -77,7 +77,7 @@ def test_diff_text_figures_equal_the_diff_json(tmp_path: Path) -> None:
     kernel = next(x for x in j["categories"] if x["name"] == "kernel")
     assert (kernel["delta_us"], kernel["share_of_step_change_pct"]) == (122.051, 100.0)
     # all under 1 ms: µs with one decimal; the share of the change to whole percent
-    assert ("step time 563.7 µs -> 685.7 µs (+122.1 µs, +21.7 %): regression; "
+    assert ("step time 563.7 µs → 685.7 µs (+122.1 µs, +21.7 %): regression; "
             "main change: Kernel +122.1 µs, 100 % of the change") in text
     p = st["significance"]["p_value"]
     assert p == 0.000155 and f"{p:.3g}" == "0.000155"
@@ -96,7 +96,7 @@ def test_diff_text_figures_equal_the_diff_json(tmp_path: Path) -> None:
                                              "101"]
     util = next(g for g in j["gpu"] if g["metric"] == "utilization_pct")
     assert (util["base"], util["new"], util["delta"]) == (88.14, 90.24, 2.1)
-    assert "GPU 0 utilization_pct: 88.14 % → 90.24 % (+2.10 points)" in text
+    assert "GPU 0 utilization: 88.14 % → 90.24 % (+2.10 points)" in text
 
 
 def test_run_text_figures_by_hand(tmp_path: Path) -> None:

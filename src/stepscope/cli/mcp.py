@@ -119,7 +119,7 @@ def diff_text(doc: dict[str, Any]) -> str:
     st = doc.get("step_time") or {}
     lines = [f"base {doc.get('base', {}).get('path')} -> new {doc.get('new', {}).get('path')}"]
     if st:
-        lines.append(f"step time {st.get('base_us', 0) / 1000:.3f} ms -> "
+        lines.append(f"step time {st.get('base_us', 0) / 1000:.3f} ms → "
                      f"{st.get('new_us', 0) / 1000:.3f} ms ({st.get('delta_pct'):+} %): "
                      f"{st.get('verdict')}")
     change = doc.get("main_change")

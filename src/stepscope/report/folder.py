@@ -27,6 +27,7 @@ from itertools import pairwise
 from stepscope.errors import UsageError
 from stepscope.formats.kinds import TB_NAME
 from stepscope.model.run import rank_from_name
+from stepscope.units import count
 
 RANKS, SPANS = "ranks", "spans"
 
@@ -109,9 +110,10 @@ def folder_layout(location: str, captures: Sequence[Capture]) -> Layout:
                       len(groups))
     if several:
         g = several[0]
+        others = count(len(groups) - 1, "other process", "other processes")
         raise UsageError(f"{location}: holds {len(g)} captures of {_who(g[0])} beside "
-                         f"traces of {len(groups) - 1} other process(es); give one capture "
-                         "per rank (or one process's captures)")
+                         f"traces of {others}; give one capture per rank (or one process's "
+                         "captures)")
     raise UsageError(f"{location}: traces of {len(groups)} processes without distributedInfo "
                      "whose capture windows partly overlap: neither one run of ranks nor "
                      "captures taken one after another")

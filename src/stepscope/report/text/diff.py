@@ -60,7 +60,7 @@ def headline(diff: Diff) -> str:
     """One line: the step-time change, whether it is real, and what explains most of it."""
     st = diff.step
     line = (
-        f"step time {format_us(st.base)} -> {format_us(st.new)} "
+        f"step time {format_us(st.base)} → {format_us(st.new)} "
         f"({fmt_delta(st.delta)}, {fmt_pct(st.pct)}): {diff.verdict}"
     )
     if diff.main_change:
@@ -184,7 +184,14 @@ def _gpu(console: Console, diff: Diff) -> None:
         b = MISSING if g.base is None else f"{g.base:.2f} %"
         n = MISSING if g.new is None else f"{g.new:.2f} %"
         d = "" if g.delta is None else f" ({signed(g.delta, f'{abs(g.delta):.2f}')} points)"
-        say(console, f"  GPU {escape(g.device)} {g.metric}: {b} → {n}{d}")
+        label = GPU_METRIC_LABELS.get(g.metric, g.metric)
+        say(console, f"  GPU {escape(g.device)} {label}: {b} → {n}{d}")
+
+
+# the diff's GPU metric keys (analysis.compare.diff.GPU_METRICS) as the report names them
+GPU_METRIC_LABELS = {"utilization_pct": "utilization", "sm_efficiency_pct": "SM efficiency",
+                     "achieved_occupancy_pct": "achieved occupancy",
+                     "tensor_core_pct": "Tensor Core share"}
 
 
 def render_diff_brief(diff: Diff, console: Console, *, rows: int = 3) -> None:

@@ -19,6 +19,7 @@ from stepscope.report.text.layout import (
     short_name,
     text_column,
 )
+from stepscope.units import count
 
 KERNEL_NAME = 28  # narrow terminals drop the limiter and DRAM before the kernel's name
 RULE_TEXT = 160  # characters of a rule's description; the JSON report has all of it
@@ -29,8 +30,9 @@ def render_ncu(data: dict[str, Any] | None, console: Console, top: int) -> None:
         return
     kernels = data["kernels"]
     console.print()
-    say(console, f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {len(kernels)} "
-                 f"kernel launch(es), {data['matched']} matched to the trace")
+    launches = count(len(kernels), "kernel launch", "kernel launches")
+    say(console, f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {launches}, "
+                 f"{data['matched']} matched to the trace")
     shown = kernels[:top]
     if not shown:
         return

@@ -24,7 +24,7 @@ def check(ctx: Context) -> Finding | None:
             continue
         per_step = (starts[-1] - starts[0]) / (len(starts) - 1)
         mib = 1 << 20
-        evidence = [f"{d.device}: allocated at step start " + " -> ".join(
+        evidence = [f"{d.device}: allocated at step start " + " → ".join(
             f"{b / mib:.1f} MiB" for b in starts) + f" (+{per_step / mib:.1f} MiB per step)",
             f"{d.unfreed_count} allocations ({d.unfreed_bytes / mib:.1f} MiB) never freed "
             "in the trace"]

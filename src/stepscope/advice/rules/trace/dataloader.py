@@ -7,6 +7,7 @@ import numpy as np
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
+from stepscope.units import count
 
 THRESHOLD_PCT = 5.0  # torch-tb-profiler's DataLoader rule: > 5 % of the step
 
@@ -44,13 +45,13 @@ def check(ctx: Context) -> Finding | None:
     evidence = [
         f"DataLoader time not overlapped with GPU work or other categories: {fmt_ns(saving)} "
         f"per step ({pct:.1f} % of a {fmt_ns(ctx.step_ns)} step)",
-        f"{calls:.1f} batch fetch(es) per step, {fmt_ns(mean)} each on average; "
+        f"{count(calls, 'batch fetch', 'batch fetches')} per step, {fmt_ns(mean)} each on average; "
         f"{fmt_ns(float(clipped.sum()) / ctx.n_steps)} of loader time per step in the steps",
     ]
     partial = int(np.count_nonzero(clipped < host.dur[idx]))
     if partial:
-        evidence.append(f"{partial} fetch(es) straddle the edge of the steps: only their part "
-                        "inside the steps is counted")
+        evidence.append(f"{count(partial, 'fetch', 'fetches')} straddle the edge of the steps: "
+                        "only the part inside the steps is counted")
     if ctx.has_gpu and len(idx):
         idle = int(ctx.not_busy(host.ts[idx], host.end[idx]).sum()) / ctx.n_steps
         evidence.append(f"the GPU is idle for {fmt_ns(idle)} per step while batches load")
