@@ -62,6 +62,15 @@ def main(argv: list[str]) -> int:
 def _profiled(target: Target, auto: AutoProfiler, manifest: str | None) -> int:
     auto.install()
     try:
+        return run_target(target)
+    finally:
+        _write_manifest(manifest, auto.finish())
+
+
+def run_target(target: Target) -> int:
+    """Run the program as ``__main__``: 0, or 1 after printing its traceback as Python
+    would (SystemExit and KeyboardInterrupt go through)."""
+    try:
         _run(target)
     except (SystemExit, KeyboardInterrupt):
         raise
@@ -71,8 +80,6 @@ def _profiled(target: Target, auto: AutoProfiler, manifest: str | None) -> int:
         tb = _user_frames(exc.__traceback__)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1
-    finally:
-        _write_manifest(manifest, auto.finish())
     return 0
 
 

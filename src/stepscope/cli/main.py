@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "view": "stepscope.cli.view",
     "memory": "stepscope.cli.memory",
     "diff": "stepscope.cli.diff",
+    "monitor": "stepscope.cli.monitor",
 }
 
 HELPS: dict[str, str] = {
@@ -34,6 +35,8 @@ HELPS: dict[str, str] = {
     "view": "open the web dashboard on a logdir or a trace (http://127.0.0.1:6006)",
     "memory": "analyse a CUDA memory snapshot (.pickle) or an export_memory_timeline file",
     "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
+    "monitor": "monitor a run's system use and say what bounds it: "
+               "stepscope monitor -- python train.py ARGS",
 }
 
 

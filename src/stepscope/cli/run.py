@@ -32,15 +32,18 @@ _OPTS_WITH_VALUE = {"-W", "-X", "-Q"}
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(stepscope.__file__)))
 # Runs as ``python -c``; falls back to this stepscope when the target interpreter's own
 # environment has none (appended, so it never shadows the user's packages).
-BOOTSTRAP = (
-    "import sys\n"
-    "try:\n"
-    "    from stepscope.capture import runner\n"
-    "except ImportError:\n"
-    f"    sys.path.append({_PACKAGE_ROOT!r})\n"
-    "    from stepscope.capture import runner\n"
-    "sys.exit(runner.main(sys.argv[1:]))\n"
-)
+def bootstrap(module: str) -> str:
+    """``python -c`` code that runs ``stepscope.capture.<module>.main(argv)``."""
+    return ("import sys\n"
+            "try:\n"
+            f"    from stepscope.capture.{module} import main\n"
+            "except ImportError:\n"
+            f"    sys.path.append({_PACKAGE_ROOT!r})\n"
+            f"    from stepscope.capture.{module} import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+
+
+BOOTSTRAP = bootstrap("runner")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,13 +81,14 @@ class ChildCommand:
     description: str  # what is being profiled, for messages
 
 
-def build_command(command: list[str]) -> ChildCommand:
+def build_command(command: list[str], *, code: str = BOOTSTRAP,
+                  name: str = "run") -> ChildCommand:
     """``python [opts] script.py args`` -> ``python [opts] -c BOOTSTRAP script.py args``."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise UsageError("stepscope run: give the program after --, "
-                         "e.g. stepscope run -- python train.py --epochs 1")
+        raise UsageError(f"stepscope {name}: give the program after --, "
+                         f"e.g. stepscope {name} -- python train.py --epochs 1")
     head = command[0]
     if _PYTHON.match(os.path.basename(head)):
         interpreter = shutil.which(head) or head
@@ -94,14 +98,14 @@ def build_command(command: list[str]) -> ChildCommand:
     elif head.endswith(".py") or head == "-m":
         interpreter, rest = sys.executable, command
     else:
-        raise UsageError(f"stepscope run profiles Python programs: "
-                         f"stepscope run -- python train.py ARGS (got {head!r})")
+        raise UsageError(f"stepscope {name} runs Python programs: "
+                         f"stepscope {name} -- python train.py ARGS (got {head!r})")
     options: list[str] = []
     i = 0
     while i < len(rest) and rest[i].startswith("-") and rest[i] != "-m":
         if rest[i] in ("-c", "-"):
             raise UsageError("put the code in a file; "
-                             "`python -c` and stdin cannot be profiled")
+                             f"`python -c` and stdin cannot be run by stepscope {name}")
         take = 2 if rest[i] in _OPTS_WITH_VALUE else 1
         options += rest[i:i + take]
         i += take
@@ -111,7 +115,7 @@ def build_command(command: list[str]) -> ChildCommand:
     if target[0] != "-m" and not os.path.isfile(target[0]):
         raise UsageError(f"no such script: {target[0]}")
     description = f"-m {target[1]}" if target[0] == "-m" else target[0]
-    return ChildCommand([interpreter, *options, "-c", BOOTSTRAP, *target], description)
+    return ChildCommand([interpreter, *options, "-c", code, *target], description)
 
 
 def child_settings(args: argparse.Namespace) -> dict[str, Any]:
