@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         started = time.monotonic()
-        stdout = sys.stderr if args.format == "json" else None
+        stdout = _stderr_fd() if args.format == "json" else None
         try:
             proc = subprocess.Popen(child.argv, env=env, stdout=stdout)
         except OSError as exc:
@@ -78,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
     code = 128 - code if code < 0 else code
     _report(sampler, args, run_dir, " ".join(args.command).lstrip("- "), duration, code)
     return code
+
+
+def _stderr_fd() -> int:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a file-less stream
+        return 2
 
 
 def _run_dir(args: argparse.Namespace, description: str) -> str:

@@ -19,9 +19,10 @@ SECONDS = float(sys.argv[1])
 path = os.path.join(sys.argv[2], "blocks.bin")
 BLOCK = 256 << 10
 SIZE = 32 << 20
+noise = os.urandom(BLOCK)  # not zeros: a virtual disk may skip zero blocks on read
 with open(path, "wb") as fh:
-    for _ in range(SIZE // BLOCK):
-        fh.write(bytes(BLOCK))
+    for i in range(SIZE // BLOCK):
+        fh.write(i.to_bytes(8, "little") + noise[8:])
     fh.flush()
     os.fsync(fh.fileno())
 try:

@@ -119,8 +119,7 @@ def shares(samples: SystemSamples) -> Shares:
 
     states = cut("main_state")
     main_io = _mean([s == "disk-sleep" for s in states])
-    phase = ({p: delta(f"phase_{p}") / span for p in PHASES}
-             if samples.series("phase_data") else {})
+    phase = {p: delta(f"phase_{p}") / span for p in PHASES} if samples.phases else {}
     counts = [float(x) for x in cut("workers_count")]
     busy_ticks = [i for i, c in enumerate(counts) if c > 0]
     per_worker = [float(cut("workers_demand")[i]) / counts[i] for i in busy_ticks]

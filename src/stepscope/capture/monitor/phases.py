@@ -40,7 +40,9 @@ from typing import Any
 
 # counter slots (float64) in the shared page
 SLOTS = ("data", "forward", "backward", "optimizer", "sync", "collective",
-         "steps", "batches", "samples", "running")  # running: 1 once the program's code runs
+         "steps", "batches", "samples",
+         "running",  # 1 once the program's own code runs
+         "hooked")  # 1 once torch is hooked
 _INDEX = {name: i for i, name in enumerate(SLOTS)}
 PIDS_OFFSET = 256  # int32 count, then int32 pids
 MAX_PIDS = 64
@@ -163,6 +165,7 @@ def _install(board: Board) -> None:
     if getattr(torch, "_stepscope_monitor_hooks", False):
         return
     torch._stepscope_monitor_hooks = True  # type: ignore[attr-defined]
+    board.add("hooked", 1)
     clock = time.perf_counter
 
     # -- data: the wait for the next batch ---------------------------------------------

@@ -20,8 +20,8 @@ META_KEY = b"stepscope.monitor"
 def samples_of(sampler: Sampler, *, command: str = "", duration_s: float = 0.0) -> SystemSamples:
     return SystemSamples(
         columns=sampler.columns, hz=sampler.hz, n_cores=sampler.n_cores,
-        gpu_names=list(sampler.gpus.names), phases=sampler.board is not None
-        and any(k.startswith("phase_") for k in sampler.columns),
+        gpu_names=list(sampler.gpus.names),
+        phases=any(sampler.columns.get("phase_hooked") or ()),
         command=command, sampler_cpu_s=sampler.ticks_cpu_s, duration_s=duration_s)
 
 
