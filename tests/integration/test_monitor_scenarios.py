@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import stepscope
 from stepscope.capture.monitor import store
 from stepscope.cli.main import main
 
@@ -90,6 +92,21 @@ def test_cpu_bound(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert ev["data_share"] == 0
     assert data["throughput"]["steps"] > 0
     assert data["window"]["from_steps"] is True
+
+
+def test_context_manager(tmp_path: Path) -> None:
+    """``with stepscope.monitor():`` around a pure-Python busy loop: CPU-bound."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(stepscope.__file__).parent.parent),
+                                         env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, str(DATA / "block.py"), SECONDS, str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["bound"] == "cpu"
+    assert result["evidence"]["main_demand"] >= 0.7
+    assert (tmp_path / "block" / "monitor.json").exists()
+    assert (tmp_path / "block" / "monitor.parquet").exists()
 
 
 def test_program_failure_keeps_its_exit_code(tmp_path: Path,

@@ -16,10 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
 from stepscope.cli.options import check_output_dir, positive_float
 from stepscope.cli.run import _ignoring_sigint, bootstrap, build_command
 from stepscope.errors import UsageError
+
+if TYPE_CHECKING:
+    from stepscope.capture.monitor.sampler import Sampler
 
 HELP = "monitor a run's system use and say what bounds it: stepscope monitor -- python train.py"
 MAX_HZ = 100.0
@@ -98,28 +102,12 @@ def _run_dir(args: argparse.Namespace, description: str) -> str:
     return os.path.join(args.logdir, name)
 
 
-def _report(sampler: object, args: argparse.Namespace, run_dir: str, command: str,
+def _report(sampler: Sampler, args: argparse.Namespace, run_dir: str, command: str,
             duration: float, code: int) -> None:
-    from stepscope.analysis.system.verdict import verdict
     from stepscope.capture.monitor import store
-    from stepscope.capture.monitor.sampler import Sampler
-    from stepscope.report.json.monitor import monitor_json
+    from stepscope.capture.monitor.output import JSON_NAME, finish
 
-    assert isinstance(sampler, Sampler)
     samples = store.samples_of(sampler, command=command, duration_s=duration)
-    os.makedirs(run_dir, exist_ok=True)
-    parquet = os.path.join(run_dir, "monitor.parquet")
-    store.write(parquet, samples)
-    found = verdict(samples)
-    data = monitor_json(samples, found, exit_code=code, samples_file=parquet)
-    with open(os.path.join(run_dir, "monitor.json"), "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-    if args.format == "json":
-        print(json.dumps(data, indent=1))
-        return
-    from rich.console import Console
-
-    from stepscope.report.text.monitor import render_monitor
-
-    render_monitor(data, samples, Console())
-    print(f"written: {os.path.join(run_dir, 'monitor.json')}", file=sys.stderr)
+    finish(samples, run_dir, exit_code=code, fmt=args.format, stream=sys.stdout)
+    if args.format == "text":
+        print(f"written: {os.path.join(run_dir, JSON_NAME)}", file=sys.stderr)

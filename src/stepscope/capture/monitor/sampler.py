@@ -294,6 +294,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the program's to handle
     sampler = Sampler(pid, board or None, hz)
+    with open(out + ".ready", "w"):  # the first reading is taken: the block may start
+        pass
     try:
         sampler.run_until(lambda: stop[0] or not psutil.pid_exists(pid))
     finally:
