@@ -119,10 +119,8 @@ class Sampler:
             row[key] = max(counters[key] - last[key], 0.0) / dt
 
     def _tree_row(self, row: dict[str, Any], dt: float, *, first: bool) -> None:
-        try:
-            children = self._main.children(recursive=True)
-        except psutil.Error:
-            children = []
+        found = [self._procs.get(pid) or _process(pid) for pid in _descendants(self.pid)]
+        children = [c for c in found if c is not None]
         workers = self._workers(children)
         groups: dict[str, list[psutil.Process]] = {
             "main": [self._main],
@@ -198,6 +196,41 @@ class Sampler:
         self._published = pids
         for key, value in counters.items():
             row[f"phase_{key}"] = value
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every descendant of ``pid``, from ``/proc/PID/task/TID/children`` (a few small
+    files, where psutil's ``children()`` reads every process's stat file: ~5 ms a tick on
+    a machine running 100 processes); psutil where the kernel has no such file."""
+    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+        try:
+            return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+        except psutil.Error:
+            return []
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{parent}/task")
+        except OSError:  # it ended meanwhile
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children", "rb") as fh:
+                    found = [int(x) for x in fh.read().split()]
+            except (OSError, ValueError):  # the thread ended meanwhile
+                continue
+            out += found
+            todo += found
+    return out
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
 
 
 def _cmdline(proc: psutil.Process) -> list[str]:
