@@ -109,6 +109,22 @@ def test_context_manager(tmp_path: Path) -> None:
     assert (tmp_path / "block" / "monitor.parquet").exists()
 
 
+def test_run_monitor_writes_beside_the_trace(tmp_path: Path,
+                                             capfd: pytest.CaptureFixture[str]) -> None:
+    """``stepscope run --monitor``: the trace and the monitor files in one run folder."""
+    pytest.importorskip("torch")
+    code = main(["run", "--monitor", "--no-report", "--logdir", str(tmp_path), "--run", "rm",
+                 "--", sys.executable, str(DATA / "compute.py"), "1.5"])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    folder = tmp_path / "rm"
+    assert list(folder.glob("*.pt.trace.json*"))
+    data = json.loads((folder / "monitor.json").read_text())
+    assert data["verdict"]["bound"] == "cpu"
+    assert data["phases_timed"] is True and data["throughput"]["steps"] > 0
+    assert "bound: cpu" in out
+
+
 def test_program_failure_keeps_its_exit_code(tmp_path: Path,
                                              capfd: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "fail.py"

@@ -53,8 +53,12 @@ def main(argv: list[str]) -> int:
         else:
             print(f"stepscope run: {note}", file=sys.stderr)
         return 2
+    from stepscope.capture.monitor.child import install_from_env
     from stepscope.capture.native_noise import quiet_native_profiler
 
+    board = install_from_env()  # stepscope run --monitor: the monitor's phase hooks too
+    if board is not None:
+        board.add("running", 1)
     with quiet_native_profiler():
         return _profiled(target, AutoProfiler(AutoConfig(**settings)), manifest)
 

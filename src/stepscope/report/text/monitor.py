@@ -94,9 +94,15 @@ def _phases(console: Console, data: dict[str, Any]) -> None:
     parts = [f"{k} {100 * v:.0f}%" for k, v in phases.items() if v and v >= 0.005]
     console.print(f"main process ({data['window']['seconds']:.1f} s window): "
                   + (", ".join(parts) or "no hooked phase"))
-    if th["steps"] or th["batches"]:
-        console.print(f"{th['steps']} optimizer steps, {th['batches']} batches, "
-                      f"{th['steps_per_s']:.2f} steps/s, {th['samples_per_s']:.1f} samples/s")
+    counts = [f"{th['steps']} optimizer steps"] if th["steps"] else []
+    if th["batches"]:
+        counts.append(f"{th['batches']} batches")
+    if counts:
+        counts.append(f"{th['steps_per_s']:.2f} steps/s")
+    if th["samples_per_s"]:
+        counts.append(f"{th['samples_per_s']:.1f} samples/s")
+    if counts:
+        console.print(", ".join(counts))
 
 
 def _series(samples: SystemSamples) -> dict[str, list[float]]:
