@@ -125,6 +125,26 @@ def test_run_monitor_writes_beside_the_trace(tmp_path: Path,
     assert "bound: cpu" in out
 
 
+def test_lightning_callback(tmp_path: Path) -> None:
+    """``MonitorCallback`` around a Lightning fit: steps counted, phases exclusive."""
+    pytest.importorskip("pytorch_lightning")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(stepscope.__file__).parent.parent),
+                                         env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, str(DATA / "lightning_fit.py"), "2500",
+                           str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(done.stdout)
+    assert data["verdict"]["bound"] == "cpu"
+    assert data["throughput"]["steps"] > 0 and data["phases_timed"] is True
+    # forward and backward run inside Lightning's optimizer.step(closure): exclusive
+    # phases never add up to more than the window
+    assert sum(data["phases"].values()) <= 1.0 + 1e-6
+    assert data["phases"]["forward"] > 0 and data["phases"]["backward"] > 0
+    assert (tmp_path / "fit" / "monitor.parquet").exists()
+
+
 def test_program_failure_keeps_its_exit_code(tmp_path: Path,
                                              capfd: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "fail.py"

@@ -26,6 +26,7 @@ WAIT_SHARE = 0.30  # data / collective wait, disk sleep: share of the window
 CPU_DEMAND = 0.70  # main thread on a CPU or runnable
 COMPUTE_SHARE = 0.50  # forward + backward + optimizer on a CPU-only run
 IDLE_DEMAND = 0.30
+ASLEEP = 0.50  # idle also needs the main thread asleep on an event (state S) this often
 GPU_IDLE = 10.0
 WORKER_SATURATED = 0.80  # per worker: on a CPU or runnable
 
@@ -103,10 +104,12 @@ def _decide(s: Shares, n_cores: int) -> tuple[str, float, float, str, str]:
             step = (f"the GPU is busy only {gpu_util:.0f}% of the time because the host "
                     "cannot feed it: " + step + " (launch overhead, host-side ops)")
         return "cpu", value, threshold, what, step
-    if s.main_demand < IDLE_DEMAND and (not has_gpu or gpu_util < GPU_IDLE):
+    if (s.main_demand < IDLE_DEMAND and s.main_sleep >= ASLEEP
+            and (not has_gpu or gpu_util < GPU_IDLE)):
         return ("idle", 1.0 - s.main_demand, 1.0 - IDLE_DEMAND,
                 f"the main thread was on a CPU or waiting for one only "
-                f"{_pct(s.main_demand)} of the time, in disk sleep {_pct(s.main_io)}"
+                f"{_pct(s.main_demand)} of the time, asleep {_pct(s.main_sleep)}, blocked "
+                f"on storage {_pct(s.main_io)}"
                 + (f", GPU busy {gpu_util:.0f}%" if has_gpu else ""),
                 "it sleeps or waits on something that is neither a CPU, the disk nor a "
                 "GPU (time.sleep, a lock, the network, a child process): "
@@ -147,7 +150,7 @@ def _input(s: Shares, data: float, n_cores: int) -> tuple[str, float, float, str
 
 def _io(s: Shares, value: float, who: str) -> tuple[str, float, float, str, str]:
     return ("io", value, WAIT_SHARE,
-            f"{who} spent {_pct(value)} of the time in disk sleep (reading "
+            f"{who} spent {_pct(value)} of the time blocked on storage (reading "
             f"{format_bytes(s.tree_read)}/s from storage, iowait {s.iowait:.0f}% of host CPU)",
             "the program waits on storage: a local or faster copy of the data, larger "
             "sequential reads, or more DataLoader workers to overlap the reads; "
@@ -171,7 +174,7 @@ def _evidence(s: Shares) -> dict[str, float]:
     ev: dict[str, float] = {
         "window_s": s.window.seconds, "samples_in_window": float(s.ticks),
         "main_oncpu": s.main_oncpu, "main_runqueue": s.main_runqueue,
-        "main_demand": s.main_demand, "main_io": s.main_io,
+        "main_demand": s.main_demand, "main_io": s.main_io, "main_sleep": s.main_sleep,
         "host_cpu_pct": s.host_cpu, "iowait_pct": s.iowait, "read_bytes_per_s": s.tree_read,
     }
     for phase, share in s.phases.items():

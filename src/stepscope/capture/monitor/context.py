@@ -46,44 +46,68 @@ class Monitoring:
     report: dict[str, Any] = field(default_factory=dict)
 
 
-@contextmanager
-def monitor(logdir: str = "stepscope-logs", *, run: str | None = None, hz: float = 10.0,
-            report: bool = True) -> Iterator[Monitoring]:
-    """Monitor the enclosed block; see the module docstring."""
-    if not 0 < hz <= 100:
-        raise UsageError(f"stepscope.monitor: hz must be in (0, 100] (got {hz:g})")
-    name = paths.safe_name(run) if run else paths.safe_name(
-        f"{paths.default_run_name()}_monitor")
-    handle = Monitoring(os.path.join(logdir, name))
-    fd, page = tempfile.mkstemp(prefix="stepscope-monitor-", suffix=".page")
-    os.close(fd)
-    fd, samples_path = tempfile.mkstemp(prefix="stepscope-monitor-", suffix=".parquet")
-    os.close(fd)
-    phases.create(page)
-    board = phases.Board(page)
-    phases.install_when_torch_imported(board)
-    board.add("running", 1)
-    sampler = subprocess.Popen(
-        [sys.executable, "-c", _SAMPLER, str(os.getpid()), page, str(hz), samples_path],
-        stdin=subprocess.DEVNULL)
-    _wait_ready(sampler, samples_path + ".ready")
-    started = time.monotonic()
-    try:
-        yield handle
-    finally:
-        board.active = False
-        duration = time.monotonic() - started
+class Session:
+    """``start()`` ... ``stop()``: what ``monitor()`` and the Lightning callback run."""
+
+    def __init__(self, logdir: str = "stepscope-logs", *, run: str | None = None,
+                 hz: float = 10.0, report: bool = True) -> None:
+        if not 0 < hz <= 100:
+            raise UsageError(f"stepscope.monitor: hz must be in (0, 100] (got {hz:g})")
+        name = paths.safe_name(run) if run else paths.safe_name(
+            f"{paths.default_run_name()}_monitor")
+        self.handle = Monitoring(os.path.join(logdir, name))
+        self.hz = hz
+        self.report = report
+        self._sampler: subprocess.Popen[bytes] | None = None
+        self._board: phases.Board | None = None
+        self._started = 0.0
+
+    def start(self) -> Monitoring:
+        fd, self._page = tempfile.mkstemp(prefix="stepscope-monitor-", suffix=".page")
+        os.close(fd)
+        fd, self._samples = tempfile.mkstemp(prefix="stepscope-monitor-", suffix=".parquet")
+        os.close(fd)
+        phases.create(self._page)
+        self._board = phases.Board(self._page)
+        phases.install_when_torch_imported(self._board)
+        self._board.add("running", 1)
+        self._sampler = subprocess.Popen(
+            [sys.executable, "-c", _SAMPLER, str(os.getpid()), self._page, str(self.hz),
+             self._samples], stdin=subprocess.DEVNULL)
+        _wait_ready(self._sampler, self._samples + ".ready")
+        self._started = time.monotonic()
+        return self.handle
+
+    def stop(self) -> Monitoring:
+        """Stop sampling, write the files, print the report; idempotent."""
+        sampler, self._sampler = self._sampler, None
+        if sampler is None or self._board is None:
+            return self.handle
+        self._board.active = False
+        duration = time.monotonic() - self._started
         sampler.send_signal(signal.SIGTERM)
         try:
             sampler.wait(timeout=30)
         except subprocess.TimeoutExpired:
             sampler.kill()
         try:
-            _finish(handle, samples_path, duration, report)
+            _finish(self.handle, self._samples, duration, self.report)
         finally:
-            for path in (page, samples_path, samples_path + ".ready"):
+            for path in (self._page, self._samples, self._samples + ".ready"):
                 if os.path.exists(path):
                     os.unlink(path)
+        return self.handle
+
+
+@contextmanager
+def monitor(logdir: str = "stepscope-logs", *, run: str | None = None, hz: float = 10.0,
+            report: bool = True) -> Iterator[Monitoring]:
+    """Monitor the enclosed block; see the module docstring."""
+    session = Session(logdir, run=run, hz=hz, report=report)
+    try:
+        yield session.start()
+    finally:
+        session.stop()
 
 
 def _wait_ready(sampler: subprocess.Popen[bytes], marker: str, timeout: float = 30.0) -> None:

@@ -2,7 +2,10 @@
 
 The hooks add wall time to cumulative counters in a small file shared with the sampler
 through ``mmap`` (one ``struct.pack_into`` per event; no thread, no I/O). The sampler
-reads the counters at every tick, so each phase has a time series too.
+reads the counters at every tick, so each phase has a time series too. Phases are
+exclusive: a phase entered inside another pauses it (Lightning's ``optimizer.step(closure)``
+runs forward and backward inside the step), except that whatever runs inside the
+DataLoader's ``__next__`` (a module used as a transform) stays ``data``.
 
 What is timed, in the main thread of the process that installed the hooks (forked
 DataLoader workers inherit the patches but an ``os.register_at_fork`` handler turns them
@@ -79,6 +82,8 @@ class Board:
             os.close(fd)
         self._values = [0.0] * len(SLOTS)
         self._pids: list[int] = []
+        self._stack: list[str] = []
+        self._mark = 0.0
         self.active = True
         self._thread = threading.get_ident()
         os.register_at_fork(after_in_child=self._forked)
@@ -88,6 +93,28 @@ class Board:
 
     def ours(self) -> bool:
         return self.active and threading.get_ident() == self._thread
+
+    def enter(self, slot: str) -> None:
+        """Start a phase; the phase it interrupts stops counting until it resumes, so the
+        phases are exclusive (Lightning runs forward and backward inside the optimizer's
+        ``step(closure)``: they count as forward and backward, not as optimizer)."""
+        now = time.perf_counter()
+        if self._stack:
+            self.add(self._stack[-1], now - self._mark)
+        self._stack.append(slot)
+        self._mark = now
+
+    def leave(self, slot: str) -> None:
+        now = time.perf_counter()
+        while self._stack:  # a phase left by an exception without its end is closed too
+            top = self._stack.pop()
+            self.add(top, now - self._mark)
+            self._mark = now
+            if top == slot:
+                return
+
+    def inside(self) -> str | None:
+        return self._stack[-1] if self._stack else None
 
     def add(self, slot: str, value: float) -> None:
         i = _INDEX[slot]
@@ -143,17 +170,15 @@ def install(board: Board) -> None:
 
 
 def _timed(board: Board, slot: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    clock = time.perf_counter
-
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not board.ours():
+        if not board.ours() or board.inside() == "data":  # work done to load data is data
             return fn(*args, **kwargs)
-        start = clock()
+        board.enter(slot)
         try:
             return fn(*args, **kwargs)
         finally:
-            board.add(slot, clock() - start)
+            board.leave(slot)
 
     return wrapper
 
@@ -166,7 +191,6 @@ def _install(board: Board) -> None:
         return
     torch._stepscope_monitor_hooks = True  # type: ignore[attr-defined]
     board.add("hooked", 1)
-    clock = time.perf_counter
 
     # -- data: the wait for the next batch ---------------------------------------------
     base = dataloader._BaseDataLoaderIter
@@ -175,11 +199,11 @@ def _install(board: Board) -> None:
     def __next__(self: Any) -> Any:
         if not board.ours():
             return next_batch(self)
-        start = clock()
+        board.enter("data")
         try:
             batch = next_batch(self)
         finally:
-            board.add("data", clock() - start)
+            board.leave("data")
         board.add("batches", 1)
         board.add("samples", _batch_size(batch))
         workers = getattr(self, "_workers", None)
@@ -195,15 +219,15 @@ def _install(board: Board) -> None:
     depth = [0]
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if depth[0] or not board.ours():
+        if depth[0] or not board.ours() or board.inside() == "data":
             return call(self, *args, **kwargs)
         depth[0] = 1
-        start = clock()
+        board.enter("forward")
         try:
             return call(self, *args, **kwargs)
         finally:
             depth[0] = 0
-            board.add("forward", clock() - start)
+            board.leave("forward")
 
     module_cls.__call__ = __call__  # type: ignore[method-assign]
 
@@ -217,16 +241,18 @@ def _install(board: Board) -> None:
         register_optimizer_step_pre_hook,
     )
 
-    started: list[float] = []
+    nested = [0]
 
     def pre(optimizer: Any, args: Any, kwargs: Any) -> None:
         if board.ours():
-            started.append(clock())
+            nested[0] += 1
+            board.enter("optimizer")
 
     def post(optimizer: Any, args: Any, kwargs: Any) -> None:
-        if board.ours() and started:
-            board.add("optimizer", clock() - started.pop())
-            if not started:  # an optimizer stepping inside another is one step
+        if board.ours() and nested[0]:
+            nested[0] -= 1
+            board.leave("optimizer")
+            if not nested[0]:  # an optimizer stepping inside another is one step
                 board.add("steps", 1)
 
     register_optimizer_step_pre_hook(pre)
@@ -243,11 +269,11 @@ def _install(board: Board) -> None:
         def on_device(self: Any, *args: Any, _original: Any = original) -> Any:
             if not self.is_cuda or not board.ours():
                 return _original(self, *args)
-            start = clock()
+            board.enter("sync")
             try:
                 return _original(self, *args)
             finally:
-                board.add("sync", clock() - start)
+                board.leave("sync")
 
         setattr(tensor, name, on_device)
 
