@@ -130,6 +130,17 @@ def test_gpu_starved_by_the_host_is_cpu() -> None:
     assert "GPU is busy only 35%" in v.next_step
 
 
+def test_spinning_in_cuda_sync_is_not_host_bound() -> None:
+    # the main thread spins in torch.cuda.synchronize 60 % of the time (on a CPU, but
+    # waiting for the GPU): not "the host cannot feed the GPU"
+    v = verdict(_samples(oncpu=0.95, state="running", phases={"sync": 0.6, "forward": 0.3},
+                         steps=True, gpu={"util": 65.0, "mem_util": 10.0}))
+    assert v.bound != "cpu"
+    v = verdict(_samples(oncpu=0.95, state="running", phases={"sync": 0.1, "forward": 0.8},
+                         steps=True, gpu={"util": 65.0, "mem_util": 10.0}))
+    assert v.bound == "cpu"
+
+
 def test_too_few_samples_says_nothing() -> None:
     v = verdict(_samples(oncpu=0.9, n=3))
     assert v.bound is None

@@ -91,11 +91,15 @@ def _decide(s: Shares, n_cores: int) -> tuple[str, float, float, str, str]:
         return _io(s, s.main_io, "the main process")
     compute = phases.get("forward", 0.0) + phases.get("backward", 0.0) + phases.get(
         "optimizer", 0.0)
-    if s.main_demand >= CPU_DEMAND or (not has_gpu and compute >= COMPUTE_SHARE):
-        value = max(s.main_demand, compute if not has_gpu else 0.0)
-        threshold = CPU_DEMAND if s.main_demand >= CPU_DEMAND else COMPUTE_SHARE
-        what = (f"the main thread was on a CPU or waiting for one {_pct(s.main_demand)} "
-                f"of the time")
+    # CUDA spins on a CPU while it waits for the GPU (cudaDeviceScheduleAuto spins when
+    # there are more cores than contexts): time in synchronising calls is GPU time
+    demand = max(0.0, s.main_demand - phases.get("sync", 0.0))
+    if demand >= CPU_DEMAND or (not has_gpu and compute >= COMPUTE_SHARE):
+        value = max(demand, compute if not has_gpu else 0.0)
+        threshold = CPU_DEMAND if demand >= CPU_DEMAND else COMPUTE_SHARE
+        what = (f"the main thread was on a CPU or waiting for one {_pct(demand)} "
+                f"of the time" + (" outside synchronising calls" if phases.get("sync")
+                                  else ""))
         if phases:
             what += f" (forward + backward + optimizer: {_pct(compute)})"
         step = ("trace with `stepscope run` to see which operators or Python code take "
@@ -115,7 +119,9 @@ def _decide(s: Shares, n_cores: int) -> tuple[str, float, float, str, str]:
                 "GPU (time.sleep, a lock, the network, a child process): "
                 "`py-spy dump --pid PID` shows where it waits")
     # Nothing crossed its threshold: the largest share, with low confidence.
-    candidates = [("cpu", s.main_demand), ("io", s.main_io), ("input", data)]
+    candidates = [("cpu", demand), ("io", s.main_io), ("input", data)]
+    if has_gpu:
+        candidates.append(("gpu", gpu_util / 100))
     bound, value = max(candidates, key=lambda c: c[1])
     return (bound, 0.0, 1.0,
             f"no share crossed its threshold; the largest is {bound} ({_pct(value)})",
