@@ -303,3 +303,17 @@ def test_sampler_with_a_fake_gpu_gives_a_gpu_verdict(monkeypatch: pytest.MonkeyP
     data = monitor_json(samples, v)
     assert data["metrics"]["gpu0_util"]["mean"] == 97
     assert data["verdict"]["evidence"]["gpu0_dram_bw_pct"] == 72
+
+
+def test_without_the_monitor_extra(monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """No psutil: one line naming the extra, exit 2, before the program starts."""
+    from stepscope.cli.main import main
+
+    for name in [m for m in sys.modules if m.startswith("stepscope.capture.monitor")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psutil", None)
+    assert main(["monitor", "--", sys.executable, __file__]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'stepscope[monitor]'" in err
+    assert len(err.strip().splitlines()) == 1
