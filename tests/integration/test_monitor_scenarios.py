@@ -123,6 +123,12 @@ def test_run_monitor_writes_beside_the_trace(tmp_path: Path,
     assert data["verdict"]["bound"] == "cpu"
     assert data["phases_timed"] is True and data["throughput"]["steps"] > 0
     assert "bound: cpu" in out
+    # the run folder still reports as before: monitor.json is not taken for a rank
+    assert main(["report", str(folder)]) == 0
+    out, err = capfd.readouterr()
+    assert "monitor.json" not in out + err
+    assert main(["report", str(folder / "monitor.json")]) == 2
+    assert "a stepscope monitor file" in capfd.readouterr().err
 
 
 def test_lightning_callback(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from stepscope.errors import TraceSourceError, one_line
 from stepscope.model.system import SystemSamples
 from stepscope.report.json.monitor import monitor_json
 
-JSON_NAME = "monitor.json"
+JSON_NAME = "monitor.json"  # in io.listing.COMPANION_NAMES: never listed as a trace
 SAMPLES_NAME = "monitor.parquet"
 
 
