@@ -69,13 +69,13 @@ def test_input_bound(tmp_path: Path, capfd: pytest.CaptureFixture[str], workers:
     code, data, err = _monitor(tmp_path, capfd, str(DATA / "loader.py"), SECONDS, workers)
     assert code == 0, err
     v = data["verdict"]
-    assert v["bound"] == "input"
+    assert v["bound"] == "input", v
     assert v["evidence"]["data_share"] >= 0.3
-    assert v["evidence"]["workers"] == int(workers)
+    assert v["evidence"]["workers"] == int(workers), v
     assert data["phases_timed"] is True
     assert data["throughput"]["batches"] > 0 and data["throughput"]["samples_per_s"] > 0
     if saturated:
-        assert v["evidence"]["worker_demand"] >= 0.8
+        assert v["evidence"]["worker_demand"] >= 0.8, v
         assert "2 workers saturated" in v["next_step"]
     else:
         assert "num_workers=0" in v["next_step"]

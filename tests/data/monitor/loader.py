@@ -3,7 +3,7 @@
 ``python loader.py SECONDS WORKERS``: trains a tiny model for SECONDS (counted from the
 first batch) on a DataLoader with WORKERS workers. With 0 workers the main process does
 the transform itself; with workers it waits for them while they work flat out. The
-transform costs ~100x the training step whatever the machine's speed, so the main process
+transform costs ~1000x the training step whatever the machine's speed, so the main process
 waits for data nearly all of the time in both cases.
 """
 import sys
@@ -22,7 +22,7 @@ class SlowTransform(Dataset):  # type: ignore[type-arg]
 
     def __getitem__(self, i: int) -> torch.Tensor:
         acc = 0
-        for k in range(20_000):  # ~1-3 ms of one core
+        for k in range(80_000):  # ~4-10 ms of one core
             acc += (k * i) % 7
         return torch.full((16,), float(acc % 5))
 
