@@ -3,7 +3,7 @@
 ``python loader.py SECONDS WORKERS``: trains a tiny model for SECONDS (counted from the
 first batch) on a DataLoader with WORKERS workers. With 0 workers the main process does
 the transform itself; with workers it waits for them while they work flat out. The
-transform costs ~1000x the training step whatever the machine's speed, so the main process
+transform costs ~50x the training step whatever the machine's speed, so the main process
 waits for data nearly all of the time in both cases.
 """
 import sys
