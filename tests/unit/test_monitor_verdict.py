@@ -303,6 +303,18 @@ def test_sampler_with_a_fake_gpu_gives_a_gpu_verdict(monkeypatch: pytest.MonkeyP
     data = monitor_json(samples, v)
     assert data["metrics"]["gpu0_util"]["mean"] == 97
     assert data["verdict"]["evidence"]["gpu0_dram_bw_pct"] == 72
+    import io
+
+    from rich.console import Console
+
+    from stepscope.report.text.monitor import render_monitor
+
+    out = io.StringIO()
+    render_monitor(data, samples, Console(file=out, width=80))
+    text = out.getvalue()
+    assert "bound: memory-bandwidth" in text and "GPU0 util" in text
+    assert "GPU0 dram_bw" in text and "NVIDIA H100 80GB HBM3" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_without_the_monitor_extra(monkeypatch: pytest.MonkeyPatch,
