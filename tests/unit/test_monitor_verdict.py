@@ -329,3 +329,58 @@ def test_without_the_monitor_extra(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err
     assert "pip install 'stepscope[monitor]'" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _fake_amdsmi() -> types.ModuleType:
+    smi = types.ModuleType("amdsmi")
+
+    def no_clock(*args: Any) -> Any:
+        raise RuntimeError("AMDSMI_STATUS_NOT_SUPPORTED")
+
+    attrs: dict[str, Any] = {
+        "amdsmi_init": lambda: None, "amdsmi_shut_down": lambda: None,
+        "amdsmi_get_processor_handles": lambda: ["a0", "a1"],
+        "amdsmi_get_gpu_asic_info": lambda h: {"market_name": "AMD Instinct MI300X"},
+        "amdsmi_get_gpu_activity": lambda h: {"gfx_activity": 88, "umc_activity": 41,
+                                              "mm_activity": "N/A"},
+        "amdsmi_get_gpu_vram_usage": lambda h: {"vram_used": 1024, "vram_total": 196592},
+        # MI300: current_socket_power; average_socket_power unsupported (UINT32_MAX)
+        "amdsmi_get_power_info": lambda h: (
+            {"current_socket_power": 550, "average_socket_power": (1 << 32) - 1}
+            if h == "a0" else {"current_socket_power": "N/A", "average_socket_power": 300}),
+        "AmdSmiClkType": types.SimpleNamespace(GFX=0),
+        "amdsmi_get_clock_info": lambda h, t: {"clk": 2100} if h == "a0" else no_clock(),
+    }
+    for key, value in attrs.items():
+        setattr(smi, key, value)
+    return smi
+
+
+def test_amd_gpus_through_a_fake_amdsmi(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "amdsmi", _fake_amdsmi())
+    from stepscope.capture.monitor.amd import AmdGpus
+
+    gpus = AmdGpus()
+    assert gpus.names == ["AMD Instinct MI300X"] * 2
+    first, second = gpus.read(0.1)
+    gpus.close()
+    assert (first["util"], first["mem_util"]) == (88.0, 41.0)
+    assert first["mem_used"] == 1024 * (1 << 20)  # MB (MiB) -> bytes
+    assert (first["power"], second["power"]) == (550.0, 300.0)  # whichever is supported
+    assert first["sm_clock"] == 2100 and math.isnan(second["sm_clock"])
+    assert math.isnan(first["dram_bw"]) and math.isnan(first["pcie_rx"])
+
+
+def test_sampler_falls_back_to_amd_without_nvidia(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("psutil")
+    no_nvml = _fake_pynvml(gpm=False)
+    no_nvml.nvmlDeviceGetCount = lambda: 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", no_nvml)
+    monkeypatch.setitem(sys.modules, "amdsmi", _fake_amdsmi())
+    from stepscope.capture.monitor.sampler import Sampler
+
+    sampler = Sampler(os.getpid(), None, 100.0)
+    sampler.tick()
+    sampler.close()
+    assert sampler.gpus.names == ["AMD Instinct MI300X"] * 2
+    assert sampler.columns["gpu_util"][-1] == [88.0, 88.0]

@@ -57,10 +57,11 @@ class Gpus:
             return
         try:
             pynvml.nvmlInit()
+            count = pynvml.nvmlDeviceGetCount()
         except Exception:  # no driver, no GPU: simply no GPUs
             return
         self._nv = pynvml
-        for i in range(pynvml.nvmlDeviceGetCount()):
+        for i in range(count):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             name = pynvml.nvmlDeviceGetName(handle)
             self.names.append(name.decode() if isinstance(name, bytes) else str(name))

@@ -26,6 +26,7 @@ from typing import Any
 import psutil
 
 from stepscope.capture.monitor import phases
+from stepscope.capture.monitor.amd import AmdGpus
 from stepscope.capture.monitor.nvml import GPU_METRICS, Gpus
 
 NAN = math.nan
@@ -61,7 +62,10 @@ class Sampler:
         self._last_t = time.monotonic()
         self._host = _host_counters()
         psutil.cpu_percent(percpu=True)  # the first call only sets the baseline
-        self.gpus = Gpus()
+        self.gpus: Gpus | AmdGpus = Gpus()
+        if not self.gpus.names:  # no NVIDIA GPU: AMD SMI, when installed
+            self.gpus.close()
+            self.gpus = AmdGpus()
         self.n_cores = psutil.cpu_count() or 1
         self.ticks_cpu_s = 0.0  # the sampler's own CPU time, for the overhead figure
         self._published: list[int] = []
