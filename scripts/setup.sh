@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 TORCH="torch==2.13.0"
-EXTRAS="torch,test,lightning,web,nsys,dask,cloud-test,sql,mcp"
+EXTRAS="torch,test,lightning,web,nsys,dask,cloud-test,sql,mcp,monitor"
 
 stamp_of() {  # the hash of the named files' contents and of the extra words given after --
   local files=() words=()

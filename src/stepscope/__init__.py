@@ -9,7 +9,8 @@ Small explicit API::
     stepscope.sql(trace, "SELECT name, sum(dur_us) FROM kernels GROUP BY 1")  # an Arrow table
 
 Capture helpers (need torch): ``stepscope.profile``, ``stepscope.annotate``,
-``stepscope.ThroughputMeter``, ``stepscope.print_top_tables``, ``stepscope.export_trace``.
+``stepscope.ThroughputMeter``, ``stepscope.print_top_tables``, ``stepscope.export_trace``;
+``with stepscope.monitor(): ...`` says what bounds the block (needs the ``monitor`` extra).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ _CAPTURE = {"profile", "annotate", "ThroughputMeter", "print_top_tables", "expor
 
 def __getattr__(name: str) -> Any:
     # Capture helpers import torch; load them only when asked for.
+    if name == "monitor":  # not through stepscope.capture: its subpackage has the name
+        from stepscope.capture.monitor.context import monitor
+
+        return monitor
     if name in _CAPTURE:
         from stepscope import capture
 
@@ -76,6 +81,7 @@ __all__ = [
     "build_report",
     "export_trace",
     "load",
+    "monitor",
     "print_top_tables",
     "profile",
     "sql",

@@ -28,6 +28,7 @@ KINETO = b'{"schemaVersion": 1, "traceEvents": []}'
     (b'{"schema": "stepscope.report/1", "source": {}}', "r.json", kinds.SAVED_REPORT),
     (b'{"schema": "stepscope.diff/1"}', "d.json", kinds.SAVED_DIFF),
     (b'{"schema": "stepscope.tensorrt-diff/1"}', "d.json", kinds.SAVED_DIFF),
+    (b'{"schema": "stepscope.monitor/1", "verdict": {}}', "monitor.json", kinds.MONITOR),
     (b'[{"count": 10}, {"name": "conv1", "timeMs": 1.0, "averageMs": 0.1}]', "p.json",
      kinds.TRTEXEC),
     (b"&&&& RUNNING TensorRT.trtexec [TensorRT v8601] # trtexec --onnx=m.onnx\n", "t.log",
@@ -105,3 +106,15 @@ def test_logdir_names() -> None:
     assert kinds.listed_name("run.sqlite")
     assert not kinds.listed_name("notes.md")
     assert not kinds.listed_name("snapshot.pickle")
+
+
+def test_monitor_file_is_not_a_rank(tmp_path: Path) -> None:
+    """``stepscope run --monitor`` writes monitor.json beside the traces: never a rank, never
+    listed on the dashboard."""
+    from stepscope.io.listing import list_traces
+
+    (tmp_path / "h_1.123.pt.trace.json").write_text("{}")
+    (tmp_path / "monitor.json").write_text('{"schema": "stepscope.monitor/1"}')
+    assert list_traces(str(tmp_path)) == [str(tmp_path / "h_1.123.pt.trace.json")]
+    assert not kinds.listed_name("monitor.json")
+    assert kinds.listed_name("h_1.123.pt.trace.json")

@@ -1,4 +1,5 @@
-"""PyTorch Lightning integration: ``Trainer(callbacks=[StepscopeCallback("logs")])``.
+"""PyTorch Lightning integration: ``Trainer(callbacks=[StepscopeCallback("logs")])`` to
+profile, ``MonitorCallback("logs")`` to monitor (``stepscope.monitor()``) the training.
 
 A callback rather than a Lightning ``Profiler`` subclass: the callback API is stable
 across Lightning 1.x/2.x and gives exactly the hooks we need (train start, each training
@@ -81,3 +82,37 @@ class StepscopeCallback(Callback):  # type: ignore[misc]
         prof, self.profiler = self.profiler, None
         prof.stop()
         self.trace_paths.extend(prof.trace_paths)
+
+
+class MonitorCallback(Callback):  # type: ignore[misc]
+    """``stepscope.monitor()`` around ``fit``'s training: ``Trainer(callbacks=
+    [MonitorCallback("logs")])``; the verdict is ``callback.result.bound`` afterwards.
+    Under several processes each rank monitors its own, in ``<run>_rank<r>``."""
+
+    def __init__(self, logdir: str = "stepscope-logs", *, run: str | None = None,
+                 hz: float = 10.0, report: bool = True) -> None:
+        super().__init__()
+        self.logdir, self.run, self.hz, self.report = logdir, run, hz, report
+        self.session: Any = None
+        self.result: Any = None
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        from stepscope.capture.monitor.context import Session
+
+        multi = int(getattr(trainer, "world_size", 1)) > 1
+        run = self.run or f"{paths.default_run_name(distributed=multi)}_monitor"
+        if multi:
+            run = f"{run}_rank{int(trainer.global_rank)}"
+        self.session = Session(self.logdir, run=run, hz=self.hz, report=self.report)
+        self.session.start()
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        self._stop()
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.session is not None:
+            session, self.session = self.session, None
+            self.result = session.stop()

@@ -53,14 +53,27 @@ def main(argv: list[str]) -> int:
         else:
             print(f"stepscope run: {note}", file=sys.stderr)
         return 2
+    from stepscope.capture.monitor.child import install_from_env
     from stepscope.capture.native_noise import quiet_native_profiler
 
+    board = install_from_env()  # stepscope run --monitor: the monitor's phase hooks too
+    if board is not None:
+        board.add("running", 1)
     with quiet_native_profiler():
         return _profiled(target, AutoProfiler(AutoConfig(**settings)), manifest)
 
 
 def _profiled(target: Target, auto: AutoProfiler, manifest: str | None) -> int:
     auto.install()
+    try:
+        return run_target(target)
+    finally:
+        _write_manifest(manifest, auto.finish())
+
+
+def run_target(target: Target) -> int:
+    """Run the program as ``__main__``: 0, or 1 after printing its traceback as Python
+    would (SystemExit and KeyboardInterrupt go through)."""
     try:
         _run(target)
     except (SystemExit, KeyboardInterrupt):
@@ -71,8 +84,6 @@ def _profiled(target: Target, auto: AutoProfiler, manifest: str | None) -> int:
         tb = _user_frames(exc.__traceback__)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1
-    finally:
-        _write_manifest(manifest, auto.finish())
     return 0
 
 

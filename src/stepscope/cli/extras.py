@@ -1,8 +1,9 @@
 """Which optional extra provides a missing module, so a bare install says what to install.
 
 The core install (``pip install stepscope``) reads and reports traces; the dashboard, capture,
-Dask, cloud storage and the C++ demangler are extras (pyproject.toml). A command that reaches
-one of their modules without it installed ends in one line naming the extra, exit 2.
+Dask, cloud storage, the C++ demangler and the system monitor are extras (pyproject.toml). A
+command that reaches one of their modules without it installed ends in one line naming the
+extra, exit 2.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ EXTRA_OF_MODULE = {
     "s3fs": "s3", "gcsfs": "gcs", "adlfs": "azure",
     "itanium_demangler": "nsys",
     "duckdb": "sql", "mcp": "mcp", "mcp_types": "mcp",
+    "psutil": "monitor", "pynvml": "monitor",
 }
 
 

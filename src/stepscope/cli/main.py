@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "diff": "stepscope.cli.diff",
     "sql": "stepscope.cli.sql",
     "mcp": "stepscope.cli.mcp",
+    "monitor": "stepscope.cli.monitor",
 }
 
 HELPS: dict[str, str] = {
@@ -42,6 +43,8 @@ HELPS: dict[str, str] = {
     "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
     "sql": "query a trace, a run of ranks or trtexec outputs with SQL (docs/sql.md)",
     "mcp": "serve report, findings, diff, sql and explain_metric to AI assistants (MCP, stdio)",
+    "monitor": "monitor a run's system use and say what bounds it: "
+               "stepscope monitor -- python train.py ARGS",
 }
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import stepscope
-from stepscope.cli.options import add_top, check_output_dir
+from stepscope.cli.options import add_top, check_output_dir, positive_float
 from stepscope.errors import StepscopeError, UsageError, one_line
 
 HELP = "profile an unmodified Python script: stepscope run -- python train.py ARGS"
@@ -32,15 +32,18 @@ _OPTS_WITH_VALUE = {"-W", "-X", "-Q"}
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(stepscope.__file__)))
 # Runs as ``python -c``; falls back to this stepscope when the target interpreter's own
 # environment has none (appended, so it never shadows the user's packages).
-BOOTSTRAP = (
-    "import sys\n"
-    "try:\n"
-    "    from stepscope.capture import runner\n"
-    "except ImportError:\n"
-    f"    sys.path.append({_PACKAGE_ROOT!r})\n"
-    "    from stepscope.capture import runner\n"
-    "sys.exit(runner.main(sys.argv[1:]))\n"
-)
+def bootstrap(module: str) -> str:
+    """``python -c`` code that runs ``stepscope.capture.<module>.main(argv)``."""
+    return ("import sys\n"
+            "try:\n"
+            f"    from stepscope.capture.{module} import main\n"
+            "except ImportError:\n"
+            f"    sys.path.append({_PACKAGE_ROOT!r})\n"
+            f"    from stepscope.capture.{module} import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+
+
+BOOTSTRAP = bootstrap("runner")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,6 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks")
     parser.add_argument("--no-report", action="store_true",
                         help="only write the trace; do not print the report")
+    parser.add_argument("--monitor", action="store_true",
+                        help="also monitor the run (stepscope monitor): monitor.json and "
+                             "monitor.parquet beside the trace, and the verdict")
+    parser.add_argument("--hz", type=positive_float, default=10.0,
+                        help="with --monitor: samples per second (default: %(default)s)")
     add_top(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="the program: python train.py ARGS (after --)")
@@ -78,13 +86,14 @@ class ChildCommand:
     description: str  # what is being profiled, for messages
 
 
-def build_command(command: list[str]) -> ChildCommand:
+def build_command(command: list[str], *, code: str = BOOTSTRAP,
+                  name: str = "run") -> ChildCommand:
     """``python [opts] script.py args`` -> ``python [opts] -c BOOTSTRAP script.py args``."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise UsageError("stepscope run: give the program after --, "
-                         "e.g. stepscope run -- python train.py --epochs 1")
+        raise UsageError(f"stepscope {name}: give the program after --, "
+                         f"e.g. stepscope {name} -- python train.py --epochs 1")
     head = command[0]
     if _PYTHON.match(os.path.basename(head)):
         interpreter = shutil.which(head) or head
@@ -94,14 +103,14 @@ def build_command(command: list[str]) -> ChildCommand:
     elif head.endswith(".py") or head == "-m":
         interpreter, rest = sys.executable, command
     else:
-        raise UsageError(f"stepscope run profiles Python programs: "
-                         f"stepscope run -- python train.py ARGS (got {head!r})")
+        raise UsageError(f"stepscope {name} runs Python programs: "
+                         f"stepscope {name} -- python train.py ARGS (got {head!r})")
     options: list[str] = []
     i = 0
     while i < len(rest) and rest[i].startswith("-") and rest[i] != "-m":
         if rest[i] in ("-c", "-"):
             raise UsageError("put the code in a file; "
-                             "`python -c` and stdin cannot be profiled")
+                             f"`python -c` and stdin cannot be run by stepscope {name}")
         take = 2 if rest[i] in _OPTS_WITH_VALUE else 1
         options += rest[i:i + take]
         i += take
@@ -111,7 +120,7 @@ def build_command(command: list[str]) -> ChildCommand:
     if target[0] != "-m" and not os.path.isfile(target[0]):
         raise UsageError(f"no such script: {target[0]}")
     description = f"-m {target[1]}" if target[0] == "-m" else target[0]
-    return ChildCommand([interpreter, *options, "-c", BOOTSTRAP, *target], description)
+    return ChildCommand([interpreter, *options, "-c", code, *target], description)
 
 
 def child_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -129,20 +138,87 @@ def run(args: argparse.Namespace) -> int:
     settings = child_settings(args)
     # found out after the program, a long training run would be profiled for nothing
     check_output_dir("--logdir", args.logdir)
+    watch = _Watch(args) if args.monitor else None
     fd, manifest = tempfile.mkstemp(prefix="stepscope-run-", suffix=".json")
     os.close(fd)
     try:
         env = dict(os.environ)
         env["STEPSCOPE_RUN_CONFIG"] = json.dumps({**settings, "manifest": manifest})
-        code = _wait_for(child.argv, env)
+        if watch is not None:
+            env.update(watch.env())
+        code = _wait_for(child.argv, env, watch)
         outcome = _read_manifest(manifest)
     finally:
         os.unlink(manifest)
+        if watch is not None:
+            watch.close()
     _report(outcome, args)
+    if watch is not None:
+        watch.report(outcome, args, code)
     return code
 
 
-def _wait_for(argv: list[str], env: dict[str, str]) -> int:
+class _Watch:
+    """``--monitor``: the shared page of the phase hooks and the sampler's results."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from stepscope.io.source import is_url
+
+        if is_url(args.logdir):
+            raise UsageError("--monitor writes its files locally: give a local --logdir")
+        if not 0 < args.hz <= 100:
+            raise UsageError(f"--hz must be at most 100 (got {args.hz:g})")
+        from stepscope.capture.monitor import phases
+
+        fd, self.page = tempfile.mkstemp(prefix="stepscope-monitor-", suffix=".page")
+        os.close(fd)
+        phases.create(self.page)
+        self.hz = args.hz
+        self.sampler: Any = None
+        self.started = 0.0
+        self.duration = 0.0
+
+    def env(self) -> dict[str, str]:
+        from stepscope.capture.monitor.child import CONFIG_ENV
+
+        return {CONFIG_ENV: json.dumps({"board": self.page})}
+
+    def wait(self, proc: subprocess.Popen[bytes]) -> int:
+        import time
+
+        from stepscope.capture.monitor.sampler import Sampler
+
+        self.started = time.monotonic()
+        self.sampler = Sampler(proc.pid, self.page, self.hz)
+        try:
+            self.sampler.run_until(lambda: proc.poll() is not None)
+        finally:
+            self.sampler.close()
+        code = proc.wait()
+        self.duration = time.monotonic() - self.started
+        return code
+
+    def close(self) -> None:
+        if os.path.exists(self.page):
+            os.unlink(self.page)
+
+    def report(self, outcome: dict[str, Any], args: argparse.Namespace, code: int) -> None:
+        from stepscope.capture import paths
+        from stepscope.capture.monitor import store
+        from stepscope.capture.monitor.output import JSON_NAME, finish
+
+        traces: list[str] = outcome.get("traces", [])
+        run_dir = (os.path.dirname(traces[-1]) if traces else
+                   os.path.join(args.logdir, paths.safe_name(args.run or "run") + "_monitor"))
+        samples = store.samples_of(self.sampler, command=" ".join(args.command).lstrip("- "),
+                                   duration_s=self.duration)
+        print(file=sys.stdout)
+        finish(samples, run_dir, exit_code=code, stream=sys.stdout)
+        print(f"stepscope run: monitor written to {os.path.join(run_dir, JSON_NAME)}",
+              file=sys.stderr)
+
+
+def _wait_for(argv: list[str], env: dict[str, str], watch: _Watch | None = None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
@@ -152,7 +228,7 @@ def _wait_for(argv: list[str], env: dict[str, str]) -> int:
     # Ctrl-C reaches the child too (same process group); it stops, writes what it has and
     # exits, and we still print that report.
     with _ignoring_sigint():
-        code = proc.wait()
+        code = proc.wait() if watch is None else watch.wait(proc)
     return 128 - code if code < 0 else code
 
 

@@ -21,16 +21,17 @@ The order, first match wins (what each test reads is in brackets):
  9. ``==PROF==`` or ncu's CSV header, named .csv/.log/.txt   NCU_CSV
 10. JSON naming ``"schema": "stepscope.report/..."``          SAVED_REPORT
 11. JSON naming ``"schema": "stepscope.*diff/..."``           SAVED_DIFF
-12. a trtexec JSON export or log (``formats.tensorrt.load.sniff``)  TRTEXEC
+12. JSON naming ``"schema": "stepscope.monitor/..."``         MONITOR
+13. a trtexec JSON export or log (``formats.tensorrt.load.sniff``)  TRTEXEC
     (REMOTE_TRTEXEC for a URL: an engine's files are read from a local folder)
-13. a JSON array of arrays, or HTML                          MEMORY_TIMELINE
-14. any other JSON object or array                          KINETO
-15. anything else                                           UNKNOWN
+14. a JSON array of arrays, or HTML                          MEMORY_TIMELINE
+15. any other JSON object or array                          KINETO
+16. anything else                                           UNKNOWN
 
 Why this order: names are only trusted where the content cannot be read cheaply (a folder,
 an nsys report that needs ``nsys export``, a binary engine); everything else is recognised
-by content, the most specific signature first. Our own JSON (10, 11) and trtexec's (12)
-are JSON too, so they come before the catch-all Kineto test (14); a memory timeline (13)
+by content, the most specific signature first. Our own JSON (10-12) and trtexec's (13)
+are JSON too, so they come before the catch-all Kineto test (15); a memory timeline (14)
 is a JSON array whose first element is an array, where a Kineto trace's is an object.
 ``UNKNOWN`` and ``EMPTY`` go to each command's default pipeline, whose reader says exactly
 what is wrong (a truncated gzip, JSON that is not a trace, ...).
@@ -49,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stepscope.io.listing import COMPANION_NAMES
 from stepscope.io.source import GZIP_MAGIC, is_url, local_path, read_source, read_url_head
 
 HEAD_BYTES = 65536  # what content_kind reads: ncu's CSV header can follow many ==PROF== lines
@@ -108,6 +110,7 @@ NCU_CSV = _kind("ncu_csv", "an Nsight Compute export", report="ncu")
 SAVED_REPORT = _kind("saved_report", "a saved stepscope report", "stepscope diff",
                      diff="report")
 SAVED_DIFF = _kind("saved_diff", "a stepscope diff")
+MONITOR = _kind("monitor", "a stepscope monitor file (the verdict of stepscope monitor)")
 KINETO = _kind("kineto", "a PyTorch profiler trace", "stepscope report", report="trace",
                diff="trace", view="trace", sql="trace")
 EMPTY = _kind("empty", "an empty file", report="trace", sql="trace")
@@ -117,7 +120,8 @@ UNKNOWN = _kind("unknown", "a file stepscope cannot read", report="trace", view=
 # every kind, in the documented order
 KINDS: tuple[Kind, ...] = (RANK_FILES, TRTEXEC, REMOTE_TRTEXEC, TRACE_FOLDER, NSYS_REPORT,
                            TRT_ENGINE, EMPTY, NSYS_SQLITE, MEMORY_SNAPSHOT, NCU_CSV,
-                           SAVED_REPORT, SAVED_DIFF, MEMORY_TIMELINE, KINETO, UNKNOWN)
+                           SAVED_REPORT, SAVED_DIFF, MONITOR, MEMORY_TIMELINE, KINETO,
+                           UNKNOWN)
 
 
 # ---------------------------------------------------------------- content
@@ -156,6 +160,8 @@ def content_kind(head: bytes | memoryview, name: str = "") -> Kind:
         return SAVED_REPORT
     if _ours(head, b"diff/"):
         return SAVED_DIFF
+    if _ours(head, b"stepscope.monitor/"):
+        return MONITOR
     if trtexec_sniff(head[:4096].decode("utf-8", "replace")) not in (None, "output"):
         return TRTEXEC
     opening = _opening(head)
@@ -252,4 +258,4 @@ TREX_PREFERENCE = ("profile.json", "graph.json", "timing.json", "profile.metadat
 
 def listed_name(name: str) -> bool:
     """Whether the logdir listing shows a file of this name."""
-    return bool(TB_NAME.match(name) or ANY_NAME.match(name))
+    return name not in COMPANION_NAMES and bool(TB_NAME.match(name) or ANY_NAME.match(name))

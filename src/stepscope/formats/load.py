@@ -62,6 +62,9 @@ def not_a_trace(path: str, kind: kinds.Kind) -> str:
     if kind in (kinds.SAVED_REPORT, kinds.SAVED_DIFF):
         return (f"{path}: a stepscope report or diff, not a trace (compare saved reports "
                 "with: stepscope diff)")
+    if kind is kinds.MONITOR:
+        return (f"{path}: a stepscope monitor file, not a trace (stepscope monitor wrote it; "
+                "its samples are in monitor.parquet beside it)")
     if kind is kinds.MEMORY_TIMELINE:
         return (f"{path}: a memory timeline, not a trace (for memory timelines use: "
                 "stepscope memory)")

@@ -10,10 +10,14 @@ from stepscope.io.cloud_errors import not_found, scheme_missing, storage_error
 from stepscope.io.source import is_url, local_path
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
+# JSON that stepscope writes beside a run's traces and that is not a trace
+# (``stepscope monitor`` / ``stepscope run --monitor``)
+COMPANION_NAMES = frozenset({"monitor.json"})
 
 
 def _is_trace_name(name: str) -> bool:
-    return name.endswith(TRACE_SUFFIXES) and not name.startswith(".")
+    return (name.endswith(TRACE_SUFFIXES) and not name.startswith(".")
+            and name not in COMPANION_NAMES)
 
 
 def is_run_location(path: str, storage_options: dict[str, Any] | None = None) -> bool:

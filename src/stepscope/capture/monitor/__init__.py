@@ -1,0 +1,1 @@
+"""``stepscope monitor``: sample a run from outside, time its phases from inside."""
