@@ -82,7 +82,7 @@ def test_engine_graph_nodes_selection_and_table(page: Any, tmp_path: Path) -> No
 
 
 def test_engine_comparison_page(page: Any, tmp_path: Path) -> None:
-    from stepscope.cli.engine_diff import engine_diff
+    from stepscope.cli.pipelines.engine_diff import engine_diff
 
     root = shared_trace(A100)
     _cmp, doc = engine_diff(str(root / "fp32"), str(root / "fp16"))

@@ -191,7 +191,7 @@ def test_nsys_text(
 
 
 def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from stepscope.cli.engine_diff import run_tensorrt_diff
+    from stepscope.cli.pipelines.engine_diff import run_tensorrt_diff
 
     a = tmp_path / "a"
     b = tmp_path / "b"
@@ -213,7 +213,7 @@ def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_unsupported_format_is_a_usage_error(tmp_path: Path) -> None:
     import argparse
 
-    from stepscope.cli.engine import run_tensorrt
+    from stepscope.cli.pipelines.engine import run_tensorrt
     from stepscope.errors import UsageError
 
     _engine(tmp_path)

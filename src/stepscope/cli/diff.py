@@ -123,7 +123,7 @@ def _with_status(args: argparse.Namespace, path: str, work: Callable[[], Side]) 
 
 def _compare_tensorrt(base: str, new: str, args: argparse.Namespace) -> int:
     """Two TensorRT engines: layer latencies, precisions and fused groups side by side."""
-    from stepscope.cli.engine_diff import engine_diff, print_engine_diff
+    from stepscope.cli.pipelines.engine_diff import engine_diff, print_engine_diff
 
     if args.fail_on:
         raise UsageError(f"{base}, {new}: --fail-on gates training runs; it does not apply "

@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="re-parse the trace instead of using the Arrow cache",
     )
-    from stepscope.cli.ranks import add_run_arguments
+    from stepscope.cli.pipelines.ranks import add_run_arguments
 
     add_run_arguments(parser)
 
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_tensorrt(args: argparse.Namespace) -> int:
     """trtexec exports/log (a file or a folder of them): the TensorRT report."""
-    from stepscope.cli.engine import run_tensorrt
+    from stepscope.cli.pipelines.engine import run_tensorrt
 
     args.path = args.path[0]
     return run_tensorrt(args)
@@ -145,7 +145,7 @@ def _run_tensorrt(args: argparse.Namespace) -> int:
 
 def _run_ncu(args: argparse.Namespace) -> int:
     """An Nsight Compute export on its own: its kernels only."""
-    from stepscope.cli.ncu_only import run_ncu_only
+    from stepscope.cli.pipelines.ncu_only import run_ncu_only
     from stepscope.formats.nsight.ncu import load_ncu
 
     return run_ncu_only(load_ncu(args.path[0]), args.format, args.top)
@@ -153,7 +153,7 @@ def _run_ncu(args: argparse.Namespace) -> int:
 
 def _run_ranks(args: argparse.Namespace) -> int:
     """A directory, prefix or several files: the run of many ranks."""
-    from stepscope.cli.ranks import run_many
+    from stepscope.cli.pipelines.ranks import run_many
 
     return run_many(args)
 
