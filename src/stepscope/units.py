@@ -67,4 +67,4 @@ def round_finite(x: float | None, nd: int) -> float | None:
 def count(n: float, one: str, many: str | None = None) -> str:
     """``n`` with its noun in the right number: "1 call", "3 calls", "1.5 fetches"."""
     text = f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
-    return f"{text} {one if n == 1 else (many or one + 's')}"
+    return f"{text} {one if text in ('1', '1.0') else (many or one + 's')}"  # as it reads

@@ -46,7 +46,12 @@ def _calls(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
             names = {t.name for t in tools.tools}
             assert {"report", "findings", "diff", "sql", "explain_metric"} <= names
             return [await client.call_tool(name, args) for name, args in calls]
-    return anyio.run(go)
+    # a thread of its own: the browser tests' Playwright session keeps an event loop
+    # running in the main thread for the rest of the suite
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, go).result()
 
 
 def _texts(result: Any) -> tuple[str, Any]:
