@@ -8,6 +8,8 @@ logdir; static files are served from the bundle folder by name, never by joined 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,7 @@ class ViewConfig:
     path_map: tuple[tuple[str, str], ...] = ()
     use_cache: bool = True
     bundle: Path | None = field(default=None)
+    host: str = "127.0.0.1"  # the --host the server was started for (DNS-rebinding check)
 
 
 class BadRequest(Exception):
@@ -67,6 +70,69 @@ class _Headers:
             await send(message)
 
         await self.app(scope, receive, send_with)
+
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without port, brackets, trailing dot or case."""
+    value = header.strip().lower()
+    if value.startswith("["):  # [::1] or [::1]:6006
+        end = value.find("]")
+        return value[1:end] if end > 0 else ""
+    if value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value.rstrip(".")
+
+
+def allowed_hosts(bind: str) -> Callable[[str], bool]:
+    """Whether a ``Host`` name may reach the server started on ``--host bind``.
+
+    DNS rebinding points an attacker's domain at 127.0.0.1 after the page loaded, so the
+    browser sends that domain in ``Host``: only the loopback names and the bound address are
+    accepted. An address literal cannot be rebound (the browser connected to that very
+    address), so when the server listens on every interface (0.0.0.0, ::) any IP literal and
+    this machine's name are accepted too.
+    """
+    names = set(LOOPBACK_NAMES) | {host_name(bind)}
+    wildcard = bind.strip("[]") in WILDCARDS
+    if wildcard:
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+
+    def check(name: str) -> bool:
+        if name in names:
+            return True
+        if wildcard:
+            try:
+                ipaddress.ip_address(name)
+                return True
+            except ValueError:
+                return False
+        return False
+
+    return check
+
+
+class _HostCheck:
+    """403 for any request whose ``Host`` is not a name this server was started for."""
+
+    def __init__(self, app: ASGIApp, bind: str) -> None:
+        self.app = app
+        self.check = allowed_hosts(bind)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", [])
+                         if k == b"host"), "")
+            if not self.check(host_name(host)):
+                response = PlainTextResponse(
+                    "forbidden: unknown Host header (stepscope view answers only the "
+                    "addresses it was started for; see --host)", 403)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 NO_TIMELINE = "this run has no timeline (a TensorRT engine's outputs)"
@@ -270,7 +336,8 @@ def create_app(config: ViewConfig) -> Starlette:
         run_store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(_Headers)
+    app.add_middleware(_HostCheck, bind=config.host)
+    app.add_middleware(_Headers)  # added last: outermost, so the 403 carries the headers too
     app.state.store = store
     return app
 
