@@ -7,8 +7,10 @@ Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -35,6 +37,7 @@ HELPS: dict[str, str] = {
     "memory": "analyse a CUDA memory snapshot (.pickle) or an export_memory_timeline file",
     "diff": "compare two runs (traces, folders or saved reports); --fail-on gates CI",
 }
+INTERRUPTED = "stepscope: interrupted"
 
 
 class OptionError(Exception):
@@ -95,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stepscope: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("stepscope: interrupted", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except BrokenPipeError:  # `stepscope report x | head`
         return 0
@@ -110,5 +113,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def _second_interrupt(signum: int, frame: object) -> None:
+    os._exit(130)  # the user pressed Ctrl-C again while we clean up: leave at once
+
+
 def entry_point() -> None:
-    sys.exit(main())
+    """The console script. Ctrl-C anywhere (imports, reading, worker pools, printing) ends
+    in one line and exit 130; a second Ctrl-C during the cleanup exits immediately."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 130
+        signal.signal(signal.SIGINT, _second_interrupt)
+        with contextlib.suppress(OSError):
+            print(INTERRUPTED, file=sys.stderr, flush=True)
+    if code == 130:
+        signal.signal(signal.SIGINT, _second_interrupt)
+    sys.exit(code)
