@@ -54,8 +54,9 @@ from stepscope.model.trace import (
     TraceMeta,
 )
 
-# 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table
-READER_VERSION = "kineto-4"
+# 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table;
+# 5: schemaVersion of any type tolerated, bad UTF-8 in deviceProperties replaced
+READER_VERSION = "kineto-5"
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -73,6 +74,17 @@ _SNIFF_BYTES = 4096
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _schema_version(raw: msgspec.Raw) -> int | None:
+    """``schemaVersion`` when it is an integer (Kineto writes 1), else None."""
+    if not len(raw):
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.MsgspecError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _opening(data: bytes | memoryview) -> bytes:
@@ -115,17 +127,19 @@ def _decode_events(piece: bytes | memoryview) -> tuple[list[Event], Counter[str]
     skipped: Counter[str] = Counter()
     repairs: Counter[str] = Counter()
     try:
-        return _EVENTS.decode(piece), skipped, repairs
-    except msgspec.ValidationError:
-        pass
+        try:
+            return _EVENTS.decode(piece), skipped, repairs
+        except msgspec.ValidationError:
+            items = _GENERIC.decode(piece)  # the slow path: repair event by event
     except UnicodeDecodeError:
-        # strings with bytes that are not UTF-8: keep the events, with U+FFFD for those bytes
+        # strings with bytes that are not UTF-8 (met by the typed decode or, after a type
+        # error earlier in the piece, by the generic one): keep the events, with U+FFFD
         piece = bytes(piece).decode("utf-8", "replace").encode()
         events, skipped, repairs = _decode_events(piece)
         skipped["invalid UTF-8 in names (replaced by U+FFFD)"] += 1
         return events, skipped, repairs
     events = []
-    for item in _GENERIC.decode(piece):
+    for item in items:
         event = repair_event(item, repairs)
         if event is None:
             skipped["malformed event (not an object, or unrepairable fields)"] += 1
@@ -450,12 +464,14 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
     devices: tuple[DeviceProperties, ...] = ()
     if doc is not None:
         devices = read_device_props(doc.deviceProperties, doc.computeProperties)
-        schema = doc.schemaVersion if isinstance(doc.schemaVersion, int) else None
+        schema = _schema_version(doc.schemaVersion)
+        if schema is None and len(doc.schemaVersion):
+            warnings = [*warnings, "schemaVersion is not an integer; ignored"]
         if len(doc.distributedInfo):
             try:
                 info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
                 rank, world, backend = info.rank, info.world_size, info.backend
-            except msgspec.MsgspecError:
+            except (msgspec.MsgspecError, UnicodeDecodeError):
                 warnings = [*warnings, "distributedInfo is malformed; rank unknown"]
     host = HostOps.from_columns(_sorted(tables[F_HOST]))
     device_ops = DeviceOps.from_columns(_sorted(tables[F_DEVICE]))

@@ -344,9 +344,9 @@ def _salvage_names(text: str) -> tuple[list[str], list[str]]:
         s = line.strip()
         if '"Bindings"' in s[:14]:
             target = bindings
-            s = s.split(":", 1)[1].strip().lstrip("[")
+            s = s.partition(":")[2].strip().lstrip("[")
         elif s.startswith('{"Layers"'):
-            s = s.split(":", 1)[1].strip().lstrip("[")
+            s = s.partition(":")[2].strip().lstrip("[")
         s = s.lstrip(",").strip()
         if s.endswith("]}") or s.endswith("],"):
             s = s[:-2].rstrip()
