@@ -147,3 +147,44 @@ def test_nsys_string_ids_far_from_dense_are_one_line(tmp_path: Path) -> None:
     path = _nsys(tmp_path, "INSERT INTO StringIds VALUES (2147483648, 'far')")
     with pytest.raises(TraceFormatError, match=r"s\.sqlite"):
         load_trace(str(path), use_cache=False)
+
+
+# --- Nsight Compute CSV --------------------------------------------------------------------
+
+NCU = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+    '"Block Size","Grid Size","Device","CC","gpu__time_duration.sum"\n'
+    '"","","","","","","","","","","","usecond"\n'
+    '"0","1","train","h","gemm_a","1","7","(256, 1, 1)","(8, 1, 1)","0","8.0","12.5"\n'
+    '"1","1","train","h","gemm_b","1","7","(256, 1, 1)","(8, 1, 1)","0","8.0","3.5"\n'
+)
+
+
+@pytest.mark.parametrize("bad", ['"2","1","train"', '"x2","1","train","h","gemm_c","1","7",'
+                                 '"(1, 1, 1)","(1, 1, 1)","0","8.0","1.0"'])
+def test_ncu_ragged_row_is_skipped_and_counted(tmp_path: Path, bad: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from stepscope.formats.nsight.ncu import load_ncu
+
+    path = tmp_path / "k.csv"
+    path.write_text(NCU + bad + "\n")
+    r = load_ncu(str(path))
+    assert [k.name for k in r.kernels] == ["gemm_a", "gemm_b"]
+    assert [k.duration_ns for k in r.kernels] == [12_500, 3_500]
+    assert sum(r.skipped.values()) == 1
+    code, err = _cli(path, capsys)
+    assert code == 0, err
+    code = main(["report", "--no-cache", "--format", "json", str(path)])
+    import json
+
+    source = json.loads(capsys.readouterr().out)["source"]
+    assert sum(source["skipped"].values()) == 1 and source["partial"] is True
+
+
+def test_ncu_only_bad_rows_is_one_line(tmp_path: Path) -> None:
+    from stepscope.formats.nsight.ncu import load_ncu
+
+    path = tmp_path / "k.csv"
+    path.write_text(NCU.split('"0","1"')[0] + '"0","1","train"\n')
+    with pytest.raises(TraceFormatError, match=r"without any kernel row .*cut short"):
+        load_ncu(str(path))
