@@ -224,3 +224,76 @@ def test_loopback_load(logdir: Path) -> None:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+# --- the listing under load: cached, off the event loop, capped out loud -------------------
+
+def test_listing_is_cached_until_a_directory_changes(logdir: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import stepscope.server.logdir as ld
+
+    calls: list[str] = []
+    real = ld.scan
+
+    def counting(root: str, limit: int = ld.MAX_FILES) -> Any:
+        calls.append(root)
+        return real(root, limit)
+
+    monkeypatch.setattr(ld, "scan", counting)
+    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False)),
+                    base_url=LOCAL) as c:
+        for _ in range(20):
+            assert c.get("/api/runs").status_code == 200
+            assert c.get("/api/progress", params={"trace": TRACE}).status_code == 200
+        assert len(calls) == 1  # 40 requests, one scan
+        dashboard_trace(logdir / "run1", "worker1.1.pt.trace.json")  # the folder's mtime moves
+        ids = [s["trace"] for w in c.get("/api/runs").json()["runs"][0]["workers"]
+               for s in w["spans"]]
+        assert "run1/worker1.1.pt.trace.json" in ids and len(calls) == 2
+
+
+def test_a_slow_scan_does_not_hold_up_other_requests(logdir: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import stepscope.server.logdir as ld
+
+    entered, release = threading.Event(), threading.Event()
+    real = ld.scan
+
+    def slow(root: str, limit: int = ld.MAX_FILES) -> Any:
+        entered.set()
+        release.wait(20)  # a safety net only: the test releases it
+        return real(root, limit)
+
+    monkeypatch.setattr(ld, "scan", slow)
+    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False)),
+                    base_url=LOCAL) as c:
+        answers: list[int] = []
+        t = threading.Thread(target=lambda: answers.append(c.get("/api/runs").status_code))
+        t.start()
+        assert entered.wait(20)
+        r = c.get("/api/config")  # the event loop is free while the scan runs in a thread
+        still_scanning = not release.is_set() and t.is_alive()
+        release.set()
+        t.join(30)
+        assert r.status_code == 200 and still_scanning
+        assert answers == [200]
+
+
+def test_a_logdir_past_the_cap_says_so(logdir: Path) -> None:
+    for i in range(4):
+        dashboard_trace(logdir / "run1", f"w{i}.1.pt.trace.json")
+    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False, max_files=3)),
+                    base_url=LOCAL) as c:
+        runs = c.get("/api/runs").json()
+        listed = [s["trace"] for r in runs["runs"] for w in r["workers"] for s in w["spans"]]
+        assert runs["truncated"] is True and runs["listed"] == len(listed) == 3
+        unlisted = "run1/worker0.1.pt.trace.json.gz"
+        assert unlisted not in listed
+        r = c.get("/api/report", params={"trace": unlisted})
+        assert r.status_code == 409 and r.json()["truncated"] is True
+        assert "more than 3 trace files" in r.json()["error"]
+    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False)),
+                    base_url=LOCAL) as c:
+        runs = c.get("/api/runs").json()
+        assert runs["truncated"] is False and runs["listed"] == 5
+        assert c.get("/api/report", params={"trace": "run1/nope.json"}).status_code == 404

@@ -8,6 +8,7 @@ logdir; static files are served from the bundle folder by name, never by joined 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import ipaddress
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -17,6 +18,7 @@ from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -24,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from stepscope.report.bundle import find_bundle
 from stepscope.report.timeline import TimelineIndex
-from stepscope.server.logdir import TraceFile, discover, runs_json
+from stepscope.server.logdir import MAX_FILES, Logdir, TraceFile, runs_json
 from stepscope.server.runs import RunStore, rank_files, run_location
 from stepscope.server.store import Entry, TraceStore
 
@@ -43,10 +45,15 @@ class ViewConfig:
     use_cache: bool = True
     bundle: Path | None = field(default=None)
     host: str = "127.0.0.1"  # the --host the server was started for (DNS-rebinding check)
+    max_files: int = MAX_FILES  # the listing cap
 
 
 class BadRequest(Exception):
     pass
+
+
+class PastTheCap(Exception):
+    """A trace id not listed because the logdir is larger than the listing cap (409)."""
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -143,15 +150,23 @@ def create_app(config: ViewConfig) -> Starlette:
     run_store = RunStore(use_cache=config.use_cache)
     bundle = config.bundle if config.bundle is not None else find_bundle()
 
+    logdir = Logdir(config.root, limit=config.max_files)
+
     def files() -> dict[str, TraceFile]:
-        return {f.id: f for f in discover(config.root)}
+        return logdir.listing().by_id
 
     def trace_file(request: Request, param: str = "trace") -> TraceFile:
         tid = request.query_params.get(param)
         if not tid:
             raise BadRequest(f"missing parameter {param!r}")
-        found = files().get(tid)
+        listing = logdir.listing()
+        found = listing.by_id.get(tid)
         if found is None:
+            if listing.truncated:
+                raise PastTheCap(f"no trace {tid!r} among the {len(listing.files):,} listed: "
+                                 f"the logdir holds more than {len(listing.files):,} trace "
+                                 "files and only those are served; view a sub-folder "
+                                 "(stepscope view RUN_DIR)")
             raise LookupError(f"no trace {tid!r} under the logdir")
         return found
 
@@ -183,8 +198,10 @@ def create_app(config: ViewConfig) -> Starlette:
         return _json({"source_link": config.source_link,
                       "path_map": [list(p) for p in config.path_map], "mode": "server"})
 
-    async def api_runs(request: Request) -> Response:
-        return _json({"root": Path(config.root).name, "runs": runs_json(list(files().values()))})
+    def api_runs(request: Request) -> Response:
+        listing = logdir.listing()
+        return _json({"root": Path(config.root).name, "runs": runs_json(list(listing.files)),
+                      "truncated": listing.truncated, "listed": len(listing.files)})
 
     def api_progress(request: Request) -> Response:
         return _json(store.get(trace_file(request).path).progress())
@@ -300,14 +317,18 @@ def create_app(config: ViewConfig) -> Starlette:
         return FileResponse(bundle / "index.html", media_type="text/html")
 
     def wrap(fn: Any) -> Any:
+        """An endpoint: async handlers run on the event loop, the others (a logdir scan, a
+        timeline query, JSON encoding: blocking work) in the thread pool, so one slow
+        request never holds up the rest."""
         async def endpoint(request: Request) -> Response:
             try:
-                result = fn(request)
-                if hasattr(result, "__await__"):
-                    result = await result
-                return result  # type: ignore[no-any-return]
+                if inspect.iscoroutinefunction(fn):
+                    return await fn(request)  # type: ignore[no-any-return]
+                return await run_in_threadpool(fn, request)
             except BadRequest as exc:
                 return _json({"error": str(exc)}, 400)
+            except PastTheCap as exc:
+                return _json({"error": str(exc), "truncated": True}, 409)
             except LookupError as exc:
                 return _json({"error": str(exc).strip("'\"")}, 404)
         return endpoint
