@@ -188,3 +188,15 @@ def test_ncu_only_bad_rows_is_one_line(tmp_path: Path) -> None:
     path.write_text(NCU.split('"0","1"')[0] + '"0","1","train"\n')
     with pytest.raises(TraceFormatError, match=r"without any kernel row .*cut short"):
         load_ncu(str(path))
+
+
+def test_nsys_text_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table name in sqlite_master or a string with bytes that are not UTF-8."""
+    path = _nsys(tmp_path, "UPDATE StringIds SET value = CAST(X'73676566FF6D6D' AS TEXT) "
+                           "WHERE value = 'sgemm_kernel'")
+    assert _ok_or_one_line(path, capsys) == 0
+    data = bytearray(path.read_bytes())
+    at = data.index(b"CUPTI_ACTIVITY_KIND_KERNEL")
+    data[at] = 0x80  # the table's name in the schema page
+    path.write_bytes(bytes(data))
+    _ok_or_one_line(path, capsys)

@@ -224,6 +224,10 @@ def _diagnostics(con: sqlite3.Connection, schema: Schema) -> tuple[str, ...]:
                  + (f" (x{n})" if n > 1 else "") for sev, text, n in rows)
 
 
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
 def _int(value: Any, default: int) -> int:
     """An integer cell, or ``default`` for anything else (text, a blob, NULL, a float that
     is not finite): the columns read this way are descriptive and never reject an export."""
@@ -605,9 +609,15 @@ def read_nsys(local_file: str, path: str) -> Trace:
         con = sqlite3.connect(f"file:{local_file}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise TraceSourceError(f"{path}: cannot open as SQLite ({exc})") from None
+    # text that is not UTF-8 (a corrupt page, a table name in sqlite_master, a kernel name):
+    # U+FFFD for the bad bytes instead of a UnicodeDecodeError out of the cursor
+    con.text_factory = _text
     try:
         try:
             schema = Schema.probe(con)
+        except UnicodeDecodeError:  # SQLite's own message quotes the corrupt schema bytes
+            raise TraceFormatError(f"{path}: not a readable SQLite database (malformed "
+                                   "schema: names that are not UTF-8)") from None
         except sqlite3.Error as exc:
             raise TraceFormatError(f"{path}: not a readable SQLite database ({exc})") from None
         if not schema.is_nsys():
@@ -620,6 +630,9 @@ def read_nsys(local_file: str, path: str) -> Trace:
             raise TraceFormatError(f"{path}: {exc}") from None
         except sqlite3.Error as exc:
             raise TraceFormatError(f"{path}: corrupt SQLite export ({exc})") from None
+        except UnicodeDecodeError:
+            raise TraceFormatError(f"{path}: corrupt SQLite export (text that is not "
+                                   "UTF-8 in its schema)") from None
         except (ValueError, TypeError, OverflowError, MemoryError) as exc:
             # a cell of a type or size no producer writes, in a column we need
             raise TraceFormatError(f"{path}: malformed Nsight Systems export "
