@@ -200,3 +200,14 @@ def test_nsys_text_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixtur
     data[at] = 0x80  # the table's name in the schema page
     path.write_bytes(bytes(data))
     _ok_or_one_line(path, capsys)
+
+
+@pytest.mark.parametrize(("value", "warned"), [('"1"', False), ("null", False), ("1.5", True),
+                                               ("[1]", True)])
+def test_schema_version_warning(tmp_path: Path, value: str, warned: bool) -> None:
+    path = tmp_path / "t.json"
+    text = kineto_text(_events(), {"schemaVersion": 1})
+    path.write_bytes(text.replace(b'"schemaVersion": 1', f'"schemaVersion": {value}'.encode()))
+    t = load_trace(str(path), use_cache=False)
+    assert t.meta.schema_version is None
+    assert any("schemaVersion" in w for w in t.meta.warnings) is warned

@@ -76,15 +76,21 @@ _SNIFF_BYTES = 4096
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def _schema_version(raw: msgspec.Raw) -> int | None:
-    """``schemaVersion`` when it is an integer (Kineto writes 1), else None."""
+def _schema_version(raw: msgspec.Raw) -> tuple[int | None, bool]:
+    """(``schemaVersion`` when it is an integer (Kineto writes 1), whether it is odd).
+
+    Only reported, so never a reason to reject a trace: a string or null (some producers)
+    is quietly not a version, anything else (a float, an object) is ignored with a warning.
+    """
     if not len(raw):
-        return None
+        return None, False
     try:
         value = msgspec.json.decode(raw)
     except (msgspec.MsgspecError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return None, True
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, False
+    return None, not (value is None or isinstance(value, str))
 
 
 def _opening(data: bytes | memoryview) -> bytes:
@@ -464,9 +470,9 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
     devices: tuple[DeviceProperties, ...] = ()
     if doc is not None:
         devices = read_device_props(doc.deviceProperties, doc.computeProperties)
-        schema = _schema_version(doc.schemaVersion)
-        if schema is None and len(doc.schemaVersion):
-            warnings = [*warnings, "schemaVersion is not an integer; ignored"]
+        schema, odd = _schema_version(doc.schemaVersion)
+        if odd:
+            warnings = [*warnings, "schemaVersion is neither a number nor a string; ignored"]
         if len(doc.distributedInfo):
             try:
                 info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
