@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from stepscope.errors import StepscopeError, TraceFormatError, TraceSourceError
-from stepscope.model import Trace
 from stepscope.report import DEFAULT_TOP
 
 if TYPE_CHECKING:
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
+    from stepscope.model import Trace
     from stepscope.report.build import Report
 
 __version__ = "0.1.0"
@@ -59,7 +59,12 @@ _CAPTURE = {"profile", "annotate", "ThroughputMeter", "print_top_tables", "expor
 
 
 def __getattr__(name: str) -> Any:
-    # Capture helpers import torch; load them only when asked for.
+    # Capture helpers import torch, Trace imports numpy: loaded only when asked for, so the
+    # command line starts (and a Ctrl-C during its imports is caught by its entry point).
+    if name == "Trace":
+        from stepscope.model import Trace
+
+        return Trace
     if name == "monitor":  # not through stepscope.capture: its subpackage has the name
         from stepscope.capture.monitor.context import monitor
 

@@ -34,7 +34,8 @@ def logdir(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def client(logdir: Path) -> Any:
-    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False))) as c:
+    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as c:
         yield c
 
 
@@ -166,7 +167,8 @@ def test_security_headers(client: Any) -> None:
 
 def test_bad_trace_reports_error_not_500(tmp_path: Path) -> None:
     (tmp_path / "bad.pt.trace.json").write_text("{not json")
-    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False))) as c:
+    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as c:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             r = c.get("/api/report", params={"trace": "bad.pt.trace.json"})
@@ -178,7 +180,8 @@ def test_bad_trace_reports_error_not_500(tmp_path: Path) -> None:
 
 
 def test_single_file_root(logdir: Path) -> None:
-    with TestClient(create_app(ViewConfig(root=str(logdir / TRACE), use_cache=False))) as c:
+    with TestClient(create_app(ViewConfig(root=str(logdir / TRACE), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as c:
         runs = c.get("/api/runs").json()["runs"]
         assert runs[0]["workers"][0]["spans"][0]["trace"] == "worker0.1.pt.trace.json.gz"
 
@@ -217,7 +220,8 @@ def test_server_answers_while_a_trace_loads(logdir: Path, monkeypatch: pytest.Mo
         return real(path, use_cache=False)
 
     monkeypatch.setattr(stepscope.formats, "load_trace", slow_load)
-    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False))) as c:
+    with TestClient(create_app(ViewConfig(root=str(logdir), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as c:
         r = c.get("/api/report", params={"trace": TRACE})
         assert r.status_code == 202
         deadline = time.monotonic() + 10

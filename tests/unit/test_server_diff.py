@@ -33,7 +33,8 @@ def client(tmp_path: Path) -> Any:
     (tmp_path / "run2").mkdir()
     dashboard_trace(tmp_path / "run1", "worker0.1.pt.trace.json.gz", steps=3)
     dashboard_trace(tmp_path / "run2", "worker0.2.pt.trace.json.gz", steps=5)
-    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False))) as c:
+    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as c:
         c.root = tmp_path
         yield c
 

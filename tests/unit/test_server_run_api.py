@@ -42,7 +42,8 @@ def test_run_report_equals_cli_json_and_bad_params_are_4xx(tmp_path: Path) -> No
     dashboard_trace(tmp_path / "single")
     for i in range(2):
         (tmp_path / "broken" / f"rank{i}.pt.trace.json").write_text("{not json")
-    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False))) as c:
+    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as c:
         r = _wait(c, "ddp")
         assert r.status_code == 200
         want = build_run_report(find_run([str(tmp_path / "ddp")]), executor="serial",

@@ -7,8 +7,10 @@ Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -46,6 +48,7 @@ HELPS: dict[str, str] = {
     "monitor": "monitor a run's system use and say what bounds it: "
                "stepscope monitor -- python train.py ARGS",
 }
+INTERRUPTED = "stepscope: interrupted"
 
 
 class OptionError(Exception):
@@ -114,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stepscope: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("stepscope: interrupted", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except BrokenPipeError:  # `stepscope report x | head`
         return 0
@@ -153,5 +156,20 @@ def _quiet_broken_pipe() -> None:
     Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
 
 
+def _second_interrupt(signum: int, frame: object) -> None:
+    os._exit(130)  # the user pressed Ctrl-C again while we clean up: leave at once
+
+
 def entry_point() -> None:
-    sys.exit(main())
+    """The console script. Ctrl-C anywhere (imports, reading, worker pools, printing) ends
+    in one line and exit 130; a second Ctrl-C during the cleanup exits immediately."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 130
+        signal.signal(signal.SIGINT, _second_interrupt)
+        with contextlib.suppress(OSError):
+            print(INTERRUPTED, file=sys.stderr, flush=True)
+    if code == 130:
+        signal.signal(signal.SIGINT, _second_interrupt)
+    sys.exit(code)

@@ -77,7 +77,7 @@ def _serve(args: argparse.Namespace, sock: socket.socket, template: str,
     import uvicorn
 
     config = ViewConfig(root=os.path.abspath(args.path), source_link=template,
-                        path_map=path_map, use_cache=not args.no_cache)
+                        path_map=path_map, use_cache=not args.no_cache, host=args.host)
     app = create_app(config)
     print(f"stepscope view: serving {config.root} at http://{args.host}:{args.port}/ "
           "(Ctrl+C to stop)", file=sys.stderr)

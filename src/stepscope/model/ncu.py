@@ -49,3 +49,5 @@ class NcuReport:
     path: str
     page: str  # "details" | "raw"
     kernels: tuple[NcuKernel, ...]
+    # rows that could not be read (reason -> count); the complete rows are kept
+    skipped: dict[str, int] = field(default_factory=dict)

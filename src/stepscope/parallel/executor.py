@@ -11,7 +11,10 @@ per-rank functions return small summaries, never events.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
@@ -42,17 +45,55 @@ def map_ranks(fn: Callable[[T], R], items: Sequence[T], *, executor: str = "proc
     return _dask(fn, items, workers, scheduler, progress)
 
 
+def _ignore_interrupts() -> None:
+    """Worker initializer: Ctrl-C is the parent's to handle (it terminates the pool).
+
+    A terminal's Ctrl-C reaches every process of the group: a worker interrupted inside the
+    pool's queue code can die holding its lock (the other workers and the parent's shutdown
+    then wait forever) and prints a traceback of its own.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _processes(fn: Callable[[T], R], items: Sequence[T], workers: int | None,
                progress: Progress | None) -> list[R]:
     n = max(1, min(workers or os.cpu_count() or 1, len(items)))
     results: list[Any] = [None] * len(items)
-    with ProcessPoolExecutor(max_workers=n) as pool:
-        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+    pool = ProcessPoolExecutor(max_workers=n, initializer=_ignore_interrupts)
+    try:
+        # Workers are started inside submit(): SIGINT is blocked meanwhile, so a worker never
+        # runs Python with the default handler before its initializer; a Ctrl-C pressed then
+        # stays pending and is raised here as soon as it is unblocked.
+        main = threading.current_thread() is threading.main_thread()
+        if main:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        finally:
+            if main:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         for done, fut in enumerate(as_completed(futures), 1):
             results[futures[fut]] = fut.result()
             if progress:
                 progress(done, len(items))
+    except BaseException:
+        _terminate(pool)
+        raise
+    pool.shutdown()
     return results
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop the pool now (an interrupt or an error): kill the workers, drop queued items."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for p in processes:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        with contextlib.suppress(Exception):
+            p.join(timeout=2)
 
 
 def _dask(fn: Callable[[T], R], items: Sequence[T], workers: int | None, scheduler: str | None,

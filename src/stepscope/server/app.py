@@ -8,7 +8,10 @@ logdir; static files are served from the bundle folder by name, never by joined 
 from __future__ import annotations
 
 import contextlib
+import inspect
+import ipaddress
 import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -24,7 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from stepscope.report.bundle import find_bundle
 from stepscope.report.timeline import TimelineIndex
-from stepscope.server.logdir import TraceFile, discover, runs_json
+from stepscope.server.logdir import MAX_FILES, Logdir, TraceFile, runs_json
 from stepscope.server.runs import RunStore, rank_files, run_location
 from stepscope.server.store import Entry, TraceStore
 
@@ -44,10 +48,16 @@ class ViewConfig:
     path_map: tuple[tuple[str, str], ...] = ()
     use_cache: bool = True
     bundle: Path | None = field(default=None)
+    host: str = "127.0.0.1"  # the --host the server was started for (DNS-rebinding check)
+    max_files: int = MAX_FILES  # the listing cap
 
 
 class BadRequest(Exception):
     pass
+
+
+class PastTheCap(Exception):
+    """A trace id not listed because the logdir is larger than the listing cap (409)."""
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -73,6 +83,69 @@ class _Headers:
         await self.app(scope, receive, send_with)
 
 
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without port, brackets, trailing dot or case."""
+    value = header.strip().lower()
+    if value.startswith("["):  # [::1] or [::1]:6006
+        end = value.find("]")
+        return value[1:end] if end > 0 else ""
+    if value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value.rstrip(".")
+
+
+def allowed_hosts(bind: str) -> Callable[[str], bool]:
+    """Whether a ``Host`` name may reach the server started on ``--host bind``.
+
+    DNS rebinding points an attacker's domain at 127.0.0.1 after the page loaded, so the
+    browser sends that domain in ``Host``: only the loopback names and the bound address are
+    accepted. An address literal cannot be rebound (the browser connected to that very
+    address), so when the server listens on every interface (0.0.0.0, ::) any IP literal and
+    this machine's name are accepted too.
+    """
+    names = set(LOOPBACK_NAMES) | {host_name(bind)}
+    wildcard = bind.strip("[]") in WILDCARDS
+    if wildcard:
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+
+    def check(name: str) -> bool:
+        if name in names:
+            return True
+        if wildcard:
+            try:
+                ipaddress.ip_address(name)
+                return True
+            except ValueError:
+                return False
+        return False
+
+    return check
+
+
+class _HostCheck:
+    """403 for any request whose ``Host`` is not a name this server was started for."""
+
+    def __init__(self, app: ASGIApp, bind: str) -> None:
+        self.app = app
+        self.check = allowed_hosts(bind)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", [])
+                         if k == b"host"), "")
+            if not self.check(host_name(host)):
+                response = PlainTextResponse(
+                    "forbidden: unknown Host header (stepscope view answers only the "
+                    "addresses it was started for; see --host)", 403)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 NO_TIMELINE = "this run has no timeline (a TensorRT engine's outputs)"
 
 
@@ -81,15 +154,23 @@ def create_app(config: ViewConfig) -> Starlette:
     run_store = RunStore(use_cache=config.use_cache)
     bundle = config.bundle if config.bundle is not None else find_bundle()
 
+    logdir = Logdir(config.root, limit=config.max_files)
+
     def files() -> dict[str, TraceFile]:
-        return {f.id: f for f in discover(config.root)}
+        return logdir.listing().by_id
 
     def trace_file(request: Request, param: str = "trace") -> TraceFile:
         tid = request.query_params.get(param)
         if not tid:
             raise BadRequest(f"missing parameter {param!r}")
-        found = files().get(tid)
+        listing = logdir.listing()
+        found = listing.by_id.get(tid)
         if found is None:
+            if listing.truncated:
+                raise PastTheCap(f"no trace {tid!r} among the {len(listing.files):,} listed: "
+                                 f"the logdir holds more than {len(listing.files):,} trace "
+                                 "files and only those are served; view a sub-folder "
+                                 "(stepscope view RUN_DIR)")
             raise LookupError(f"no trace {tid!r} under the logdir")
         return found
 
@@ -121,8 +202,10 @@ def create_app(config: ViewConfig) -> Starlette:
         return _json({"source_link": config.source_link,
                       "path_map": [list(p) for p in config.path_map], "mode": "server"})
 
-    async def api_runs(request: Request) -> Response:
-        return _json({"root": Path(config.root).name, "runs": runs_json(list(files().values()))})
+    def api_runs(request: Request) -> Response:
+        listing = logdir.listing()
+        return _json({"root": Path(config.root).name, "runs": runs_json(list(listing.files)),
+                      "truncated": listing.truncated, "listed": len(listing.files)})
 
     def api_progress(request: Request) -> Response:
         return _json(store.get(trace_file(request).path).progress())
@@ -270,14 +353,18 @@ def create_app(config: ViewConfig) -> Starlette:
         return FileResponse(bundle / "index.html", media_type="text/html")
 
     def wrap(fn: Any) -> Any:
+        """An endpoint: async handlers run on the event loop, the others (a logdir scan, a
+        timeline query, JSON encoding: blocking work) in the thread pool, so one slow
+        request never holds up the rest."""
         async def endpoint(request: Request) -> Response:
             try:
-                result = fn(request)
-                if hasattr(result, "__await__"):
-                    result = await result
-                return result  # type: ignore[no-any-return]
+                if inspect.iscoroutinefunction(fn):
+                    return await fn(request)  # type: ignore[no-any-return]
+                return await run_in_threadpool(fn, request)
             except BadRequest as exc:
                 return _json({"error": str(exc)}, 400)
+            except PastTheCap as exc:
+                return _json({"error": str(exc), "truncated": True}, 409)
             except LookupError as exc:
                 return _json({"error": str(exc).strip("'\"")}, 404)
         return endpoint
@@ -307,7 +394,8 @@ def create_app(config: ViewConfig) -> Starlette:
         run_store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(_Headers)
+    app.add_middleware(_HostCheck, bind=config.host)
+    app.add_middleware(_Headers)  # added last: outermost, so the 403 carries the headers too
     app.state.store = store
     return app
 

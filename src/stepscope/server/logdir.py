@@ -2,14 +2,21 @@
 
 A run is a directory holding trace files (its path relative to the logdir); a file
 ``{worker}.{span}.pt.trace.json[.gz]`` belongs to ``worker`` and ``span``; other
-``*.json[.gz]`` traces are a worker of their own. The scan is cheap and runs on every
-request, so traces written after the server started show up without a restart.
+``*.json[.gz]`` traces are a worker of their own.
+
+:class:`Logdir` caches the scan: a request re-lists only when a scanned directory's mtime
+changed (a file or folder was added, removed or renamed: new traces show up without a
+restart) or the listing is older than ``RESCAN_S`` (sizes of files still being written);
+while one thread rescans, the others answer from the previous listing. At most ``MAX_FILES``
+files are listed; the listing says when there were more.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from stepscope.formats.kinds import ANY_NAME, TB_NAME, TREX_NAME, TREX_PREFERENCE, listed_name
@@ -17,6 +24,7 @@ from stepscope.formats.kinds import ANY_NAME, TB_NAME, TREX_NAME, TREX_PREFERENC
 # Which names are listed is the input-kind registry's (formats.kinds) to say.
 MAX_DEPTH = 6
 MAX_FILES = 10_000
+RESCAN_S = 5.0  # a full rescan at least this often, even when no directory changed
 
 
 @dataclass(frozen=True)
@@ -29,23 +37,84 @@ class TraceFile:
     size: int
 
 
+@dataclass(frozen=True)
+class Listing:
+    files: tuple[TraceFile, ...]
+    truncated: bool  # more than MAX_FILES trace files: only the first MAX_FILES are listed
+    dirs: tuple[tuple[str, int], ...] = ()  # (directory, mtime_ns) scanned: the change check
+    at: float = 0.0  # time.monotonic() of the scan
+    by_id: dict[str, TraceFile] = field(default_factory=dict, compare=False)
+
+
 def discover(root: str) -> list[TraceFile]:
     """Every trace file under ``root`` (a directory) or ``root`` itself (a file)."""
+    return list(scan(root).files)
+
+
+def scan(root: str, limit: int = MAX_FILES) -> Listing:
+    """List ``root``: at most ``limit`` trace files, and whether there were more."""
     base = Path(root).resolve()
     if base.is_file():
-        return [_entry(base.parent, base)] if listed_name(base.name) else []
+        files = (_entry(base.parent, base),) if listed_name(base.name) else ()
+        return _listing(files, False, ())
     found: list[TraceFile] = []
+    dirs: list[tuple[str, int]] = []
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirs.append((dirpath, _mtime(dirpath)))
         rel_depth = len(Path(dirpath).relative_to(base).parts)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")) \
             if rel_depth < MAX_DEPTH else []
         for name in trt_representatives(sorted(filenames)):
             p = Path(dirpath) / name
             if listed_name(name) and not p.is_symlink():
+                if len(found) >= limit:
+                    return _listing(tuple(found), True, tuple(dirs))
                 found.append(_entry(base, p))
-                if len(found) >= MAX_FILES:
-                    return found
-    return found
+    return _listing(tuple(found), False, tuple(dirs))
+
+
+def _listing(files: tuple[TraceFile, ...], truncated: bool,
+             dirs: tuple[tuple[str, int], ...]) -> Listing:
+    return Listing(files, truncated, dirs, time.monotonic(), {f.id: f for f in files})
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+class Logdir:
+    """The cached listing of one logdir (thread-safe; see the module docstring)."""
+
+    def __init__(self, root: str, limit: int = MAX_FILES, rescan_s: float = RESCAN_S) -> None:
+        self.root = root
+        self.limit = limit
+        self.rescan_s = rescan_s
+        self._lock = threading.Lock()
+        self._listing: Listing | None = None
+
+    def listing(self) -> Listing:
+        current = self._listing
+        if current is not None and self._fresh(current):
+            return current
+        if current is None:
+            self._lock.acquire()
+        elif not self._lock.acquire(blocking=False):
+            return current  # another thread is rescanning: answer from the last listing
+        try:
+            if self._listing is not current and self._listing is not None:
+                return self._listing  # rescanned while we waited
+            self._listing = scan(self.root, self.limit)
+            return self._listing
+        finally:
+            self._lock.release()
+
+    def _fresh(self, listing: Listing) -> bool:
+        if time.monotonic() - listing.at >= self.rescan_s:
+            return False
+        return all(_mtime(d) == m for d, m in listing.dirs)
 
 
 def trt_representatives(names: list[str]) -> list[str]:

@@ -524,8 +524,10 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
     cidx = np.flatnonzero(counted)
     op_dev = np.full(n, -1, dtype=np.int64)
     if on_gpu:
-        busy = np.bincount(np.maximum(dev.device, 0), weights=dev.dur.astype(np.float64))
-        op_dev[:] = int(np.argmax(busy))
+        # by the ids present, not indexed by id: a (hostile) id of 2^31 must not size an array
+        ids, inv = np.unique(np.maximum(dev.device, 0), return_inverse=True)
+        busy = np.bincount(inv, weights=dev.dur.astype(np.float64))
+        op_dev[:] = int(ids[int(np.argmax(busy))])
         first = _first_per_group(item_op[sel], item_time[sel])
         op_dev[item_op[sel][first]] = item_device[sel][first]
     step_rows = []

@@ -20,8 +20,9 @@ def run_ncu_only(report: NcuReport, fmt: str, top: int) -> int:
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "source": {"path": report.path, "format": "ncu", "events": len(report.kernels),
-                   "vendor": "nvidia", "rank": None, "world_size": None, "skipped": {},
-                   "warnings": [], "partial": False},
+                   "vendor": "nvidia", "rank": None, "world_size": None,
+                   "skipped": dict(report.skipped), "warnings": [],
+                   "partial": bool(report.skipped)},
         "ncu": ncu,
     }
     if fmt == "json":
@@ -29,5 +30,8 @@ def run_ncu_only(report: NcuReport, fmt: str, top: int) -> int:
     else:
         console = Console()
         console.rule(f"stepscope report — {report.path}")
+        for reason, n in sorted(report.skipped.items()):
+            console.print(f"note: {n:,} {reason} skipped; the complete rows are reported",
+                          markup=False, highlight=False)
         render_ncu(ncu, console, top)
     return 0

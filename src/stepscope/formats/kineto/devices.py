@@ -25,7 +25,7 @@ def _entries(raw: msgspec.Raw) -> list[msgspec.Raw]:
         return []
     try:
         items = msgspec.json.decode(raw, type=list[msgspec.Raw] | None)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, UnicodeDecodeError):
         return []
     return items or []
 
@@ -36,8 +36,12 @@ def read_device_props(*raws: msgspec.Raw) -> tuple[DeviceProperties, ...]:
         out = []
         for i, item in enumerate(_entries(raw)):
             try:
-                d = msgspec.json.decode(item, type=DeviceProps, strict=False)
-            except msgspec.MsgspecError:
+                try:
+                    d = msgspec.json.decode(item, type=DeviceProps, strict=False)
+                except UnicodeDecodeError:  # a bad byte in a name: U+FFFD, the entry kept
+                    fixed = bytes(item).decode("utf-8", "replace").encode()
+                    d = msgspec.json.decode(fixed, type=DeviceProps, strict=False)
+            except (msgspec.MsgspecError, UnicodeDecodeError):
                 continue
             out.append(DeviceProperties(
                 id=d.id if d.id >= 0 else i, name=d.name or "", total_memory=d.totalGlobalMem,

@@ -55,8 +55,9 @@ from stepscope.model.trace import (
 )
 
 # 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table;
-# 5: baseTimeNanoseconds kept (TraceMeta.base_time_ns); 6: TraceMeta.incomplete
-READER_VERSION = "kineto-6"
+# 5: baseTimeNanoseconds kept (TraceMeta.base_time_ns); 6: TraceMeta.incomplete;
+# 7: schemaVersion of any type tolerated, bad UTF-8 in deviceProperties replaced
+READER_VERSION = "kineto-7"
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -74,6 +75,23 @@ _SNIFF_BYTES = 4096
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _schema_version(raw: msgspec.Raw) -> tuple[int | None, bool]:
+    """(``schemaVersion`` when it is an integer (Kineto writes 1), whether it is odd).
+
+    Only reported, so never a reason to reject a trace: a string or null (some producers)
+    is quietly not a version, anything else (a float, an object) is ignored with a warning.
+    """
+    if not len(raw):
+        return None, False
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.MsgspecError, UnicodeDecodeError):
+        return None, True
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, False
+    return None, not (value is None or isinstance(value, str))
 
 
 def _opening(data: bytes | memoryview) -> bytes:
@@ -116,17 +134,19 @@ def _decode_events(piece: bytes | memoryview) -> tuple[list[Event], Counter[str]
     skipped: Counter[str] = Counter()
     repairs: Counter[str] = Counter()
     try:
-        return _EVENTS.decode(piece), skipped, repairs
-    except msgspec.ValidationError:
-        pass
+        try:
+            return _EVENTS.decode(piece), skipped, repairs
+        except msgspec.ValidationError:
+            items = _GENERIC.decode(piece)  # the slow path: repair event by event
     except UnicodeDecodeError:
-        # strings with bytes that are not UTF-8: keep the events, with U+FFFD for those bytes
+        # strings with bytes that are not UTF-8 (met by the typed decode or, after a type
+        # error earlier in the piece, by the generic one): keep the events, with U+FFFD
         piece = bytes(piece).decode("utf-8", "replace").encode()
         events, skipped, repairs = _decode_events(piece)
         skipped["invalid UTF-8 in names (replaced by U+FFFD)"] += 1
         return events, skipped, repairs
     events = []
-    for item in _GENERIC.decode(piece):
+    for item in items:
         event = repair_event(item, repairs)
         if event is None:
             skipped["malformed event (not an object, or unrepairable fields)"] += 1
@@ -471,13 +491,15 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
     devices: tuple[DeviceProperties, ...] = ()
     if doc is not None:
         devices = read_device_props(doc.deviceProperties, doc.computeProperties)
-        schema = doc.schemaVersion if isinstance(doc.schemaVersion, int) else None
+        schema, odd = _schema_version(doc.schemaVersion)
+        if odd:
+            warnings = [*warnings, "schemaVersion is neither a number nor a string; ignored"]
         base_ns = _base_time(doc.baseTimeNanoseconds)
         if len(doc.distributedInfo):
             try:
                 info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
                 rank, world, backend = info.rank, info.world_size, info.backend
-            except msgspec.MsgspecError:
+            except (msgspec.MsgspecError, UnicodeDecodeError):
                 warnings = [*warnings, "distributedInfo is malformed; rank unknown"]
     host = HostOps.from_columns(_sorted(tables[F_HOST]))
     device_ops = DeviceOps.from_columns(_sorted(tables[F_DEVICE]))

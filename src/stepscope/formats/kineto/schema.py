@@ -65,7 +65,8 @@ class Document(msgspec.Struct, gc=False):
     """The top level; ``traceEvents`` is kept raw so it can be decoded in chunks."""
 
     traceEvents: msgspec.Raw = msgspec.Raw()
-    schemaVersion: int | str | None = None
+    # Raw: a header we only report never rejects a trace, whatever its JSON type
+    schemaVersion: msgspec.Raw = msgspec.Raw()
     deviceProperties: msgspec.Raw = msgspec.Raw()
     computeProperties: msgspec.Raw = msgspec.Raw()  # PyTorch 1.8/1.9 (torch-tb-profiler era)
     distributedInfo: msgspec.Raw = msgspec.Raw()

@@ -15,6 +15,7 @@ import csv
 import io
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -109,15 +110,18 @@ def read_ncu(data: bytes | memoryview, path: str) -> NcuReport:
         raise TraceFormatError(f"{path}: unexpected Nsight Compute CSV header "
                                f"({one_line(', '.join(header[:6]), 120)}...)")
     body = [r for r in rows[1:] if r]
+    skipped: Counter[str] = Counter()
     if "Metric Name" in header:
-        kernels = _details(header, body, path)
+        kernels = _details(header, body, skipped)
         page = "details"
     else:
-        kernels = _raw(header, body, path)
+        kernels = _raw(header, body, skipped)
         page = "raw"
     if not kernels:
-        raise TraceFormatError(f"{path}: Nsight Compute CSV export without any kernel row")
-    return NcuReport(path=path, page=page, kernels=tuple(kernels))
+        why = "; ".join(f"{n:,} {r}" for r, n in sorted(skipped.items()))
+        raise TraceFormatError(f"{path}: Nsight Compute CSV export without any kernel row"
+                               + (f" ({why})" if why else ""))
+    return NcuReport(path=path, page=page, kernels=tuple(kernels), skipped=dict(skipped))
 
 
 def _ident(row: dict[str, str]) -> dict[str, Any]:
@@ -164,25 +168,34 @@ def _build(kid: int, ident: dict[str, Any], metrics: Iterable[tuple[str, str, st
     return NcuKernel(id=kid, **ident, **fields, rules=tuple(rules), metrics=all_metrics)
 
 
-def _kid(value: str, path: str) -> int:
+def _kid(value: str) -> int | None:
     try:
         return int(value.strip().replace(",", ""))
     except ValueError:
-        raise TraceFormatError(
-            f"{path}: Nsight Compute CSV row with a bad ID {one_line(repr(value), 40)}") from None
+        return None
 
 
-def _details(header: list[str], body: list[list[str]], path: str) -> list[NcuKernel]:
+# A bad row (cut short: a file still being written, a hand edit; or an ID that is not a
+# number) is skipped and counted, never the whole export: each row stands alone.
+TRUNCATED = "rows cut short (fewer columns than the header)"
+BAD_ID = "rows whose ID is not a number"
+
+
+def _details(header: list[str], body: list[list[str]],
+             skipped: Counter[str]) -> list[NcuKernel]:
     order: list[int] = []
     idents: dict[int, dict[str, Any]] = {}
     metrics: dict[int, list[tuple[str, str, str]]] = {}
     rules: dict[int, list[NcuRule]] = {}
     for raw in body:
         if len(raw) < len(ID_COLS) + 3:
-            raise TraceFormatError(f"{path}: truncated Nsight Compute CSV row "
-                                   f"({len(raw)} of {len(header)} columns)")
+            skipped[TRUNCATED] += 1
+            continue
         row = dict(zip(header, raw, strict=False))  # ncu leaves a trailing comma on some rows
-        kid = _kid(row["ID"], path)
+        kid = _kid(row["ID"])
+        if kid is None:
+            skipped[BAD_ID] += 1
+            continue
         if kid not in idents:
             order.append(kid)
             idents[kid] = _ident(row)
@@ -202,7 +215,7 @@ def _details(header: list[str], body: list[list[str]], path: str) -> list[NcuKer
     return [_build(k, idents[k], metrics[k], rules[k], DETAILS) for k in order]
 
 
-def _raw(header: list[str], body: list[list[str]], path: str) -> list[NcuKernel]:
+def _raw(header: list[str], body: list[list[str]], skipped: Counter[str]) -> list[NcuKernel]:
     units: list[str] = [""] * len(header)
     if body and not body[0][0].strip().replace(",", "").isdigit():
         units = body[0] + [""] * (len(header) - len(body[0]))
@@ -211,10 +224,13 @@ def _raw(header: list[str], body: list[list[str]], path: str) -> list[NcuKernel]
     first_metric = len(ID_COLS)
     for raw in body:
         if len(raw) < len(ID_COLS):
-            raise TraceFormatError(f"{path}: truncated Nsight Compute CSV row "
-                                   f"({len(raw)} of {len(header)} columns)")
+            skipped[TRUNCATED] += 1
+            continue
         row = dict(zip(header, raw, strict=False))
-        kid = _kid(row["ID"], path)
+        kid = _kid(row["ID"])
+        if kid is None:
+            skipped[BAD_ID] += 1
+            continue
         metrics = [(header[i], units[i], raw[i]) for i in range(first_metric, len(raw))
                    if i < len(header) and header[i] not in ("Context", "Stream", "Block Size",
                                                            "Grid Size", "Device", "CC",

@@ -24,6 +24,7 @@ Mapping to the model (docs/metrics.md "Nsight Systems"):
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sqlite3
@@ -58,7 +59,10 @@ from stepscope.model.trace import (
     TraceMeta,
 )
 
-READER_VERSION = "nsys-1"
+READER_VERSION = "nsys-2"  # 2: unknown name ids unnamed, malformed descriptive cells tolerated
+# CUDA ordinals are small (one per GPU of the node); a TARGET_INFO_GPU id past this is not a
+# device id (a corrupt cell) and would size per-device tables
+MAX_DEVICE_ID = 1 << 16
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -102,7 +106,18 @@ class _Strings:
 
     def __init__(self, base: list[str]) -> None:
         self.values = base
+        self.base = len(base)
         self.index: dict[str, int] = {}
+        self.unknown = 0  # name ids the export does not hold in StringIds
+
+    def checked(self, ids: I64) -> I64:
+        """``ids`` with every id that is not a StringIds entry made -1 (unnamed), counted:
+        ids index the string table, so one that does not exist must never reach it."""
+        bad = (ids >= self.base) | (ids < -1)
+        if bad.any():
+            self.unknown += int(bad.sum())
+            ids = np.where(bad, -1, ids)
+        return ids
 
     def add(self, s: str) -> int:
         i = self.index.get(s)
@@ -161,7 +176,8 @@ def _read_strings(con: sqlite3.Connection, schema: Schema) -> list[str]:
     table = schema.first(STRING_TABLES)
     if table is None:
         return []
-    rows = con.execute(f"SELECT id, value FROM {table}").fetchall()
+    rows = [(i, v) for i, v in con.execute(f"SELECT id, value FROM {table}")
+            if isinstance(i, int)]  # a non-integer id names nothing: that row is ignored
     if not rows:
         return []
     top = max(r[0] for r in rows)
@@ -171,7 +187,8 @@ def _read_strings(con: sqlite3.Connection, schema: Schema) -> list[str]:
     out = [""] * (top + 1)
     for i, v in rows:  # one Python step per distinct string, not per event
         if i >= 0:
-            out[i] = "" if v is None else str(v)
+            out[i] = "" if v is None else v.decode("utf-8", "replace") \
+                if isinstance(v, bytes) else str(v)
     return out
 
 
@@ -191,8 +208,8 @@ def _window(con: sqlite3.Connection, schema: Schema) -> tuple[int | None, int | 
     if not schema.has(table) or not {"startTime", "stopTime"} <= schema.tables[table]:
         return None, None
     row = con.execute(f"SELECT min(startTime), max(stopTime) FROM {table}").fetchone()
-    if row is None or row[0] is None or row[1] is None:
-        return None, None
+    if row is None or not all(isinstance(v, int) for v in row):
+        return None, None  # only reported: a malformed window is left out, never fatal
     return int(row[0]), int(row[1])
 
 
@@ -204,8 +221,29 @@ def _diagnostics(con: sqlite3.Connection, schema: Schema) -> tuple[str, ...]:
     rows = con.execute(f"SELECT severity, text, count(*) AS n FROM {table} WHERE severity >= "
                        f"{DIAGNOSTIC_WARNING} AND text IS NOT NULL GROUP BY severity, text "
                        "ORDER BY n DESC, text LIMIT 20").fetchall()
-    return tuple(f"{'error' if sev >= 3 else 'warning'}: {one_line(str(text), 200)}"
+    return tuple(f"{'error' if _int(sev, 3) >= 3 else 'warning'}: {one_line(str(text), 200)}"
                  + (f" (x{n})" if n > 1 else "") for sev, text, n in rows)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _int(value: Any, default: int) -> int:
+    """An integer cell, or ``default`` for anything else (text, a blob, NULL, a float that
+    is not finite): the columns read this way are descriptive and never reject an export."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return default
+    return default
 
 
 def _devices(con: sqlite3.Connection, schema: Schema) -> tuple[DeviceProperties, ...]:
@@ -220,7 +258,8 @@ def _devices(con: sqlite3.Connection, schema: Schema) -> tuple[DeviceProperties,
         for gpu, cuda in con.execute(
             f"SELECT DISTINCT {c(dev, 'gpuId')}, {c(dev, 'cudaId')} FROM {dev}"
         ):
-            cuda_of.setdefault(int(gpu), int(cuda))
+            if isinstance(gpu, int) and isinstance(cuda, int):
+                cuda_of.setdefault(gpu, cuda)
     sql = (
         f"SELECT {c(table, 'id', default='0')}, {c(table, 'name', default=repr(''))}, "
         f"{c(table, 'totalMemory', 'globalMemorySize', default='0')}, "
@@ -237,16 +276,20 @@ def _devices(con: sqlite3.Connection, schema: Schema) -> tuple[DeviceProperties,
     seen: set[int] = set()
     for row in con.execute(sql):
         gid, name, mem, major, minor, sms, warps, warp, clock, bw, l2, blocks, regs, shm, cu = row
-        did = cuda_of.get(int(gid), int(cu) if int(cu) >= 0 else int(gid))
-        if did in seen:
-            continue
+        gid, cu = _int(gid, -1), _int(cu, -1)
+        did = cuda_of.get(gid, cu if cu >= 0 else gid)
+        if did in seen or not 0 <= did < MAX_DEVICE_ID:
+            continue  # a device without a usable id cannot be matched to its kernels
         seen.add(did)
+        warps, warp = _int(warps, 0), _int(warp, 32)
         out.append(DeviceProperties(
-            id=did, name=str(name), total_memory=int(mem), compute_major=int(major),
-            compute_minor=int(minor), num_sms=int(sms), max_threads_per_sm=int(warps) * int(warp),
-            warp_size=int(warp), clock_hz=int(clock), memory_bandwidth=int(bw),
-            l2_cache_bytes=int(l2), max_warps_per_sm=int(warps), max_blocks_per_sm=int(blocks),
-            max_registers_per_sm=int(regs), max_shared_memory_per_sm=int(shm),
+            id=did, name=name.decode("utf-8", "replace") if isinstance(name, bytes)
+            else str(name), total_memory=_int(mem, 0), compute_major=_int(major, 0),
+            compute_minor=_int(minor, 0), num_sms=_int(sms, 0),
+            max_threads_per_sm=warps * warp, warp_size=warp, clock_hz=_int(clock, 0),
+            memory_bandwidth=_int(bw, 0), l2_cache_bytes=_int(l2, 0), max_warps_per_sm=warps,
+            max_blocks_per_sm=_int(blocks, 0), max_registers_per_sm=_int(regs, 0),
+            max_shared_memory_per_sm=_int(shm, 0),
         ))
     return tuple(out)
 
@@ -328,8 +371,8 @@ def _device(con: sqlite3.Connection, schema: Schema, strings: _Strings,
     pid = pid_of(a["gpid"])
     a["corr"] = unique_correlation(pid, a["corr"])
     a["shm"] = a["sshm"] + a["dshm"]
-    names = a["name"]
-    mangled = a["mangled"]
+    names = strings.checked(a["name"])
+    mangled = strings.checked(a["mangled"])
     kern = kind_col == DEV_KERNEL
     names, mangled = _kernel_names(strings, names, mangled, kern)
     # memcpy/memset labels in Kineto's spelling, one string per distinct kind combination
@@ -496,7 +539,7 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRan
     for t, s in NVTX_TYPES.items():
         style_of[t] = s
     return NvtxRanges.from_columns({
-        "name": np.where(a["text"] >= 0, a["text"], a["name"]), "ts": a["ts"],
+        "name": np.where(a["text"] >= 0, a["text"], strings.checked(a["name"])), "ts": a["ts"],
         "dur": np.maximum(a["end"] - a["ts"], 0),
         "pid": strings.of_ints(pid_of(a["gtid"])), "tid": strings.of_ints(a["gtid"] & 0xFFFFFF),
         "domain": dom_ids[inv.reshape(-1)] if len(a) else np.empty(0, np.int32),
@@ -547,7 +590,7 @@ def _osrt(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> OsCalls
     else:
         a = _sorted(_read_table(con, schema, OSRT, _OSRT))
     return OsCalls.from_columns({
-        "name": a["name"], "ts": a["ts"], "dur": np.maximum(a["end"] - a["ts"], 0),
+        "name": strings.checked(a["name"]), "ts": a["ts"], "dur": np.maximum(a["end"] - a["ts"], 0),
         "pid": strings.of_ints(pid_of(a["gtid"])), "tid": strings.of_ints(a["gtid"] & 0xFFFFFF),
     })
 
@@ -567,10 +610,16 @@ def read_nsys(local_file: str, path: str) -> Trace:
         con = sqlite3.connect(sqlite_uri(local_file), uri=True)
     except sqlite3.Error as exc:
         raise TraceSourceError(f"{path}: cannot open as SQLite ({exc})") from None
+    # text that is not UTF-8 (a corrupt page, a table name in sqlite_master, a kernel name):
+    # U+FFFD for the bad bytes instead of a UnicodeDecodeError out of the cursor
+    con.text_factory = _text
     try:
         try:
             schema = Schema.probe(con)
-        except sqlite3.DatabaseError as exc:
+        except UnicodeDecodeError:  # SQLite's own message quotes the corrupt schema bytes
+            raise TraceFormatError(f"{path}: not a readable SQLite database (malformed "
+                                   "schema: names that are not UTF-8)") from None
+        except sqlite3.Error as exc:
             raise TraceFormatError(f"{path}: not a readable SQLite database ({exc})") from None
         if not schema.is_nsys():
             raise TraceFormatError(
@@ -580,8 +629,15 @@ def read_nsys(local_file: str, path: str) -> Trace:
             return _read(con, schema, path)
         except TraceFormatError as exc:
             raise TraceFormatError(f"{path}: {exc}") from None
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             raise TraceFormatError(f"{path}: corrupt SQLite export ({exc})") from None
+        except UnicodeDecodeError:
+            raise TraceFormatError(f"{path}: corrupt SQLite export (text that is not "
+                                   "UTF-8 in its schema)") from None
+        except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+            # a cell of a type or size no producer writes, in a column we need
+            raise TraceFormatError(f"{path}: malformed Nsight Systems export "
+                                   f"({type(exc).__name__}: {one_line(str(exc), 120)})") from None
     finally:
         con.close()
 
@@ -598,6 +654,8 @@ def _read(con: sqlite3.Connection, schema: Schema, path: str) -> Trace:
     osrt = _osrt(con, schema, strings)
     events = len(device) + len(runtime) + len(syncs) + len(nvtx) + len(osrt)
     warnings: list[str] = []
+    if strings.unknown:
+        warnings.append(f"{strings.unknown:,} name ids are not in StringIds (shown unnamed)")
     if not len(device) and not len(runtime):
         warnings.append("no CUDA trace in this export (profile with -t cuda)")
     product = meta_kv.get("EXPORT_PRODUCT_NAME")
