@@ -321,3 +321,39 @@ def test_small_batch_offers_amp_only_to_a_run_without_it(tmp_path: Path) -> None
     assert bf16 is not None and fp32 is not None
     assert "AMP" not in bf16.fix and "activation checkpointing" in bf16.fix
     assert "AMP or activation checkpointing" in fp32.fix
+
+
+# ---- the audit on real traces: a copy to pageable memory waits like a sync -------------
+
+def _copy_after_gemm(b: TraceBuilder, name: str, *, call_end: float, copy_ts: float) -> None:
+    """A 10 ms step: a 4 ms GEMM queued at once, then one cudaMemcpyAsync on pageable memory
+    whose call runs until ``call_end`` and whose copy runs at ``copy_ts`` for 5 µs."""
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 10, 20)
+        b.launch(mm, "cudaLaunchKernel", 12, 5, kernel=TC_BF16, k_ts=100, k_dur=4000)
+        cp = b.op("aten::copy_", 40, call_end - 30)
+        b.launch(cp, "cudaMemcpyAsync", 50, call_end - 50, kernel=name, k_ts=copy_ts, k_dur=5,
+                 cat="gpu_memcpy", bytes=4)
+
+
+def test_dtoh_pageable_copy_waiting_for_queued_work_is_a_sync(tmp_path: Path) -> None:
+    # .item()/.cpu(): cudaMemcpyAsync to pageable memory returns only once the copy is done,
+    # so its 4 ms are a wait for the GEMM queued before it, which pinning would not remove
+    b = TraceBuilder()
+    _copy_after_gemm(b, "Memcpy DtoH (Device -> Pageable)", call_end=4150, copy_ts=4110)
+    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)))}
+    assert "async-memcpy-pageable" not in fs
+    sync = fs["host-sync"]
+    assert sync.saving_us == pytest.approx(4100, abs=5)
+    assert any("copies to pageable host memory" in e for e in sync.evidence)
+
+
+def test_htod_pageable_copy_staging_is_not_a_sync(tmp_path: Path) -> None:
+    # an HtoD copy from pageable memory is staged by the CPU (no device synchronisation):
+    # its blocked time is the pageable cost, not a wait for the GPU
+    b = TraceBuilder()
+    _copy_after_gemm(b, "Memcpy HtoD (Pageable -> Device)", call_end=3050, copy_ts=4110)
+    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)))}
+    assert "host-sync" not in fs
+    assert fs["async-memcpy-pageable"].saving_us == pytest.approx(3000, abs=5)
+
