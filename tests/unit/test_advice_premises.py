@@ -357,3 +357,38 @@ def test_htod_pageable_copy_staging_is_not_a_sync(tmp_path: Path) -> None:
     assert "host-sync" not in fs
     assert fs["async-memcpy-pageable"].saving_us == pytest.approx(3000, abs=5)
 
+
+# ---- launch-bound speaks the run's vendor and knows a compiled run ----------------------
+
+def _launch_bound(tmp_path: Path, *, amd: bool = False, compiled: bool = False) -> Finding:
+    b = TraceBuilder()
+    if amd:
+        b.device_properties = [dict(MI300)]
+    api = "hipLaunchKernel" if amd else "cudaLaunchKernel"
+    with b.step(1, 0, 10_000):
+        if compiled:
+            b.annotation("Torch-Compiled Region: 0/0", 1, 9_998)
+        for i in range(1000):
+            t = 5 + i * 10
+            o = b.op("aten::add", t, 8)
+            b.launch(o, api, t + 1, 6, kernel="void kernel_small", k_ts=t + 8, k_dur=2)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "launch-bound"]
+    return f
+
+
+def test_launch_bound_on_amd_says_hip_graphs(tmp_path: Path) -> None:
+    f = _launch_bound(tmp_path, amd=True)
+    assert "HIP graphs" in f.fix and "CUDA" not in f.fix
+    assert f.code is not None and "captures HIP graphs" in f.code
+
+
+def test_launch_bound_on_nvidia_says_cuda_graphs(tmp_path: Path) -> None:
+    f = _launch_bound(tmp_path)
+    assert "CUDA graphs" in f.fix and "HIP" not in f.fix
+    assert 'torch.compile(mode="reduce-overhead")' in f.fix
+
+
+def test_launch_bound_on_a_compiled_run_does_not_ask_for_torch_compile(tmp_path: Path) -> None:
+    f = _launch_bound(tmp_path, compiled=True)
+    assert "already compiled (Torch-Compiled Region: 0/0)" in f.fix
+    assert 'torch.compile(mode="reduce-overhead")' not in f.fix

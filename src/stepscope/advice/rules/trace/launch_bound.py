@@ -27,7 +27,7 @@ THRESHOLD_PCT = 5.0  # launch-wait GPU idle, % of the step
 QUEUED_DELAY_NS = 50_000
 
 CODE = """\
-model = torch.compile(model, mode="reduce-overhead")   # captures CUDA graphs
+model = torch.compile(model, mode="reduce-overhead")   # captures {graphs}
 # or capture a static step by hand:
 g = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g):
@@ -35,6 +35,20 @@ with torch.cuda.graph(g):
 for x, y in loader:
     static_x.copy_(x); static_y.copy_(y)
     g.replay()"""
+
+
+def _fix(ctx: Context) -> str:
+    """The means of launching less that the run does not use yet, in its vendor's words
+    (torch.cuda.graph captures HIP graphs on ROCm)."""
+    p = ctx.premises
+    if p.compiled is not None:
+        return (f"Launch fewer, larger kernels: the run is already compiled ({p.compiled}) but "
+                f"launches each kernel eagerly: compile with mode=\"reduce-overhead\" to "
+                f"replay {p.graphs}, capture static parts of the step in {p.graphs} by hand, "
+                "or a larger batch to give each kernel more work.")
+    return ("Launch fewer, larger kernels: torch.compile(mode=\"reduce-overhead\") (fusion + "
+            f"{p.graphs}), {p.graphs} for static shapes, or a larger batch to give each "
+            "kernel more work.")
 
 
 def check(ctx: Context) -> Finding | None:
@@ -96,9 +110,7 @@ def check(ctx: Context) -> Finding | None:
                         f"{fmt_ns(ctx.a.clock_skew.max_ns)} before their launch call returns, "
                         "so launch delays and host-wait gaps are uncertain by that much")
     g = ctx.a.graphs
-    fix = ("Launch fewer, larger kernels: torch.compile(mode=\"reduce-overhead\") (fusion + "
-           "CUDA graphs), CUDA graphs for static shapes, or a larger batch to give each kernel "
-           "more work.")
+    fix = _fix(ctx)
     if g is not None and g.graph_launches:
         evidence.append(f"CUDA/HIP graphs are already used: {g.graph_launches:,} graph launches, "
                         f"{g.kernels_per_graph:,.1f} kernels per graph; the short launches are "
@@ -111,10 +123,11 @@ def check(ctx: Context) -> Finding | None:
         saving_ns=saving,
         estimate=("GPU idle time per step in gaps under 1 ms ended by a kernel launched after "
                   "the GPU went idle and started as soon as its launch returned, capped by the "
-                  "CPU time spent in launch calls (what a CUDA graph replaces with one launch)."),
+                  "CPU time spent in launch calls (what a CUDA/HIP graph replaces with one "
+                  "launch)."),
         evidence=evidence,
         fix=fix,
-        code=CODE,
+        code=CODE.format(graphs=ctx.premises.graphs),
         references=("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
                     "https://pytorch.org/docs/stable/generated/torch.compile.html"),
     )
