@@ -392,3 +392,27 @@ def test_launch_bound_on_a_compiled_run_does_not_ask_for_torch_compile(tmp_path:
     f = _launch_bound(tmp_path, compiled=True)
     assert "already compiled (Torch-Compiled Region: 0/0)" in f.fix
     assert 'torch.compile(mode="reduce-overhead")' not in f.fix
+
+
+# ---- low-occupancy: a library GEMM's occupancy is its tile choice -----------------------
+
+def _low_occupancy_gemm(tmp_path: Path, blocks_per_sm: float) -> list[str]:
+    """Steps of FP32 cuBLAS GEMMs at 6 % achieved occupancy (244 registers/thread)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(100):
+            o = b.op("aten::mm", 10 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=FFMA, k_ts=100 + i * 99,
+                     k_dur=99, **{"est. achieved occupancy %": 6.0,
+                                  "blocks per SM": blocks_per_sm, "registers per thread": 244})
+    return [f.id for f in advise(run_analyses(b.load(tmp_path)))]
+
+
+def test_low_occupancy_ignores_a_gemm_whose_grid_fills_the_gpu(tmp_path: Path) -> None:
+    # kernelforge-gh200: cuBLAS FP32 GEMMs at 6-12 % occupancy reach 58 % of the FP32 peak
+    assert "low-occupancy" not in _low_occupancy_gemm(tmp_path, 0.97)
+
+
+def test_low_occupancy_reports_a_gemm_that_leaves_most_sms_idle(tmp_path: Path) -> None:
+    # param-dlrm: volta_sgemm_128x32_nt on a grid of 8 blocks for 80 SMs
+    assert "low-occupancy" in _low_occupancy_gemm(tmp_path, 0.1)
