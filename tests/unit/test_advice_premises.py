@@ -452,3 +452,19 @@ def test_gpu_gaps_counts_a_slow_call_of_a_shape_seen_once(tmp_path: Path) -> Non
     # a shape called once gives nothing to compare with: steady-state host work for all we know
     assert "gpu-gaps" in _gap_in_conv(tmp_path, 40, dims=[[8, 3, 224, 224], [64, 3, 7, 7]],
                                       later_dims=[[8, 64, 56, 56], [64, 64, 3, 3]])
+
+
+def test_no_cuda_graphs_advice_on_an_mtia_device(tmp_path: Path) -> None:
+    # hta/mtia_trace_single_rank: gpu-low-utilization said "CUDA graphs" on an MTIA device
+    b = TraceBuilder()
+    for i in range(3):
+        t0 = i * 1000.0
+        with b.step(i + 1, t0, 1000):
+            mm = b.op("aten::mm", t0 + 1, 5)
+            rt = b.runtime("runFunction - job_prep_and_submit_for_execution", t0 + 2, 2,
+                           owner=mm, cat="mtia_runtime")
+            b.device_op(rt, "mtia_kernel", t0 + 10, 100)
+    ctx = Context(run_analyses(b.load(tmp_path)))
+    assert ctx.premises.vendor == "mtia" and not ctx.premises.graph_api
+    fix = gpu_time_util._fix(ctx)
+    assert "torch.compile" in fix and "graphs" not in fix

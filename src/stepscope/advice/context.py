@@ -81,6 +81,12 @@ class Premises:
         return "HIP graphs" if self.amd else "CUDA graphs"
 
     @property
+    def graph_api(self) -> bool:
+        """The device has a graph API PyTorch exposes (torch.cuda.graph: CUDA graphs on
+        NVIDIA, HIP graphs on ROCm). Other devices (MTIA, …) get no graph advice."""
+        return self.vendor in ("nvidia", "amd")
+
+    @property
     def low_precision(self) -> bool:
         """Most matrix work already runs in bf16/fp16/fp8/fp4."""
         return sum(v for k, v in self.matmul_dtypes.items() if k in LOW_PRECISION) >= 0.5

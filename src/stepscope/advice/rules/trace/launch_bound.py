@@ -41,6 +41,10 @@ def _fix(ctx: Context) -> str:
     """The means of launching less that the run does not use yet, in its vendor's words
     (torch.cuda.graph captures HIP graphs on ROCm)."""
     p = ctx.premises
+    if not p.graph_api:
+        return ("Launch fewer, larger kernels: fuse them (torch.compile"
+                + (", already used: look at what runs outside it" if p.compiled else "")
+                + ") or give each kernel more work with a larger batch.")
     if p.compiled is not None:
         return (f"Launch fewer, larger kernels: the run is already compiled ({p.compiled}) but "
                 f"launches each kernel eagerly: compile with mode=\"reduce-overhead\" to "
