@@ -468,3 +468,41 @@ def test_no_cuda_graphs_advice_on_an_mtia_device(tmp_path: Path) -> None:
     assert ctx.premises.vendor == "mtia" and not ctx.premises.graph_api
     fix = gpu_time_util._fix(ctx)
     assert "torch.compile" in fix and "graphs" not in fix
+
+
+# ---- unfused-optimizer: the fix names what the optimizer class and the device have -------
+
+def _unfused(tmp_path: Path, cls: str, *, mtia: bool = False) -> Finding:
+    b = TraceBuilder()
+    rt_cat = "mtia_runtime" if mtia else "cuda_runtime"
+    api = "runFunction - job_prep_and_submit_for_execution" if mtia else "cudaLaunchKernel"
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        rt = b.runtime(api, 1, 5, owner=mm, cat=rt_cat)
+        b.device_op(rt, TC_BF16, 10, 7000)
+        b.annotation(f"Optimizer.step#{cls}.step", 7100, 2800)
+        for i in range(100):
+            t = 7110 + i * 25
+            o = b.op("aten::addcmul_", t, 20)
+            rt = b.runtime(api, t + 1, 5, owner=o, cat=rt_cat)
+            b.device_op(rt, "void at::native::addcmul_kernel", t + 8, 2)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "unfused-optimizer"]
+    return f
+
+
+def test_unfused_adagrad_gets_foreach_not_fused(tmp_path: Path) -> None:
+    # param-dlrm-8rank: Optimizer.step#Adagrad.step was told fused=True with an AdamW snippet
+    f = _unfused(tmp_path, "Adagrad")
+    assert "torch.optim.Adagrad(..., foreach=True)" in f.fix and "fused=True" not in f.fix
+    assert f.code == "optimizer = torch.optim.Adagrad(model.parameters(), lr=lr, foreach=True)"
+
+
+def test_unfused_sgd_gets_fused(tmp_path: Path) -> None:
+    f = _unfused(tmp_path, "SGD")
+    assert "torch.optim.SGD(..., fused=True)" in f.fix
+    assert f.code is not None and "SGD(" in f.code and "fused=True" in f.code
+
+
+def test_unfused_optimizer_on_mtia_does_not_promise_cuda_kernels(tmp_path: Path) -> None:
+    f = _unfused(tmp_path, "Adam", mtia=True)
+    assert "fused=True" not in f.fix and "torch.compile" in f.fix
