@@ -506,3 +506,22 @@ def test_unfused_sgd_gets_fused(tmp_path: Path) -> None:
 def test_unfused_optimizer_on_mtia_does_not_promise_cuda_kernels(tmp_path: Path) -> None:
     f = _unfused(tmp_path, "Adam", mtia=True)
     assert "fused=True" not in f.fix and "torch.compile" in f.fix
+
+
+def test_launch_bound_caps_by_launch_overhead_not_a_first_launch_stall(tmp_path: Path) -> None:
+    # hta/amd_trace mi250: one hipLaunchKernel of 6.54 ms (first launch) made "6.64 ms of CPU
+    # time in launch calls" and a HIGH saving; the other 13 calls take 3.7-12.7 µs
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(100):
+            t = 5 + i * 50
+            o = b.op("aten::add", t, 8)
+            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
+                     k_dur=2)
+        o = b.op("aten::add", 5100, 3010)
+        b.launch(o, "cudaLaunchKernel", 5101, 3000, kernel="void kernel_small", k_ts=8102,
+                 k_dur=2)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "launch-bound"]
+    assert f.saving_us == pytest.approx(600, abs=1)  # 100 calls × 6 µs, not 3.6 ms
+    assert any("101 kernel launches per step, 600.0 µs of CPU time" in e
+               and "not counting 3.00 ms" in e for e in f.evidence)
