@@ -40,15 +40,9 @@ def findings(path: Path) -> list[dict[str, Any]] | str:
     return list(data["findings"])
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared"
-                                              / "traces"))
-    ap.add_argument("--details", default=None, help="also write every firing in full here")
-    args = ap.parse_args()
-    from stepscope.advice.rules import RULES
-
-    root = Path(args.traces)
+def matrix(root: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """rel path -> {rule id: severity letter} for every trace under ``root``, and each
+    firing in full (markdown) for the review."""
     rows: dict[str, dict[str, str]] = {}
     details: list[str] = []
     for path in traces(root):
@@ -63,16 +57,33 @@ def main() -> int:
             details += ["", f"fix: {f['fix']['text']}", ""]
             if f["fix"].get("code"):
                 details += ["```python", f["fix"]["code"], "```", ""]
-    names = list(RULES)
+    return rows, details
+
+
+def render(rows: dict[str, dict[str, str]]) -> str:
+    """The rule × trace table (severity letter or ·) and the key of trace names, as in
+    docs/advice.md's "Audit on real traces"."""
+    from stepscope.advice.rules import RULES
+
     short = {rel: f"T{i + 1}" for i, rel in enumerate(rows)}
-    print("| rule | " + " | ".join(short.values()) + " |")
-    print("|---|" + "---|" * len(short))
-    for rule in names:
+    out = ["| rule | " + " | ".join(short.values()) + " |",
+           "|---|" + "---|" * len(short)]
+    for rule in RULES:
         cells = [rows[rel].get(rule, "·") for rel in rows]
-        print(f"| {rule} | " + " | ".join(cells) + " |")
-    print()
-    for rel, key in short.items():
-        print(f"- {key}: `{rel}`")
+        out.append(f"| {rule} | " + " | ".join(cells) + " |")
+    out.append("")
+    out += [f"- {key}: `{rel}`" for rel, key in short.items()]
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared"
+                                              / "traces"))
+    ap.add_argument("--details", default=None, help="also write every firing in full here")
+    args = ap.parse_args()
+    rows, details = matrix(Path(args.traces))
+    sys.stdout.write(render(rows))
     if args.details:
         Path(args.details).write_text("\n".join(details) + "\n", encoding="utf-8")
     return 0

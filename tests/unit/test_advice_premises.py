@@ -321,3 +321,207 @@ def test_small_batch_offers_amp_only_to_a_run_without_it(tmp_path: Path) -> None
     assert bf16 is not None and fp32 is not None
     assert "AMP" not in bf16.fix and "activation checkpointing" in bf16.fix
     assert "AMP or activation checkpointing" in fp32.fix
+
+
+# ---- the audit on real traces: a copy to pageable memory waits like a sync -------------
+
+def _copy_after_gemm(b: TraceBuilder, name: str, *, call_end: float, copy_ts: float) -> None:
+    """A 10 ms step: a 4 ms GEMM queued at once, then one cudaMemcpyAsync on pageable memory
+    whose call runs until ``call_end`` and whose copy runs at ``copy_ts`` for 5 µs."""
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 10, 20)
+        b.launch(mm, "cudaLaunchKernel", 12, 5, kernel=TC_BF16, k_ts=100, k_dur=4000)
+        cp = b.op("aten::copy_", 40, call_end - 30)
+        b.launch(cp, "cudaMemcpyAsync", 50, call_end - 50, kernel=name, k_ts=copy_ts, k_dur=5,
+                 cat="gpu_memcpy", bytes=4)
+
+
+def test_dtoh_pageable_copy_waiting_for_queued_work_is_a_sync(tmp_path: Path) -> None:
+    # .item()/.cpu(): cudaMemcpyAsync to pageable memory returns only once the copy is done,
+    # so its 4 ms are a wait for the GEMM queued before it, which pinning would not remove
+    b = TraceBuilder()
+    _copy_after_gemm(b, "Memcpy DtoH (Device -> Pageable)", call_end=4150, copy_ts=4110)
+    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)))}
+    assert "async-memcpy-pageable" not in fs
+    sync = fs["host-sync"]
+    assert sync.saving_us == pytest.approx(4100, abs=5)
+    assert any("copies to pageable host memory" in e for e in sync.evidence)
+
+
+def test_htod_pageable_copy_staging_is_not_a_sync(tmp_path: Path) -> None:
+    # an HtoD copy from pageable memory is staged by the CPU (no device synchronisation):
+    # its blocked time is the pageable cost, not a wait for the GPU
+    b = TraceBuilder()
+    _copy_after_gemm(b, "Memcpy HtoD (Pageable -> Device)", call_end=3050, copy_ts=4110)
+    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)))}
+    assert "host-sync" not in fs
+    assert fs["async-memcpy-pageable"].saving_us == pytest.approx(3000, abs=5)
+
+
+# ---- launch-bound speaks the run's vendor and knows a compiled run ----------------------
+
+def _launch_bound(tmp_path: Path, *, amd: bool = False, compiled: bool = False) -> Finding:
+    b = TraceBuilder()
+    if amd:
+        b.device_properties = [dict(MI300)]
+    api = "hipLaunchKernel" if amd else "cudaLaunchKernel"
+    with b.step(1, 0, 10_000):
+        if compiled:
+            b.annotation("Torch-Compiled Region: 0/0", 1, 9_998)
+        for i in range(1000):
+            t = 5 + i * 10
+            o = b.op("aten::add", t, 8)
+            b.launch(o, api, t + 1, 6, kernel="void kernel_small", k_ts=t + 8, k_dur=2)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "launch-bound"]
+    return f
+
+
+def test_launch_bound_on_amd_says_hip_graphs(tmp_path: Path) -> None:
+    f = _launch_bound(tmp_path, amd=True)
+    assert "HIP graphs" in f.fix and "CUDA" not in f.fix
+    assert f.code is not None and "captures HIP graphs" in f.code
+
+
+def test_launch_bound_on_nvidia_says_cuda_graphs(tmp_path: Path) -> None:
+    f = _launch_bound(tmp_path)
+    assert "CUDA graphs" in f.fix and "HIP" not in f.fix
+    assert 'torch.compile(mode="reduce-overhead")' in f.fix
+
+
+def test_launch_bound_on_a_compiled_run_does_not_ask_for_torch_compile(tmp_path: Path) -> None:
+    f = _launch_bound(tmp_path, compiled=True)
+    assert "already compiled (Torch-Compiled Region: 0/0)" in f.fix
+    assert 'torch.compile(mode="reduce-overhead")' not in f.fix
+
+
+# ---- low-occupancy: a library GEMM's occupancy is its tile choice -----------------------
+
+def _low_occupancy_gemm(tmp_path: Path, blocks_per_sm: float) -> list[str]:
+    """Steps of FP32 cuBLAS GEMMs at 6 % achieved occupancy (244 registers/thread)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(100):
+            o = b.op("aten::mm", 10 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=FFMA, k_ts=100 + i * 99,
+                     k_dur=99, **{"est. achieved occupancy %": 6.0,
+                                  "blocks per SM": blocks_per_sm, "registers per thread": 244})
+    return [f.id for f in advise(run_analyses(b.load(tmp_path)))]
+
+
+def test_low_occupancy_ignores_a_gemm_whose_grid_fills_the_gpu(tmp_path: Path) -> None:
+    # kernelforge-gh200: cuBLAS FP32 GEMMs at 6-12 % occupancy reach 58 % of the FP32 peak
+    assert "low-occupancy" not in _low_occupancy_gemm(tmp_path, 0.97)
+
+
+def test_low_occupancy_reports_a_gemm_that_leaves_most_sms_idle(tmp_path: Path) -> None:
+    # param-dlrm: volta_sgemm_128x32_nt on a grid of 8 blocks for 80 SMs
+    assert "low-occupancy" in _low_occupancy_gemm(tmp_path, 0.1)
+
+
+# ---- gpu-gaps: a first call far slower than the later ones is warm-up --------------------
+
+def _gap_in_conv(tmp_path: Path, first_ms: float, *, dims: list[list[int]] | None = None,
+                 later_dims: list[list[int]] | None = None) -> list[str]:
+    """Three 60 ms steps; each runs a tiny kernel, then one convolution whose kernel starts
+    when the call ends.
+    The first call takes ``first_ms`` with the GPU idle, later ones 1 ms; the GPU is busy the
+    rest of each step."""
+    b = TraceBuilder()
+    for i in range(3):
+        t0 = i * 60_000.0
+        with b.step(i + 1, t0, 60_000):
+            add = b.op("aten::add", t0 + 1, 4)
+            b.launch(add, "cudaLaunchKernel", t0 + 2, 2, kernel="void add_kernel", k_ts=t0 + 5,
+                     k_dur=2)
+            dur = first_ms * 1000 if i == 0 else 1000.0
+            conv = b.op("aten::cudnn_convolution", t0 + 10, dur,
+                        input_dims=dims if i == 0 else (later_dims or dims),
+                        input_types=[FP32, FP32])
+            b.launch(conv, "cudaLaunchKernel", t0 + 10 + dur - 10, 5,
+                     kernel="void implicit_convolve_sgemm<float, float, 1024>",
+                     k_ts=t0 + 10 + dur, k_dur=60_000 - dur - 20)
+    return [f.id for f in advise(run_analyses(b.load(tmp_path)))]
+
+
+def test_gpu_gaps_leaves_a_slow_first_call_to_warm_up(tmp_path: Path) -> None:
+    # py4ai-rtx3090: the first aten::cudnn_convolution takes 146.6 ms, later ones 0.05-18 ms
+    assert "gpu-gaps" not in _gap_in_conv(tmp_path, 40, dims=[[8, 3, 224, 224], [64, 3, 7, 7]])
+
+
+def test_gpu_gaps_counts_a_slow_call_of_a_shape_seen_once(tmp_path: Path) -> None:
+    # a shape called once gives nothing to compare with: steady-state host work for all we know
+    assert "gpu-gaps" in _gap_in_conv(tmp_path, 40, dims=[[8, 3, 224, 224], [64, 3, 7, 7]],
+                                      later_dims=[[8, 64, 56, 56], [64, 64, 3, 3]])
+
+
+def test_no_cuda_graphs_advice_on_an_mtia_device(tmp_path: Path) -> None:
+    # hta/mtia_trace_single_rank: gpu-low-utilization said "CUDA graphs" on an MTIA device
+    b = TraceBuilder()
+    for i in range(3):
+        t0 = i * 1000.0
+        with b.step(i + 1, t0, 1000):
+            mm = b.op("aten::mm", t0 + 1, 5)
+            rt = b.runtime("runFunction - job_prep_and_submit_for_execution", t0 + 2, 2,
+                           owner=mm, cat="mtia_runtime")
+            b.device_op(rt, "mtia_kernel", t0 + 10, 100)
+    ctx = Context(run_analyses(b.load(tmp_path)))
+    assert ctx.premises.vendor == "mtia" and not ctx.premises.graph_api
+    fix = gpu_time_util._fix(ctx)
+    assert "torch.compile" in fix and "graphs" not in fix
+
+
+# ---- unfused-optimizer: the fix names what the optimizer class and the device have -------
+
+def _unfused(tmp_path: Path, cls: str, *, mtia: bool = False) -> Finding:
+    b = TraceBuilder()
+    rt_cat = "mtia_runtime" if mtia else "cuda_runtime"
+    api = "runFunction - job_prep_and_submit_for_execution" if mtia else "cudaLaunchKernel"
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        rt = b.runtime(api, 1, 5, owner=mm, cat=rt_cat)
+        b.device_op(rt, TC_BF16, 10, 7000)
+        b.annotation(f"Optimizer.step#{cls}.step", 7100, 2800)
+        for i in range(100):
+            t = 7110 + i * 25
+            o = b.op("aten::addcmul_", t, 20)
+            rt = b.runtime(api, t + 1, 5, owner=o, cat=rt_cat)
+            b.device_op(rt, "void at::native::addcmul_kernel", t + 8, 2)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "unfused-optimizer"]
+    return f
+
+
+def test_unfused_adagrad_gets_foreach_not_fused(tmp_path: Path) -> None:
+    # param-dlrm-8rank: Optimizer.step#Adagrad.step was told fused=True with an AdamW snippet
+    f = _unfused(tmp_path, "Adagrad")
+    assert "torch.optim.Adagrad(..., foreach=True)" in f.fix and "fused=True" not in f.fix
+    assert f.code == "optimizer = torch.optim.Adagrad(model.parameters(), lr=lr, foreach=True)"
+
+
+def test_unfused_sgd_gets_fused(tmp_path: Path) -> None:
+    f = _unfused(tmp_path, "SGD")
+    assert "torch.optim.SGD(..., fused=True)" in f.fix
+    assert f.code is not None and "SGD(" in f.code and "fused=True" in f.code
+
+
+def test_unfused_optimizer_on_mtia_does_not_promise_cuda_kernels(tmp_path: Path) -> None:
+    f = _unfused(tmp_path, "Adam", mtia=True)
+    assert "fused=True" not in f.fix and "torch.compile" in f.fix
+
+
+def test_launch_bound_caps_by_launch_overhead_not_a_first_launch_stall(tmp_path: Path) -> None:
+    # hta/amd_trace mi250: one hipLaunchKernel of 6.54 ms (first launch) made "6.64 ms of CPU
+    # time in launch calls" and a HIGH saving; the other 13 calls take 3.7-12.7 µs
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(100):
+            t = 5 + i * 50
+            o = b.op("aten::add", t, 8)
+            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
+                     k_dur=2)
+        o = b.op("aten::add", 5100, 3010)
+        b.launch(o, "cudaLaunchKernel", 5101, 3000, kernel="void kernel_small", k_ts=8102,
+                 k_dur=2)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "launch-bound"]
+    assert f.saving_us == pytest.approx(600, abs=1)  # 100 calls × 6 µs, not 3.6 ms
+    assert any("101 kernel launches per step, 600.0 µs of CPU time" in e
+               and "not counting 3.00 ms" in e for e in f.evidence)

@@ -151,3 +151,18 @@ def test_breakdown_all_categories_sum_to_step(tmp_path: Path) -> None:
     assert bd.avg_ns["other"] == 37.5 * US
     assert bd.pct["other"] == pytest.approx(50.0)
     assert sum(bd.pct.values()) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize(("window_end_us", "step_end_us"), [(2_000, 2_000), (None, 10_000)])
+def test_steps_end_where_the_collection_ends(tmp_path: Path, window_end_us: float | None,
+                                             step_end_us: float) -> None:
+    # hta/triton_example: ProfilerStep#1 lasts 13.3 s, the collection ("PyTorch Profiler
+    # (0)") ends 1.7 ms after it begins; nothing after the window was recorded
+    b = TraceBuilder()
+    if window_end_us is not None:
+        b._complete("Trace", "PyTorch Profiler (0)", 1, 1, 0, window_end_us, {})
+    with b.step(1, 0, 10_000):
+        o = b.op("aten::add", 10, 20)
+        b.launch(o, "cudaLaunchKernel", 12, 5, kernel="void add_kernel", k_ts=30, k_dur=2)
+    (step,) = find_steps(b.load(tmp_path)).steps
+    assert (step.start, step.end) == (0, step_end_us * 1000)

@@ -19,7 +19,7 @@ from stepscope.analysis.events.links import gather
 from stepscope.analysis.events.optree import NodeTimes
 from stepscope.analysis.suite import Analyses
 from stepscope.classify import names
-from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON, DeviceProperties
+from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, HOST_PYTHON, DeviceProperties
 from stepscope.units import format_us
 
 I64 = npt.NDArray[np.int64]
@@ -79,6 +79,12 @@ class Premises:
     @property
     def graphs(self) -> str:
         return "HIP graphs" if self.amd else "CUDA graphs"
+
+    @property
+    def graph_api(self) -> bool:
+        """The device has a graph API PyTorch exposes (torch.cuda.graph: CUDA graphs on
+        NVIDIA, HIP graphs on ROCm). Other devices (MTIA, …) get no graph advice."""
+        return self.vendor in ("nvidia", "amd")
 
     @property
     def low_precision(self) -> bool:
@@ -302,9 +308,18 @@ class Context:
 
     @cached_property
     def sync_calls(self) -> B:
-        """Runtime rows that block the host until the device catches up."""
-        rt = self.trace.runtime
+        """Runtime rows that block the host until the device catches up: the synchronising
+        calls (``names.SYNC_CALLS``) and the calls that issued a device-to-pageable copy
+        (``names.is_dtoh_pageable``: even cudaMemcpyAsync/hipMemcpyAsync return only once
+        such a copy is done, after all work queued before it on the stream)."""
+        rt, dev = self.trace.runtime, self.trace.device
         sel: B = names.mask_in(self.trace, names.SYNC_CALLS)[rt.name]
+        issuer = self.a.links.device_runtime
+        d2h = (dev.kind == DEV_MEMCPY) & (issuer >= 0)
+        d2h &= names.mask(self.trace, names.is_dtoh_pageable)[dev.name]
+        if d2h.any():
+            sel = sel.copy()
+            sel[issuer[d2h]] = True
         return sel
 
     @cached_property

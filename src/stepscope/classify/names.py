@@ -207,6 +207,14 @@ def is_pageable_copy(name: str) -> bool:
     return "Pageable" in name or "pageable" in name
 
 
+def is_dtoh_pageable(name: str) -> bool:
+    """Device-to-pageable-host copies ('Memcpy DtoH (Device -> Pageable)'). CUDA's API
+    synchronisation rules: such a cudaMemcpyAsync "will return only once the copy has
+    completed", so the call waits for all work queued before it on its stream: it blocks
+    like a synchronisation, whatever its name says."""
+    return "DtoH" in name and is_pageable_copy(name)
+
+
 def is_pinned_htod(name: str) -> bool:
     return "HtoD" in name and "ageable" not in name
 

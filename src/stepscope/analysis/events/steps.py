@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis.events.links import Links, gather
 from stepscope.classify import names
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.model.trace import HOST_ANNOTATION, HOST_OP, HOST_PYTHON, Trace
+
+I64 = npt.NDArray[np.int64]
 
 TAIL_RATIO = 0.8
 
@@ -86,8 +89,24 @@ def _whole_trace(trace: Trace) -> Steps:
     return Steps((Step("0", lo, hi, lo, hi, len(trace.device)),), (), False)
 
 
+def _within_collection(trace: Trace, labels: list[str], hs: I64,
+                       he: I64) -> tuple[list[str], I64, I64]:
+    """Host steps clipped to the profiler's collection window (Kineto's "PyTorch Profiler
+    (N)" span, ``TraceMeta.window_end``). A ProfilerStep range keeps its real end when it
+    is closed after collection stopped (hta/triton_example: a 13.3 s step in a window that
+    ends 1.7 ms after it begins), but nothing after the window was recorded: that tail is
+    not measured time. Steps that begin after the window are dropped."""
+    end = trace.meta.window_end
+    if end is None or not len(he) or int(he.max()) <= end:
+        return labels, hs, he
+    keep = hs < end
+    he = np.minimum(he, end)
+    return [lab for lab, k in zip(labels, keep.tolist(), strict=True) if k], hs[keep], he[keep]
+
+
 def find_steps(trace: Trace, links: Links | None = None) -> Steps:
     labels, hs, he = _host_steps(trace)
+    labels, hs, he = _within_collection(trace, labels, hs, he)
     if not labels:
         return _whole_trace(trace)
     links = links or Links(trace)

@@ -27,11 +27,14 @@ def check(ctx: Context) -> Finding | None:
     gib = 1 << 30
     return Finding(
         id="allocator-fragmentation",
-        title=f"The caching allocator holds {idle / gib:.2f} GiB it cannot use "
-              f"({pct:.0f} % of reserved)",
+        # a trace shows reserved above the allocated peak, not why: fragmentation (blocks
+        # that do not fit) is the likely cause, a memory snapshot shows it
+        title=f"The caching allocator holds {idle / gib:.2f} GiB more than was ever allocated "
+              f"at once ({pct:.0f} % of reserved)",
         saving_us=0.0, saving_pct=0.0, severity="medium",
         estimate=(f"Not a time saving: up to {idle / gib:.2f} GiB of reserved memory becomes "
-                  "usable when blocks can grow in place instead of splitting segments."),
+                  "usable when blocks can grow in place instead of splitting segments (if "
+                  "fragmentation is the cause: the snapshot tells)."),
         evidence=(f"{d.device}: peak allocated {d.peak_allocated / gib:.2f} GiB, reserved up "
                   f"to {d.peak_reserved / gib:.2f} GiB",),
         fix=("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow instead of "

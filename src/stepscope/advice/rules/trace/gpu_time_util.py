@@ -23,11 +23,13 @@ THRESHOLD_PCT = 3.0
 def _fix(ctx: Context) -> str:
     """Batching small kernels: only the means the run does not use yet."""
     p = ctx.premises
-    means = [m for m, used in (("torch.compile", p.compiled is not None),
-                               (p.graphs, p.graph_launches > 0)) if not used]
+    options = [("torch.compile", p.compiled is not None)]
+    if p.graph_api:
+        options.append((p.graphs, p.graph_launches > 0))
+    means = [m for m, used in options if not used]
+    done = " and ".join(m for m, _ in options)
     batch = f"batch small kernels ({', '.join(means)}), " if means else (
-        f"the run already uses torch.compile and {p.graphs}: look at what runs outside "
-        "them, ")
+        f"the run already uses {done}: look at what runs outside them, ")
     return (f"Feed the GPU faster in those windows: {batch}remove host work between launches, "
             "overlap copies with compute.")
 

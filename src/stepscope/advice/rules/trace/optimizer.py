@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
@@ -12,6 +14,41 @@ from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON
 
 MIN_KERNELS = 50  # kernels per optimizer step
 MIN_PCT = 2.0  # optimizer.step wall time, % of the step
+# torch.optim (https://pytorch.org/docs/stable/optim.html#algorithms): fused GPU kernels for
+# Adam, AdamW and SGD (CUDA and ROCm; Adagrad's fused path is CPU only); foreach
+# (multi-tensor) for these. PyTorch >= 2.0 picks foreach by default when every parameter
+# is a plain CUDA tensor, so an unfused step means foreach=False, a parameter that is not
+# one, or an older PyTorch.
+FUSED = frozenset({"Adam", "AdamW", "SGD"})
+FOREACH = frozenset({"Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "ASGD", "NAdam",
+                     "RAdam", "RMSprop", "Rprop", "SGD"})
+_CLASS = re.compile(r"Optimizer\.step#(\w+)\.step")
+
+
+def _fix(ctx: Context, range_name: str) -> tuple[str, str]:
+    """(fix text, code) for the optimizer class named by its range, on this vendor."""
+    m = _CLASS.match(range_name)
+    cls = m.group(1) if m else ""
+    if ctx.premises.vendor not in ("nvidia", "amd"):
+        return ("Launch the optimizer's math in a few kernels: PyTorch's fused and foreach "
+                "optimizer kernels are for CUDA/ROCm, so on this device use what its backend "
+                "provides, or compile the step with torch.compile.",
+                "opt_step = torch.compile(optimizer.step)\nopt_step()")
+    default = ("PyTorch ≥ 2.0 uses foreach by default when every parameter is a plain CUDA "
+               "tensor: an unfused step means foreach=False was set, a parameter is not one, "
+               "or an older PyTorch.")
+    if cls in FUSED:
+        return (f"Use the fused implementation (one kernel for all parameters): "
+                f"torch.optim.{cls}(..., fused=True), or foreach=True. " + default,
+                f"optimizer = torch.optim.{cls}(model.parameters(), lr=lr, fused=True)")
+    if cls in FOREACH:
+        return (f"Use the foreach (multi-tensor) implementation: torch.optim.{cls}(..., "
+                f"foreach=True); {cls} has no fused GPU kernel. " + default,
+                f"optimizer = torch.optim.{cls}(model.parameters(), lr=lr, foreach=True)")
+    return ("Use a fused (single kernel) or foreach (multi-tensor) optimizer "
+            "(torch.optim's Adam/AdamW/SGD accept fused=True), or compile the step with "
+            "torch.compile.",
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)")
 
 
 
@@ -50,6 +87,7 @@ def check(ctx: Context) -> Finding | None:
     ]
     evidence += [f"{short(n)} ×{c / ctx.n_steps:,.0f} per step" for n, _, c in
                  top_by_name(host.name[ops], ctx.times.host_total[ops], trace.strings, 3)]
+    fix, code = _fix(ctx, names_[0])
     return ctx.finding(
         id="unfused-optimizer", title="Unfused optimizer: one small kernel per parameter",
         saving_ns=saving,
@@ -57,9 +95,7 @@ def check(ctx: Context) -> Finding | None:
                   "fused/foreach optimizer does the same math in a few kernels, so at most the "
                   "launch overhead disappears, and only where the GPU is idle meanwhile."),
         evidence=evidence,
-        fix=("Use the fused (single kernel) or foreach (multi-tensor) implementation of the "
-             "optimizer (PyTorch ≥ 2.0: Adam/AdamW/SGD accept fused=True)."),
-        code="optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)\n"
-             "# or: torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, foreach=True)",
+        fix=fix,
+        code=code,
         references=("https://pytorch.org/docs/stable/optim.html#algorithms",),
     )

@@ -6,6 +6,7 @@ import numpy as np
 
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
+from stepscope.classify import names
 from stepscope.model.trace import HOST_OP
 
 THRESHOLD_PCT = 5.0  # synchronising calls, % of the step
@@ -52,6 +53,13 @@ def check(ctx: Context) -> Finding | None:
     ]
     for name, ns, n in top_by_name(rt.name[idx], inside.astype(np.float64), trace.strings, 3):
         evidence.append(f"{name}: {n / ctx.n_steps:.1f} calls, {fmt_ns(ns / ctx.n_steps)} per step")
+    named = names.mask_in(trace, names.SYNC_CALLS)[rt.name[idx]]
+    if not named.all():
+        evidence.append(
+            f"{int((~named).sum()) / ctx.n_steps:.1f} of them per step are copies to pageable "
+            f"host memory ({fmt_ns(float(inside[~named].sum()) / ctx.n_steps)} per step): "
+            "even an async copy call returns only when such a copy is done, after the work "
+            "queued before it")
     if len(trace.syncs):
         s = trace.syncs
         sin = ctx.in_steps(s.ts, s.end) > 0
