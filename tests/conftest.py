@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -18,6 +19,17 @@ def _isolated_cache(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
     # Our own bugs must surface as exceptions in tests, not as the one-line user message.
     monkeypatch.setenv("STEPSCOPE_DEBUG", "1")
+
+
+def load_script(name: str) -> ModuleType:
+    """A script of scripts/ (not a package) imported as a module, for its tests."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def shared_trace(relative: str) -> Path:

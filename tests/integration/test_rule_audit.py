@@ -4,23 +4,17 @@ moves a cell (fires / silent / severity) must update the table and the audit's v
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from tests.conftest import ROOT, SHARED_TRACES
+from tests.conftest import ROOT, SHARED_TRACES, load_script
 
 START, END = "<!-- audit-table -->", "<!-- /audit-table -->"
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "audit_rules.py"
-    spec = importlib.util.spec_from_file_location("audit_rules", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("audit_rules")
 
 
 def _documented() -> str:

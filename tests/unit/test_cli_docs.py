@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+from types import ModuleType
+
+from tests.conftest import load_script
 
 from stepscope.cli.main import COMMANDS
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gen_cli_docs.py"
 
-
-def _gen():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("gen_cli_docs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _gen() -> ModuleType:
+    return load_script("gen_cli_docs")
 
 
 def test_every_command_has_its_generated_table() -> None:
