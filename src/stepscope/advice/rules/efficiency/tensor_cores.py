@@ -16,6 +16,7 @@ from stepscope.advice.finding import Finding
 from stepscope.analysis.efficiency.work import DTYPE_BYTES, decode
 from stepscope.analysis.events.links import gather
 from stepscope.classify import names
+from stepscope.units import count
 
 MIN_SHARE_PCT = 10.0  # eligible work off Tensor Cores, % of GPU kernel time
 MAX_TC_PCT = 50.0  # of eligible kernel time already on Tensor Cores
@@ -154,7 +155,7 @@ def check(ctx: Context) -> Finding | None:
     op_ids = host.name[owner[off]]
     for name, ns, n in top_by_name(op_ids, dur[off], trace.strings, 4):
         evidence.append(f"operator {short(name)}: {fmt_ns(ns / ctx.n_steps)} per step "
-                        f"({n / ctx.n_steps:.0f} kernels)")
+                        f"({count(round(n / ctx.n_steps), 'kernel')})")
     for name, ns, _ in top_by_name(dev.name[off], dur[off], trace.strings, 3):
         evidence.append(f"kernel {short(name, 80)}: {fmt_ns(ns / ctx.n_steps)} per step")
     refs = (("https://rocm.docs.amd.com/projects/hipBLASLt/en/latest/",

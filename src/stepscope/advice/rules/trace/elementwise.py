@@ -8,6 +8,7 @@ from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.trace._opshare import op_family_share
 from stepscope.classify import names
+from stepscope.units import count
 
 THRESHOLD_PCT = 40.0  # of GPU kernel time (CPU: of operator self time)
 FUSED_FRACTION = 0.5  # fused, a chain of pointwise ops costs at most half as much
@@ -66,7 +67,7 @@ def check(ctx: Context) -> Finding | None:
         ok = owner >= 0
         evidence = [f"elementwise kernels: {pct:.1f} % of GPU kernel time "
                     f"({fmt_ns(ns_step)} per step, "
-                    f"{int(np.count_nonzero(dur[pw] > 0)) / ctx.n_steps:,.0f} kernels)"]
+                    f"{count(round(np.count_nonzero(dur[pw] > 0) / ctx.n_steps), 'kernel')})"]
         evidence += [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} per step"
                      for n, w, _ in top_by_name(trace.host.name[owner[ok]], dur[pw][ok],
                                                 trace.strings, 4)]
