@@ -118,3 +118,15 @@ def test_monitor_file_is_not_a_rank(tmp_path: Path) -> None:
     assert list_traces(str(tmp_path)) == [str(tmp_path / "h_1.123.pt.trace.json")]
     assert not kinds.listed_name("monitor.json")
     assert kinds.listed_name("h_1.123.pt.trace.json")
+
+
+def test_view_refuses_a_file_it_cannot_show(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`view notes.txt` started a server on "No traces found"; now one line, exit 2."""
+    from stepscope.cli.main import main
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    assert main(["view", str(notes)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("notes.txt: a file stepscope cannot read, not an input of stepscope view")

@@ -114,8 +114,8 @@ MONITOR = _kind("monitor", "a stepscope monitor file (the verdict of stepscope m
 KINETO = _kind("kineto", "a PyTorch profiler trace", "stepscope report", report="trace",
                diff="trace", view="trace", sql="trace")
 EMPTY = _kind("empty", "an empty file", report="trace", sql="trace")
-UNKNOWN = _kind("unknown", "a file stepscope cannot read", report="trace", view="trace",
-                sql="trace")
+# (report and sql: the trace reader says what is wrong; view would serve an empty page)
+UNKNOWN = _kind("unknown", "a file stepscope cannot read", report="trace", sql="trace")
 
 # every kind, in the documented order
 KINDS: tuple[Kind, ...] = (RANK_FILES, TRTEXEC, REMOTE_TRTEXEC, TRACE_FOLDER, NSYS_REPORT,
