@@ -159,3 +159,18 @@ def test_launch_threshold_counts_are_named_and_most_launches_are_no_outliers() -
     assert _over(7_264, 9_096, "delayed over 100 µs", most="work is queued ahead of the GPU") \
         == ("delayed over 100 µs: 7,264 of 9,096 (80 %, most launches: work is queued ahead "
             "of the GPU)")
+
+
+def test_no_findings_on_a_capture_window_says_why() -> None:
+    """Under the capture note, "no rule found a problem" read as if every rule had run."""
+    import io
+
+    from rich.console import Console
+
+    from stepscope.report.text.findings import render_findings
+
+    out = io.StringIO()
+    render_findings(Console(file=out, width=200, color_system=None), [], skipped=10)
+    assert out.getvalue().strip() == ("Findings: none — 10 rules do not apply to this window "
+                                      "(see the note above) and no other rule found a problem "
+                                      "worth fixing.")

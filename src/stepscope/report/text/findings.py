@@ -15,11 +15,15 @@ SEVERITY_STYLE = {"high": "bold red", "medium": "bold yellow", "low": "bold cyan
 
 
 def render_findings(console: Console, findings: Sequence[Finding], *,
-                    unit: str = "step") -> None:
-    """``unit``: what a saving is per — a training step, or one TensorRT inference."""
+                    unit: str = "step", skipped: int = 0) -> None:
+    """``unit``: what a saving is per — a training step, or one TensorRT inference;
+    ``skipped``: rules the window's premises ruled out (the notes above say why)."""
     console.print()
     if not findings:
-        console.print("[bold]Findings[/]: none — no rule found a problem worth fixing.")
+        why = (f"none — {skipped} rules do not apply to this window (see the note above) and "
+               "no other rule found a problem worth fixing." if skipped else
+               "none — no rule found a problem worth fixing.")
+        hanging(console, "", Text.assemble(("Findings", "bold"), f": {why}"))
         return
     head = Text("Findings", style="bold")
     head.append(f" ranked by estimated saving per {unit}", style="")

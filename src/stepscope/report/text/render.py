@@ -56,7 +56,9 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
     _header(console, data)
     render_real_traces(console, data)
     if view in ("summary", "all"):
-        render_findings(console, report.findings)
+        from stepscope.advice import skipped_rules
+
+        render_findings(console, report.findings, skipped=len(skipped_rules(report.analyses)))
         _breakdown(console, data)
         _gpu(console, data)
     if view in ("summary", "operators", "all"):
