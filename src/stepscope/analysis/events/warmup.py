@@ -116,3 +116,35 @@ def exclude_warmup(steps: Steps, warm: Warmup) -> Steps:
     first = steps.steps[0]
     start = min(max(first.start, warm.end), first.end)
     return dataclasses.replace(steps, steps=(dataclasses.replace(first, start=start),))
+
+
+# A first call: the earliest call of an operator with given input shapes (its name when no
+# shapes are recorded) that takes FIRST_CALL_RATIO times the median of its later calls.
+# cuDNN's algorithm search (heuristics, benchmark mode), lazy module loading and
+# compilation happen on the first call of an operator for a shape, and later calls run in
+# microseconds to milliseconds: a first call ten times slower is that warm-up pattern,
+# read from the trace itself. It is not steady-state host work.
+FIRST_CALL_RATIO = 10.0
+
+
+def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int) -> iv.Union:
+    """Union of the host ranges ``ops`` that are first calls (FIRST_CALL_RATIO) of at
+    least ``min_ns``: the first-call form of warm-up, judged per operator and shape."""
+    host = trace.host
+    if len(ops) < 2:
+        return iv.EMPTY
+    ops = ops[np.lexsort((host.ts[ops], host.input_dims[ops], host.name[ops]))]
+    key = host.name[ops].astype(np.int64) * (1 << 32) + host.input_dims[ops].astype(np.int64)
+    new = np.r_[True, key[1:] != key[:-1]]
+    group = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    counts = np.bincount(group)
+    dur = host.dur[ops].astype(np.float64)
+    firsts: list[int] = []
+    for g in np.flatnonzero((counts >= 2) & (dur[first] >= min_ns)).tolist():
+        i = int(first[g])
+        later = dur[i + 1:i + int(counts[g])]
+        if dur[i] >= FIRST_CALL_RATIO * float(np.median(later)):
+            firsts.append(int(ops[i]))
+    sel = np.asarray(firsts, dtype=np.int64)
+    return iv.union(host.ts[sel], host.end[sel])

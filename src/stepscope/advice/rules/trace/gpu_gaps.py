@@ -4,11 +4,11 @@ gpu_gaps and gpu_time_util rules), with what the CPU was doing during the larges
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from stepscope.advice.context import Context, fmt_ns, short
 from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
+from stepscope.analysis.events.warmup import FIRST_CALL_RATIO, first_calls
 from stepscope.classify import names
 from stepscope.model.trace import HOST_PYTHON
 
@@ -16,37 +16,6 @@ GAP_NS = 1_000_000  # gaps of 1 ms or more (nsys: 500 ms default, too coarse for
 CHUNKS = 30  # gpu_time_util: the GPU's active span cut into 30 windows
 UTIL_PCT = 50.0  # windows below 50 % in use
 THRESHOLD_PCT = 5.0  # unexplained gap time, % of the step
-# A first call: the earliest call of an operator with given input shapes (its name when no
-# shapes are recorded) that takes FIRST_CALL_RATIO times the median of its later calls.
-# cuDNN's algorithm search (heuristics, benchmark mode), lazy module loading and
-# compilation happen on the first call of an operator for a shape, and later calls run in
-# microseconds to milliseconds: a first call ten times slower is that warm-up pattern,
-# read from the trace itself. It is not steady-state host work.
-FIRST_CALL_RATIO = 10.0
-
-
-def first_calls(ctx: Context, ops: npt.NDArray[np.int64]) -> iv.Union:
-    """Union of the host ranges ``ops`` that are first calls (FIRST_CALL_RATIO)."""
-    host = ctx.trace.host
-    if len(ops) < 2:
-        return iv.EMPTY
-    ops = ops[np.lexsort((host.ts[ops], host.input_dims[ops], host.name[ops]))]
-    key = host.name[ops].astype(np.int64) * (1 << 32) + host.input_dims[ops].astype(np.int64)
-    new = np.r_[True, key[1:] != key[:-1]]
-    group = np.cumsum(new) - 1
-    first = np.flatnonzero(new)
-    counts = np.bincount(group)
-    dur = host.dur[ops].astype(np.float64)
-    firsts: list[int] = []
-    for g in np.flatnonzero((counts >= 2) & (dur[first] >= GAP_NS)).tolist():
-        i = int(first[g])
-        later = dur[i + 1:i + int(counts[g])]
-        if dur[i] >= FIRST_CALL_RATIO * float(np.median(later)):
-            firsts.append(int(ops[i]))
-    sel = np.asarray(firsts, dtype=np.int64)
-    return iv.union(host.ts[sel], host.end[sel])
-
-
 def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
@@ -64,7 +33,7 @@ def check(ctx: Context) -> Finding | None:
     not_step = ~names.mask(trace, names.is_profiler_step)[host.name]
     ops = np.flatnonzero((host.kind != HOST_PYTHON) & not_step)
     # first calls are warm-up (FIRST_CALL_RATIO), not host work to move off the path
-    warm = iv.subtract(iv.intersect(gap_u, first_calls(ctx, ops)), explained)
+    warm = iv.subtract(iv.intersect(gap_u, first_calls(trace, ops, GAP_NS)), explained)
     warm_ns = iv.length(warm) / ctx.n_steps
     rest = iv.subtract(iv.subtract(gap_u, explained), warm)
     unexplained = iv.length(rest) / ctx.n_steps
