@@ -165,3 +165,25 @@ def test_stepscope_command_names_the_venv_when_not_on_path(monkeypatch: Any) -> 
     assert got == expected or os.path.realpath(got) == os.path.realpath(expected)
     monkeypatch.setattr(shutil, "which", lambda _name: beside)
     assert stepscope_command() == "stepscope"
+
+
+def test_brief_numbers_on_a_real_trace() -> None:
+    """The demo's per-run brief (step time, biggest categories, findings) pinned on the
+    resnet50 trace, whose numbers do not depend on this machine."""
+    import io
+
+    from rich.console import Console
+    from tests.conftest import shared_trace
+
+    from stepscope.demo.run import _brief
+    from stepscope.report.build import build_report
+
+    path = shared_trace("kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+    out = io.StringIO()
+    _brief(Console(file=out, width=80, color_system=None), "Before the fixes",
+           build_report(stepscope.load(str(path))))
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "Step 177.59 ms: Kernel 56 %, DataLoader 33 %, CPU exec 8 %."
+    assert lines[2] == ("  • Training waits for the input pipeline (DataLoader) [high] up to "
+                        "59.26 ms per")
+    assert lines[3] == "    step (33 %)"
