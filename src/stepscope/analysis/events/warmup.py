@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.events import intervals as iv
-from stepscope.analysis.events.links import Links
+from stepscope.analysis.events.links import Links, gather
 from stepscope.analysis.events.steps import Steps
 from stepscope.classify import names
 from stepscope.model.trace import Trace
@@ -76,10 +76,10 @@ def waits_on_queued_work(trace: Trace, calls: npt.NDArray[np.int64],
     launched_at, dev_end = launched_at[order], dev_end[order]
     # latest end among device ops queued by time t: prefix maximum over launch order
     run_max = np.maximum.accumulate(dev_end) if len(dev_end) else dev_end
-    for j in np.flatnonzero(blocking).tolist():  # the few >= WARMUP_MIN_NS candidates
-        start = rt.ts[calls[j]]
-        k = int(np.searchsorted(launched_at, start, side="right"))
-        out[j] = k > 0 and bool(run_max[k - 1] > start)
+    j = np.flatnonzero(blocking)
+    start = rt.ts[calls[j]]
+    k = np.searchsorted(launched_at, start, side="right")  # device ops queued by then
+    out[j] = (k > 0) & (gather(run_max, k - 1, 0) > start)
     return out
 
 
