@@ -102,9 +102,9 @@ def find_warmup(trace: Trace, steps: Steps, links: Links | None = None) -> Warmu
         return None
     end = int(rt.end[stall].max())
     order = stall[np.argsort(-rt.dur[stall], kind="stable")]
-    names = tuple(dict.fromkeys(trace.name(int(rt.name[i])) for i in order))
+    calls = tuple(dict.fromkeys(trace.name(int(rt.name[i])) for i in order))
     dropped = tuple(s.name for s in steps.steps if s.start < end) if len(steps.steps) > 1 else ()
-    return Warmup(start=lo, end=min(end, hi), stall_ns=int(rt.dur[stall].sum()), calls=names,
+    return Warmup(start=lo, end=min(end, hi), stall_ns=int(rt.dur[stall].sum()), calls=calls,
                   window_ns=hi - lo, dropped_steps=dropped)
 
 
