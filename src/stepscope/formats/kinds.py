@@ -42,7 +42,6 @@ Adding a kind is one entry in ``KINDS`` (and one test in :func:`content_kind` or
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import zlib
@@ -51,7 +50,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepscope.io.listing import COMPANION_NAMES
-from stepscope.io.source import GZIP_MAGIC, is_url, local_path, read_source, read_url_head
+from stepscope.io.source import (
+    head_of,
+    is_url,
+    local_path,
+    read_source,
+    read_url_head,
+)
 
 HEAD_BYTES = 65536  # what content_kind reads: ncu's CSV header can follow many ==PROF== lines
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -184,13 +189,9 @@ def read_head(path: str, storage_options: dict[str, Any] | None = None,
     local = local_path(path)
     try:
         with open(local, "rb") as fh:
-            raw = fh.read(n)
-        if raw[:2] != GZIP_MAGIC:
-            if raw:
-                return raw
-        else:
-            with gzip.open(local, "rb") as gz:
-                return gz.read(n)
+            if fh.read(1):  # an empty file: read_source says so
+                fh.seek(0)
+                return head_of(fh, n)
     except (OSError, EOFError, zlib.error):
         pass
     return bytes(read_source(path, storage_options).data[:n])

@@ -269,6 +269,17 @@ def _read_url(path: str, storage_options: dict[str, Any] | None) -> RawSource:
     return RawSource(path, False, stat_key, None, lambda: blob)
 
 
+def head_of(fh: IO[bytes], n: int) -> bytes:
+    """The first ``n`` bytes of the seekable stream ``fh``, inflated when it is a gzip
+    (raises what reading or inflating raises)."""
+    head = fh.read(n)
+    if head[:2] != GZIP_MAGIC:
+        return bytes(head)
+    fh.seek(0)
+    with gzip.GzipFile(fileobj=fh) as gz:
+        return gz.read(n)
+
+
 def read_url_head(path: str, n: int, storage_options: dict[str, Any] | None = None) -> bytes:
     """The first ``n`` (inflated) bytes of a URL without downloading the whole object.
 
@@ -281,12 +292,7 @@ def read_url_head(path: str, n: int, storage_options: dict[str, Any] | None = No
     try:
         fs, fs_path = fsspec.core.url_to_fs(path, **(storage_options or {}))
         with fs.open(fs_path, "rb") as fh:
-            head = fh.read(n)
-            if head[:2] != GZIP_MAGIC:
-                return bytes(head)
-            fh.seek(0)
-            with gzip.GzipFile(fileobj=fh) as gz:
-                return gz.read(n)
+            return head_of(fh, n)
     except Exception:  # read_source raises its one-line error, or salvages a cut gzip
         return bytes(read_source(path, storage_options).data[:n])
 

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.events import intervals as iv
-from stepscope.analysis.events.links import Links
+from stepscope.analysis.events.links import Links, gather
 from stepscope.analysis.events.steps import Steps
 from stepscope.classify import names
 from stepscope.model.trace import Trace
@@ -76,10 +76,10 @@ def waits_on_queued_work(trace: Trace, calls: npt.NDArray[np.int64],
     launched_at, dev_end = launched_at[order], dev_end[order]
     # latest end among device ops queued by time t: prefix maximum over launch order
     run_max = np.maximum.accumulate(dev_end) if len(dev_end) else dev_end
-    for j in np.flatnonzero(blocking).tolist():  # the few >= WARMUP_MIN_NS candidates
-        start = rt.ts[calls[j]]
-        k = int(np.searchsorted(launched_at, start, side="right"))
-        out[j] = k > 0 and bool(run_max[k - 1] > start)
+    j = np.flatnonzero(blocking)
+    start = rt.ts[calls[j]]
+    k = np.searchsorted(launched_at, start, side="right")  # device ops queued by then
+    out[j] = (k > 0) & (gather(run_max, k - 1, 0) > start)
     return out
 
 
@@ -102,9 +102,9 @@ def find_warmup(trace: Trace, steps: Steps, links: Links | None = None) -> Warmu
         return None
     end = int(rt.end[stall].max())
     order = stall[np.argsort(-rt.dur[stall], kind="stable")]
-    names = tuple(dict.fromkeys(trace.name(int(rt.name[i])) for i in order))
+    calls = tuple(dict.fromkeys(trace.name(int(rt.name[i])) for i in order))
     dropped = tuple(s.name for s in steps.steps if s.start < end) if len(steps.steps) > 1 else ()
-    return Warmup(start=lo, end=min(end, hi), stall_ns=int(rt.dur[stall].sum()), calls=names,
+    return Warmup(start=lo, end=min(end, hi), stall_ns=int(rt.dur[stall].sum()), calls=calls,
                   window_ns=hi - lo, dropped_steps=dropped)
 
 
