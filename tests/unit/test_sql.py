@@ -80,6 +80,33 @@ def test_steps_and_a_trace_object(tmp_path: Path) -> None:
     assert steps == [{"step": "1", "device_ops": 2}, {"step": "2", "device_ops": 2}]
 
 
+def test_steps_table_links_the_trace_once(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """find_steps and find_warmup share the table's Links (the warm-up check built its own:
+    a second pass over every runtime call)."""
+    from stepscope.analysis.events import links
+
+    built = []
+    real = links.Links.__init__
+
+    def counted(self: links.Links, *args: object, **kwargs: object) -> None:
+        built.append(1)
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    b = TraceBuilder()  # a 200 ms synchronize in an idle first step: the warm-up check
+    with b.step(1, 0, 300_000):  # asks whether it waits on queued work (the links)
+        b.runtime("cudaDeviceSynchronize", 1000, 200_000)
+        op = b.op("aten::mm", 250_000, 100)
+        b.launch(op, "cudaLaunchKernel", 250_010, 5, kernel="sgemm", k_ts=250_020, k_dur=50)
+    with b.step(2, 300_000, 1000):
+        op = b.op("aten::mm", 300_010, 100)
+        b.launch(op, "cudaLaunchKernel", 300_020, 5, kernel="sgemm", k_ts=300_030, k_dur=50)
+    monkeypatch.setattr(links.Links, "__init__", counted)
+    trace = stepscope.load(str(b.write(tmp_path)))
+    assert stepscope.sql(trace, "SELECT count(*) AS n FROM steps").to_pylist() == [{"n": 2}]
+    assert len(built) == 1
+
+
 def test_every_documented_column_is_built(tmp_path: Path) -> None:
     """The views have exactly the columns schema.py documents, in its order."""
     inp = open_input(str(_trace(tmp_path)))
