@@ -150,6 +150,22 @@ def test_bad_query_is_one_line_exit_2(tmp_path: Path,
     assert "--out" in _one_line(capsys)
 
 
+def test_repeated_column_names_are_made_unique(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A self-join's SELECT * repeats names: the text table failed (IndexError), the CSV
+    rows were shorter than its header and a JSON row kept one column of each name."""
+    path = str(_trace(tmp_path))
+    query = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS a"
+    assert run_sql(open_input(path), query).column_names == ["a", "a_1", "a_1_1", "a_2"]
+    assert main(["sql", path, query, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"a": 1, "a_1": 2, "a_1_1": 3, "a_2": 4}]
+    assert main(["sql", path, query, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "a,a_1,a_1_1,a_2\n1,2,3,4\n"
+    self_join = "SELECT * FROM kernels k1, kernels k2 LIMIT 1"
+    assert main(["sql", path, self_join]) == 0
+    assert "(1 row)" in capsys.readouterr().out
+
+
 def test_queries_cannot_touch_files(tmp_path: Path) -> None:
     inp = open_input(str(_trace(tmp_path)))
     for query in (f"SELECT * FROM read_csv('{tmp_path}/x.csv')",
