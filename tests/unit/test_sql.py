@@ -148,6 +148,11 @@ def test_bad_query_is_one_line_exit_2(tmp_path: Path,
     assert "give a query after the path" in _one_line(capsys)
     assert main(["sql", path, "SELECT 1", "--format", "parquet"]) == 2
     assert "--out" in _one_line(capsys)
+    out = str(tmp_path / "i.parquet")
+    assert main(["sql", path, "SELECT INTERVAL 1 DAY AS i", "--format", "parquet",
+                 "--out", out]) == 2
+    assert "--format parquet: Unhandled type" in _one_line(capsys)
+    assert not os.path.exists(out)
 
 
 def test_repeated_column_names_are_made_unique(tmp_path: Path,
