@@ -68,3 +68,34 @@ def test_explain_metric_finds_terms_and_sections() -> None:
         explain("flux capacitor")
     terms = {e.term for e in entries()}
     assert {"Tensor Core share", "Est. SM efficiency", "Modules", "Kernels"} <= terms
+
+
+def test_a_tool_that_fails_says_why_in_one_line(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected error inside a tool run in-process (sql) reaches the assistant as one
+    line naming it, as the CLI prints it, not the SDK's bare "Error executing tool sql"."""
+    pytest.importorskip("mcp")
+    pytest.importorskip("duckdb")
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+    from tests.builders import TraceBuilder
+
+    from stepscope.cli.mcp import build_server
+    from stepscope.query import engine
+
+    b = TraceBuilder()
+    with b.step(1, 0, 100):
+        b.launch(b.op("aten::mm", 10, 50), "cudaLaunchKernel", 20, 5, kernel="sgemm",
+                 k_ts=30, k_dur=20)
+    trace = b.write(tmp_path)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine, "run_sql", broken)
+    server = build_server((str(tmp_path),), use_cache=False)
+    with pytest.raises(ToolError, match=r"internal error \(RuntimeError: boom\)"):
+        anyio.run(server.call_tool, "sql", {"path": str(trace), "query": "SELECT 1"})
+    monkeypatch.undo()
+    with pytest.raises(ToolError, match="no table nope"):
+        anyio.run(server.call_tool, "sql", {"path": trace.name, "query": "SELECT * FROM nope"})

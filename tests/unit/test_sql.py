@@ -80,6 +80,33 @@ def test_steps_and_a_trace_object(tmp_path: Path) -> None:
     assert steps == [{"step": "1", "device_ops": 2}, {"step": "2", "device_ops": 2}]
 
 
+def test_steps_table_links_the_trace_once(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """find_steps and find_warmup share the table's Links (the warm-up check built its own:
+    a second pass over every runtime call)."""
+    from stepscope.analysis.events import links
+
+    built = []
+    real = links.Links.__init__
+
+    def counted(self: links.Links, *args: object, **kwargs: object) -> None:
+        built.append(1)
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    b = TraceBuilder()  # a 200 ms synchronize in an idle first step: the warm-up check
+    with b.step(1, 0, 300_000):  # asks whether it waits on queued work (the links)
+        b.runtime("cudaDeviceSynchronize", 1000, 200_000)
+        op = b.op("aten::mm", 250_000, 100)
+        b.launch(op, "cudaLaunchKernel", 250_010, 5, kernel="sgemm", k_ts=250_020, k_dur=50)
+    with b.step(2, 300_000, 1000):
+        op = b.op("aten::mm", 300_010, 100)
+        b.launch(op, "cudaLaunchKernel", 300_020, 5, kernel="sgemm", k_ts=300_030, k_dur=50)
+    monkeypatch.setattr(links.Links, "__init__", counted)
+    trace = stepscope.load(str(b.write(tmp_path)))
+    assert stepscope.sql(trace, "SELECT count(*) AS n FROM steps").to_pylist() == [{"n": 2}]
+    assert len(built) == 1
+
+
 def test_every_documented_column_is_built(tmp_path: Path) -> None:
     """The views have exactly the columns schema.py documents, in its order."""
     inp = open_input(str(_trace(tmp_path)))
@@ -121,6 +148,27 @@ def test_bad_query_is_one_line_exit_2(tmp_path: Path,
     assert "give a query after the path" in _one_line(capsys)
     assert main(["sql", path, "SELECT 1", "--format", "parquet"]) == 2
     assert "--out" in _one_line(capsys)
+    out = str(tmp_path / "i.parquet")
+    assert main(["sql", path, "SELECT INTERVAL 1 DAY AS i", "--format", "parquet",
+                 "--out", out]) == 2
+    assert "--format parquet: Unhandled type" in _one_line(capsys)
+    assert not os.path.exists(out)
+
+
+def test_repeated_column_names_are_made_unique(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A self-join's SELECT * repeats names: the text table failed (IndexError), the CSV
+    rows were shorter than its header and a JSON row kept one column of each name."""
+    path = str(_trace(tmp_path))
+    query = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS a"
+    assert run_sql(open_input(path), query).column_names == ["a", "a_1", "a_1_1", "a_2"]
+    assert main(["sql", path, query, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"a": 1, "a_1": 2, "a_1_1": 3, "a_2": 4}]
+    assert main(["sql", path, query, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "a,a_1,a_1_1,a_2\n1,2,3,4\n"
+    self_join = "SELECT * FROM kernels k1, kernels k2 LIMIT 1"
+    assert main(["sql", path, self_join]) == 0
+    assert "(1 row)" in capsys.readouterr().out
 
 
 def test_queries_cannot_touch_files(tmp_path: Path) -> None:

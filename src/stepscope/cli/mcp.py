@@ -156,6 +156,10 @@ def build_server(roots: tuple[str, ...], use_cache: bool = True) -> MCPServer:
             return work()
         except StepscopeError as exc:
             raise ToolError(one_line(str(exc), 600)) from None
+        except Exception as exc:  # a bug of ours: one line, as the CLI says it (cli/main.py);
+            # the SDK would answer only "Error executing tool sql", its reason in a log
+            raise ToolError(f"internal error ({type(exc).__name__}: "
+                            f"{one_line(str(exc), 600)})") from exc
 
     def path_of(path: str) -> str:
         return confined_input(path, roots)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stepscope.errors import UsageError
+from stepscope.errors import UsageError, one_line
 
 FORMATS = ("table", "csv", "json", "parquet")
 CELL = 60  # widest cell of the text table (longer names keep their start and end)
@@ -97,7 +97,11 @@ def parquet_bytes(table: pa.Table) -> bytes:
     import pyarrow.parquet as pq
 
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    try:
+        pq.write_table(table, sink)
+    except pa.ArrowNotImplementedError as exc:  # an INTERVAL column, ...: no Parquet type
+        raise UsageError(f"--format parquet: {one_line(str(exc))}; cast the column (to "
+                         "VARCHAR, say) or use another format") from None
     return bytes(sink.getvalue().to_pybytes())
 
 

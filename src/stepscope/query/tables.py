@@ -250,7 +250,7 @@ class TraceTables:
         from stepscope.analysis.events.warmup import find_warmup
 
         found = find_steps(self.trace, self.links)
-        warm = find_warmup(self.trace, found)
+        warm = find_warmup(self.trace, found, self.links)
         dropped = set(warm.dropped_steps) if warm is not None else set()
         s = found.steps
         return {"step": pa.array([x.name for x in s], pa.string()),
