@@ -132,9 +132,14 @@ def shares(samples: SystemSamples) -> Shares:
     phase = {p: delta(f"phase_{p}") / span for p in PHASES} if samples.phases else {}
     counts = [float(x) for x in cut("workers_count")]
     busy_ticks = [i for i, c in enumerate(counts) if c > 0]
-    per_worker = [float(cut("workers_demand")[i]) / counts[i] for i in busy_ticks]
-    worker_cpu = [float(cut("workers_cpu")[i]) / counts[i] for i in busy_ticks]
-    worker_io = [float(cut("workers_io")[i]) / counts[i] for i in busy_ticks]
+
+    def per_worker_tick(name: str) -> list[float]:
+        values = cut(name)  # sliced once, not once per tick
+        return [float(values[i]) / counts[i] for i in busy_ticks]
+
+    per_worker = per_worker_tick("workers_demand")
+    worker_cpu = per_worker_tick("workers_cpu")
+    worker_io = per_worker_tick("workers_io")
     steps, batches = delta("phase_steps"), delta("phase_batches")
     return Shares(
         window=win, ticks=hi - lo,
