@@ -167,6 +167,17 @@ def test_sparkline() -> None:
     assert sparkline([math.nan, 1.0], 2) == " █"
 
 
+def test_metric_summaries() -> None:
+    """The JSON's per-metric mean, median, p95 and max (linear between ranks), NaN left out."""
+    s = _samples(gpu={"power": 100.0})
+    s.columns["cpu"] = [float(i) for i in range(N)]  # 0 .. 29
+    s.columns["gpu_power"] = [[math.nan]] * 10 + [[100.0]] * 10 + [[300.0]] * 10
+    data = monitor_json(s, verdict(s))["metrics"]
+    assert data["cpu"] == {"unit": "%", "mean": 14.5, "p50": 14.5, "p95": 27.55, "max": 29.0}
+    assert data["gpu0_power"] == {"unit": "W", "mean": 200.0, "p50": 200.0, "p95": 300.0,
+                                  "max": 300.0}
+
+
 def test_text_report_numbers() -> None:
     """Every number the terminal view prints, from samples whose values are known."""
     import dataclasses
