@@ -167,6 +167,50 @@ def test_sparkline() -> None:
     assert sparkline([math.nan, 1.0], 2) == " █"
 
 
+def test_metric_summaries() -> None:
+    """The JSON's per-metric mean, median, p95 and max (linear between ranks), NaN left out."""
+    s = _samples(gpu={"power": 100.0})
+    s.columns["cpu"] = [float(i) for i in range(N)]  # 0 .. 29
+    s.columns["gpu_power"] = [[math.nan]] * 10 + [[100.0]] * 10 + [[300.0]] * 10
+    data = monitor_json(s, verdict(s))["metrics"]
+    assert data["cpu"] == {"unit": "%", "mean": 14.5, "p50": 14.5, "p95": 27.55, "max": 29.0}
+    assert data["gpu0_power"] == {"unit": "W", "mean": 200.0, "p50": 200.0, "p95": 300.0,
+                                  "max": 300.0}
+
+
+def test_text_report_numbers() -> None:
+    """Every number the terminal view prints, from samples whose values are known."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from stepscope.report.text.monitor import render_monitor
+
+    s = _samples(oncpu=0.9, phases={"forward": 0.5, "backward": 0.3, "optimizer": 0.004},
+                 steps=True, read=2048.0, gpu={"util": 40.0, "power": 250.0})
+    s.columns["cpu"] = [20.0, 80.0] * (N // 2)  # mean 50 %
+    s.columns["main_cpu"] = [90.0] * N
+    s.columns["main_rss"] = [3.0 * 2**30] * N
+    s = dataclasses.replace(s, command="python train.py")
+    data = monitor_json(s, verdict(s), samples_file="logs/r/monitor.parquet")
+    out = io.StringIO()
+    render_monitor(data, s, Console(file=out, width=80))
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    assert "30 samples at 10 Hz over 3.0 s; 2 cores; GPUs: H100" in lines
+    assert "bound: cpu  (confidence high)" in lines
+    # phases under 0.5 % (the optimizer's 0.4 %) are left out
+    assert "main process (2.8 s window): forward 50%, backward 30%" in lines
+    assert "28 optimizer steps, 28 batches, 10.00 steps/s, 80.0 samples/s" in lines
+    means = {line[:18].strip(): line.split("  ")[-1].strip() for line in lines
+             if line[18:19] in set("▁▂▃▄▅▆▇█")}
+    assert means == {"host CPU": "50 %", "main process CPU": "90 %",
+                     "main CPU demand": "90 %", "main process RSS": "3.00 GiB",
+                     "program read": "2.00 KiB/s", "GPU0 util": "40 %",
+                     "GPU0 power": "250 W"}
+    assert "samples: logs/r/monitor.parquet" in lines
+
+
 def test_phases_are_exclusive(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from stepscope.capture.monitor import phases
 

@@ -132,9 +132,14 @@ def shares(samples: SystemSamples) -> Shares:
     phase = {p: delta(f"phase_{p}") / span for p in PHASES} if samples.phases else {}
     counts = [float(x) for x in cut("workers_count")]
     busy_ticks = [i for i, c in enumerate(counts) if c > 0]
-    per_worker = [float(cut("workers_demand")[i]) / counts[i] for i in busy_ticks]
-    worker_cpu = [float(cut("workers_cpu")[i]) / counts[i] for i in busy_ticks]
-    worker_io = [float(cut("workers_io")[i]) / counts[i] for i in busy_ticks]
+
+    def per_worker_tick(name: str) -> list[float]:
+        values = cut(name)  # sliced once, not once per tick
+        return [float(values[i]) / counts[i] for i in busy_ticks]
+
+    per_worker = per_worker_tick("workers_demand")
+    worker_cpu = per_worker_tick("workers_cpu")
+    worker_io = per_worker_tick("workers_io")
     steps, batches = delta("phase_steps"), delta("phase_batches")
     return Shares(
         window=win, ticks=hi - lo,
@@ -160,9 +165,14 @@ def _per_gpu(rows: list[list[float]]) -> list[float]:
         return []
     out = []
     for g in range(len(rows[0])):
-        numbers = [float(r[g]) for r in rows if g < len(r) and not math.isnan(float(r[g]))]
+        numbers = _gpu_values(rows, g)
         out.append(sum(numbers) / len(numbers) if numbers else math.nan)
     return out
+
+
+def _gpu_values(rows: list[list[Any]], g: int) -> list[float]:
+    """GPU ``g``'s readings in per-tick rows (one value per GPU), NaN left out."""
+    return [float(r[g]) for r in rows if g < len(r) and not math.isnan(float(r[g]))]
 
 
 @dataclass(frozen=True)
@@ -178,29 +188,32 @@ def metric_summaries(samples: SystemSamples) -> dict[str, MetricSummary]:
     """Per-metric mean, median, p95 and max over the whole run (not the window)."""
     out: dict[str, MetricSummary] = {}
     for name, unit in METRICS.items():
-        values = sorted(float(v) for v in samples.series(name) if not math.isnan(float(v)))
+        values = [float(v) for v in samples.series(name) if not math.isnan(float(v))]
         if values:
-            out[name] = MetricSummary(unit, sum(values) / len(values), _pct(values, 50),
-                                      _pct(values, 95), values[-1])
+            out[name] = _summary(values, unit)
     for name in ("util", "mem_util", "mem_used", "power", "sm_clock", "pcie_rx", "pcie_tx",
                  "nvlink_rx", "nvlink_tx", "sm_active", "sm_occupancy", "tensor_active",
                  "dram_bw"):
         rows = samples.series(f"gpu_{name}")
         for g in range(len(rows[0]) if rows else 0):
-            values = sorted(float(r[g]) for r in rows
-                            if g < len(r) and not math.isnan(float(r[g])))
+            values = _gpu_values(rows, g)
             if values:
-                out[f"gpu{g}_{name}"] = MetricSummary(
-                    _GPU_UNITS.get(name, "%"), sum(values) / len(values),
-                    _pct(values, 50), _pct(values, 95), values[-1])
+                out[f"gpu{g}_{name}"] = _summary(values, _GPU_UNITS.get(name, "%"))
     return out
+
+
+def _summary(values: list[float], unit: str) -> MetricSummary:
+    values = sorted(values)
+    return MetricSummary(unit, sum(values) / len(values), _percentile(values, 50),
+                         _percentile(values, 95), values[-1])
 
 
 _GPU_UNITS = {"mem_used": "B", "power": "W", "sm_clock": "MHz", "pcie_rx": "B/s",
               "pcie_tx": "B/s", "nvlink_rx": "B/s", "nvlink_tx": "B/s"}
 
 
-def _pct(values: list[float], q: float) -> float:
+def _percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile of sorted ``values``, linear between ranks (NumPy's default)."""
     k = (len(values) - 1) * q / 100
     f = math.floor(k)
     c = min(f + 1, len(values) - 1)
