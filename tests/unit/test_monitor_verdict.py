@@ -428,3 +428,31 @@ def test_sampler_falls_back_to_amd_without_nvidia(monkeypatch: pytest.MonkeyPatc
     sampler.close()
     assert sampler.gpus.names == ["AMD Instinct MI300X"] * 2
     assert sampler.columns["gpu_util"][-1] == [88.0, 88.0]
+
+
+def test_sampler_columns_line_up_when_the_phases_page_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A phases page unreadable on one tick (or first read after sampling began) left the
+    phase columns shorter than the others: the Parquet table could not be built."""
+    pytest.importorskip("psutil")
+    from stepscope.capture.monitor import phases
+    from stepscope.capture.monitor.sampler import Sampler
+
+    reads = iter([OSError, OSError, {"steps": 1.0}, OSError, {"steps": 3.0}])
+
+    def read(board: object) -> tuple[dict[str, float], list[int]]:
+        got = next(reads)
+        if got is OSError:
+            raise OSError("busy")
+        assert isinstance(got, dict)
+        return got, []
+
+    monkeypatch.setattr(phases, "read", read)
+    sampler = Sampler(os.getpid(), None, 100.0)
+    sampler.board = object()  # type: ignore[assignment]
+    for _ in range(4):  # fails, fails, reads 1 step, fails
+        sampler.tick()
+    sampler.close()
+    lengths = {len(v) for v in sampler.columns.values()}
+    assert lengths == {4}
+    assert sampler.columns["phase_steps"] == [0, 0, 1.0, 1.0]  # 0 before, then carried

@@ -106,9 +106,20 @@ class Sampler:
         for key in GPU_METRICS:
             row[f"gpu_{key}"] = [g[key] for g in gpus]
         if not first:
-            for key, value in row.items():
-                self.columns.setdefault(key, []).append(value)
+            self._append(row)
         self.ticks_cpu_s += time.process_time() - cpu0
+
+    def _append(self, row: dict[str, Any]) -> None:
+        """Add a tick's row to the columns, one entry per tick in every column, so they
+        always line up (the Parquet table and the summaries index them together). The phase
+        columns are cumulative counters: a tick whose phases page could not be read repeats
+        the last reading, and counters that appear late (the program imported torch after
+        sampling began) were 0 before."""
+        ticks = len(self.columns.get("t", []))
+        for key in row.keys() - self.columns.keys():
+            self.columns[key] = [0 if key.startswith("phase_") else None] * ticks
+        for key, values in self.columns.items():
+            values.append(row[key] if key in row else (values[-1] if values else None))
 
     def _host_row(self, row: dict[str, Any], dt: float) -> None:
         cores = psutil.cpu_percent(percpu=True)
