@@ -32,6 +32,17 @@ def load_script(name: str) -> ModuleType:
     return mod
 
 
+def run_in_own_loop(fn: Any, *args: Any) -> Any:
+    """``anyio.run(fn, *args)`` on a thread of its own: the browser tests' Playwright
+    session keeps an event loop running in the main thread for the rest of the suite."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()
+
+
 def shared_trace(relative: str) -> Path:
     """Path of a real trace under ../shared/traces, or skip the test with the reason."""
     path = SHARED_TRACES / relative

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import SHARED_TRACES, shared_trace
+from tests.conftest import SHARED_TRACES, run_in_own_loop, shared_trace
 
 pytest.importorskip("mcp")
 pytest.importorskip("duckdb")
 
-import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -46,12 +45,7 @@ def _calls(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
             names = {t.name for t in tools.tools}
             assert {"report", "findings", "diff", "sql", "explain_metric"} <= names
             return [await client.call_tool(name, args) for name, args in calls]
-    # a thread of its own: the browser tests' Playwright session keeps an event loop
-    # running in the main thread for the rest of the suite
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(anyio.run, go).result()
+    return run_in_own_loop(go)
 
 
 def _texts(result: Any) -> tuple[str, Any]:

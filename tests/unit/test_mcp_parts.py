@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.conftest import run_in_own_loop
 
 from stepscope.errors import UsageError
 from stepscope.io.confine import confine, resolve_roots
@@ -76,7 +77,6 @@ def test_a_tool_that_fails_says_why_in_one_line(tmp_path: Path,
     line naming it, as the CLI prints it, not the SDK's bare "Error executing tool sql"."""
     pytest.importorskip("mcp")
     pytest.importorskip("duckdb")
-    import anyio
     from mcp.server.mcpserver.exceptions import ToolError
     from tests.builders import TraceBuilder
 
@@ -95,7 +95,8 @@ def test_a_tool_that_fails_says_why_in_one_line(tmp_path: Path,
     monkeypatch.setattr(engine, "run_sql", broken)
     server = build_server((str(tmp_path),), use_cache=False)
     with pytest.raises(ToolError, match=r"internal error \(RuntimeError: boom\)"):
-        anyio.run(server.call_tool, "sql", {"path": str(trace), "query": "SELECT 1"})
+        run_in_own_loop(server.call_tool, "sql", {"path": str(trace), "query": "SELECT 1"})
     monkeypatch.undo()
     with pytest.raises(ToolError, match="no table nope"):
-        anyio.run(server.call_tool, "sql", {"path": trace.name, "query": "SELECT * FROM nope"})
+        run_in_own_loop(server.call_tool, "sql",
+                        {"path": trace.name, "query": "SELECT * FROM nope"})

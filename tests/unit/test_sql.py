@@ -17,6 +17,7 @@ import stepscope
 from stepscope.cli.main import main
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.query.engine import open_input, run_sql
+from stepscope.query.output import unique_names
 from stepscope.query.schema import TABLES
 
 pytest.importorskip("duckdb")
@@ -161,7 +162,8 @@ def test_repeated_column_names_are_made_unique(tmp_path: Path,
     rows were shorter than its header and a JSON row kept one column of each name."""
     path = str(_trace(tmp_path))
     query = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS a"
-    assert run_sql(open_input(path), query).column_names == ["a", "a_1", "a_1_1", "a_2"]
+    assert unique_names(run_sql(open_input(path), query)).column_names == [
+        "a", "a_1", "a_1_1", "a_2"]
     assert main(["sql", path, query, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"a": 1, "a_1": 2, "a_1_1": 3, "a_2": 4}]
     assert main(["sql", path, query, "--format", "csv"]) == 0

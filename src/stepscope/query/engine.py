@@ -159,23 +159,7 @@ def run_sql(inp: Input, query: str) -> pa.Table:
         raise UsageError(_sql_error(inp, exc)) from None
     finally:
         con.close()
-    return _unique_names(result)
-
-
-def _unique_names(table: pa.Table) -> pa.Table:
-    """Repeated column names (``SELECT *`` over a self-join) made unique: ``name``,
-    ``name_1``, ...; the outputs go by name (a JSON row is an object, the text table and CSV
-    read rows as dicts), so a repeated name lost columns or misaligned the rows."""
-    seen: set[str] = set()
-    names = []
-    for name in table.column_names:
-        new, i = name, 0
-        while new in seen:
-            i += 1
-            new = f"{name}_{i}"
-        seen.add(new)
-        names.append(new)
-    return table if names == table.column_names else table.rename_columns(names)
+    return result
 
 
 def _sql_error(inp: Input, exc: Exception) -> str:

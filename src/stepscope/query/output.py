@@ -33,7 +33,7 @@ def plain(value: Any) -> Any:
 
 
 def rows(table: pa.Table) -> list[dict[str, Any]]:
-    return [plain(r) for r in table.to_pylist()]
+    return [plain(r) for r in unique_names(table).to_pylist()]
 
 
 def to_json(table: pa.Table) -> str:
@@ -47,6 +47,7 @@ def to_csv(table: pa.Table) -> str:
 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
+    table = unique_names(table)
     writer.writerow(table.column_names)
     for r in table.to_pylist():
         writer.writerow(["" if v is None else _cell_text(plain(v)) for v in r.values()])
@@ -73,6 +74,7 @@ def _clip(text: str, width: int = CELL) -> str:
 
 def to_table(table: pa.Table, limit: int | None = None) -> str:
     """An aligned text table (numbers right-aligned), with a line saying how many rows."""
+    table = unique_names(table)
     names = table.column_names
     if not names:
         return "(no result)\n"
@@ -98,7 +100,7 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
     sink = pa.BufferOutputStream()
     try:
-        pq.write_table(table, sink)
+        pq.write_table(unique_names(table), sink)
     except pa.ArrowNotImplementedError as exc:  # an INTERVAL column, ...: no Parquet type
         raise UsageError(f"--format parquet: {one_line(str(exc))}; cast the column (to "
                          "VARCHAR, say) or use another format") from None
@@ -116,3 +118,21 @@ def encode(table: pa.Table, fmt: str) -> bytes:
     if fmt == "table":
         return to_table(table).encode()
     raise UsageError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+
+
+def unique_names(table: pa.Table) -> pa.Table:
+    """Repeated column names (``SELECT *`` over a self-join) made unique: ``name``,
+    ``name_1``, ...: the outputs that go by name (a JSON row is an object, the text table
+    and CSV read rows as dicts, Parquet needs distinct names) would lose columns or misalign
+    rows. The result itself keeps DuckDB's names (the dashboard's API sends rows as lists
+    beside the names, where two columns may share one)."""
+    seen: set[str] = set()
+    names = []
+    for name in table.column_names:
+        new, i = name, 0
+        while new in seen:
+            i += 1
+            new = f"{name}_{i}"
+        seen.add(new)
+        names.append(new)
+    return table if names == table.column_names else table.rename_columns(names)
