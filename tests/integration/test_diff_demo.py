@@ -89,8 +89,12 @@ def test_run_demo_reports_the_diff(tmp_path: Path) -> None:
     result = run_demo(str(tmp_path), steps=6, batch_size=BATCH, device="cpu", quiet=False,
                       console=console)
     assert result.diff is not None
-    biggest = max(result.diff.categories, key=lambda c: abs(c.change.delta))
-    assert biggest.name == "dataloader" and biggest.change.delta < 0
+    # the fixed run decodes the data once, so its loader has almost nothing left to do;
+    # which category moved most in absolute terms depends on the load beside the test
+    # (under two concurrent suites the CPU-exec noise outgrew it once)
+    loader = next(c for c in result.diff.categories if c.name == "dataloader")
+    assert loader.change.delta < 0
+    assert loader.change.pct is not None and loader.change.pct < -50
     text = console.export_text()
     assert "[Throughput during profiled window] before:" in text
     assert "stepscope diff: step time" in text and "DataLoader:" in text
