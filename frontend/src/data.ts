@@ -153,10 +153,16 @@ export class StaticSource implements Source {
   async search(_t: string, text: string): Promise<SearchResult> {
     const needle = text.toLowerCase(), s = this.d.timeline.strings, ids: number[] = [];
     s.forEach((x, i) => { if (x.toLowerCase().includes(needle)) ids.push(i); });
-    const set = new Set(ids), c = this.d.timeline.columns, first: number[] = [];
+    const set = new Set(ids), c = this.d.timeline.columns;
     let count = 0;
-    for (let i = 0; i < c.name.length; i++) if (set.has(c.name[i])) { count++; if (first.length < 1000) first.push(i); }
-    return { names: ids, count, first };
+    const all: number[] = [];
+    for (let i = 0; i < c.name.length; i++) if (set.has(c.name[i])) { count++; all.push(i); }
+    all.sort((a, b) => c.ts[a] - c.ts[b]);
+    const first = all.slice(0, 1000), strings: Record<string, string> = {};
+    for (const i of first) strings[c.name[i]] = s[c.name[i]];
+    const hits = { id: first, row: first.map((i) => c.row[i]), depth: first.map((i) => c.depth[i]), ts: first.map((i) => c.ts[i]),
+      dur: first.map((i) => c.dur[i]), name: first.map((i) => c.name[i]) };
+    return { names: ids, count, first, hits, strings };
   }
   exportWindow(_t: string, start: number, end: number) {
     const c = this.d.timeline.columns, s = this.d.timeline.strings, rows = this.d.timeline.rows;

@@ -107,16 +107,19 @@ def memory_tracks(trace: Trace) -> list[Track]:
     if not len(m):
         return tracks
     order = np.argsort(m.ts, kind="stable")
-    key = m.device_type[order].astype(np.int64) * 65536 + m.device_id[order]
+    # ids are >= -1 (a CPU record has device id -1): shift by one to pack them
+    key = (m.device_type[order].astype(np.int64) + 1) << 32 | (m.device_id[order] + 1)
     for k in np.unique(key).tolist():
         sel = order[key == k]
-        dtype, dev = divmod(int(k), 65536)
-        where = "CPU" if dtype == 0 else f"GPU {dev}" if dtype == 1 else f"device {dtype}:{dev}"
+        dtype, dev = (int(k) >> 32) - 1, (int(k) & 0xFFFFFFFF) - 1
+        # c10::DeviceType: 0 CPU, 1 CUDA, 6 HIP (ROCm builds), 12 XPU
+        where = "CPU" if dtype == 0 else f"GPU {dev}" if dtype in (1, 6) else \
+            f"XPU {dev}" if dtype == 12 else f"device {dtype}:{dev}"
         for col, what in (("total_allocated", "allocated"), ("total_reserved", "reserved")):
             vals = getattr(m, col)[sel]
             ok = vals >= 0
-            if ok.any():
-                tracks.append(Track(f"mem:{dtype}:{dev}:{what}", f"{where} memory {what}", "B",
+            if ok.any() and vals[ok].any():  # the CPU allocator reserves nothing: no track
+                tracks.append(Track(f"mem:{dtype}:{dev}:{what}", f"{where} {what}", "B",
                                     m.ts[sel][ok].astype(np.int64),
                                     vals[ok].astype(np.float64), "memory"))
     return tracks
