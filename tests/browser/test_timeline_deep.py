@@ -34,7 +34,8 @@ def _drawn(page: Any, event_id: int) -> list[int]:
     """Wait until ``event_id`` is selected and drawn in the window's own data; its box."""
     page.wait_for_function(
         """(id) => { const c = document.querySelector('#timeline-canvas').dataset;
-             return c.selected == String(id) && c.selbox && Math.abs(c.chunkStart - c.start) <= 1; }""",
+             return c.selected == String(id) && c.selbox
+               && Math.abs(c.chunkStart - c.start) <= 1; }""",
         arg=event_id, timeout=20_000)
     page.wait_for_timeout(150)
     box = page.locator("#timeline-canvas").get_attribute("data-selbox")
@@ -44,7 +45,7 @@ def _drawn(page: Any, event_id: int) -> list[int]:
 def _on_canvas(page: Any, box: list[int]) -> None:
     cv = page.locator("#timeline-canvas").bounding_box()
     x, y, w, h = box
-    assert 220 - 3 <= x and x + min(w, 5) <= cv["width"] and 30 <= y and y + h <= cv["height"], box
+    assert x >= 220 - 3 and x + min(w, 5) <= cv["width"] and y >= 30 and y + h <= cv["height"], box
 
 
 @pytest.mark.parametrize(("name", "rel", "op", "min_stack"), CASES, ids=[c[0] for c in CASES])
@@ -73,7 +74,7 @@ def test_deep_operator_search_select_and_launch(page: Any, serve: Any, tmp_path:
     height = cv.bounding_box()["height"]
     lanes = json.loads(cv.get_attribute("data-lanes"))
     streams = [ln for ln in lanes if ln[0] == "stream"]
-    assert streams and all(ln[4] == 1 and 30 <= ln[2] and ln[2] + ln[3] <= height
+    assert streams and all(ln[4] == 1 and ln[2] >= 30 and ln[2] + ln[3] <= height
                            for ln in streams), (streams, height)
     assert cv.get_attribute("data-scroll-y") == "0"
     # operators sit at the top of their thread's row; the Python frames are folded above

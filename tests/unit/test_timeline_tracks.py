@@ -11,14 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.builders import TraceBuilder
+from tests.conftest import shared_trace
 
 from stepscope.formats import load_trace
 from stepscope.report.counters import CounterTracks, bin_max, read_monitor
 from stepscope.report.lookup import context, enclosing, launching_op, search_hits
 from stepscope.report.timeline import T_DEVICE, TimelineIndex
 from stepscope.report.window_export import export_window
-from tests.builders import TraceBuilder
-from tests.conftest import shared_trace
 
 FRAMES = 30
 BASE = 1_700_000_000_000_000_000  # baseTimeNanoseconds

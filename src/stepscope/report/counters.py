@@ -97,7 +97,8 @@ def bin_max(ts: I64, values: F64, edges: I64) -> F64:
         idx = np.empty(2 * int(has.sum()), np.int64)
         idx[0::2], idx[1::2] = first[has], last[has]
         out[has] = np.maximum.reduceat(np.append(values, -np.inf), idx)[0::2]
-    return np.fmax(out, held)
+    peak: F64 = np.fmax(out, held)
+    return peak
 
 
 def memory_tracks(trace: Trace) -> list[Track]:
