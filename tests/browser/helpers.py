@@ -194,7 +194,7 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     stream = next(ln for ln in lanes(page) if ln[0] == "stream")
     y = y0 + stream[2] + 2 + 7
     for k in range(60):
-        cx = x0 + 205 + k * (box["width"] - 210) / 60
+        cx = x0 + 225 + k * (box["width"] - 240) / 60  # past the 220 px gutter
         page.mouse.click(cx, y)
         page.wait_for_timeout(30)
         sel = int(page.locator("#timeline-canvas").get_attribute("data-selected") or -1)

@@ -124,3 +124,55 @@ def test_deep_operator_search_select_and_launch(page: Any, serve: Any, tmp_path:
     assert int(cv.get_attribute("data-flows-drawn")) >= 1
     shot(page, f"{name}-timeline-launch")
     assert not page.errors, page.errors
+
+
+def test_wheel_scrolls_python_rows_open_and_tracks_pin(page: Any, serve: Any,
+                                                        tmp_path: Path) -> None:
+    src = shared_trace(CASES[1][1])
+    shutil.copy(src, tmp_path / src.name)
+    page.set_viewport_size({"width": 1024, "height": 700})
+    server = serve(str(tmp_path))
+    page.goto(server.url + "#/timeline")
+    page.wait_for_selector("#timeline-canvas[data-ready='1']", timeout=60_000)
+    cv = page.locator("#timeline-canvas")
+    box = cv.bounding_box()
+
+    def lanes() -> list[Any]:
+        return json.loads(cv.get_attribute("data-lanes"))  # type: ignore[no-any-return]
+
+    # open the main thread's Python frames: 78 levels, taller than the canvas
+    py = next(ln for ln in lanes() if ln[0] == "python")
+    page.mouse.click(box["x"] + 40, box["y"] + py[2] + 6)
+    page.wait_for_function("document.querySelector('#timeline-canvas').dataset.scrollMax > 0")
+    opened = next(ln for ln in lanes() if ln[1] == py[1])
+    assert opened[3] == 78 * 14 + 4
+    assert page.locator("#timeline-scrollbar").evaluate("e => e.scrollHeight > e.clientHeight")
+    # the wheel scrolls the tracks, the window stays; Ctrl+wheel zooms
+    start, end = cv.get_attribute("data-start"), cv.get_attribute("data-end")
+    page.mouse.move(box["x"] + 600, box["y"] + box["height"] - 60)
+    page.mouse.wheel(0, 300)
+    page.wait_for_function("document.querySelector('#timeline-canvas').dataset.scrollY > 0")
+    assert (cv.get_attribute("data-start"), cv.get_attribute("data-end")) == (start, end)
+    assert page.locator("#timeline-scrollbar").evaluate("e => e.scrollTop") > 0
+    streams = [ln for ln in lanes() if ln[0] == "stream"]
+    assert all(ln[4] == 1 and 30 <= ln[2] <= box["height"] for ln in streams)  # still pinned
+    shot(page, "vllm-timeline-python-open-scrolled")
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -300)
+    page.keyboard.up("Control")
+    page.wait_for_timeout(100)
+    assert int(cv.get_attribute("data-end")) - int(cv.get_attribute("data-start")) < \
+        int(end) - int(start)
+    # unpin a stream (the ● at the gutter's right edge), then pin it back
+    s0 = next(ln for ln in lanes() if ln[0] == "stream")
+    page.mouse.click(box["x"] + 211, box["y"] + s0[2] + 8)
+    assert next(ln for ln in lanes() if ln[0] == "stream" and ln[1] == s0[1])[4] == 0
+    # now in the scrolled band, under the opened Python rows: scroll to the end to reach it
+    page.mouse.wheel(0, 20_000)
+    page.wait_for_function("(d => d.scrollY == d.scrollMax)"
+                           "(document.querySelector('#timeline-canvas').dataset)")
+    s1 = next(ln for ln in lanes() if ln[0] == "stream" and ln[1] == s0[1])
+    assert int(cv.get_attribute("data-pin-bottom")) <= s1[2] < box["height"]
+    page.mouse.click(box["x"] + 211, box["y"] + s1[2] + 8)
+    assert next(ln for ln in lanes() if ln[0] == "stream" and ln[1] == s0[1])[4] == 1
+    assert not page.errors, page.errors

@@ -222,15 +222,25 @@ export function Timeline({ source, trace, config }: PageProps) {
         }
         let label = l.label;
         if (l.kind === "counter") { const cm = s.counters.find((x) => x.id === l.counter); if (cm && cm.unit !== "share") label += ` (max ${value(cm.max, cm.unit)})`; }
-        g.fillStyle = "#333"; g.fillText(fit(g, label, PIN_X - 14), 10, l.y + Math.min(l.h, 16) / 2 + 1);
+        // sticky: a tall row scrolled past the band's top keeps its label in view
+        const ly = Math.max(l.y, Math.min(top, l.y + l.h - 16));
+        g.fillStyle = "#333"; g.fillText(fit(g, label, PIN_X - 14), 10, ly + Math.min(l.h, 16) / 2 + 1);
         // pin mark: filled when pinned; click toggles
-        g.beginPath(); g.arc(PIN_X + 5, l.y + 8, 4, 0, Math.PI * 2);
+        g.beginPath(); g.arc(PIN_X + 5, ly + 8, 4, 0, Math.PI * 2);
         if (l.pinned) { g.fillStyle = "#3a7bd5"; g.fill(); } else { g.strokeStyle = "#9aa3b2"; g.lineWidth = 1; g.stroke(); }
         g.strokeStyle = "#eceef1"; g.beginPath(); g.moveTo(0, l.y + l.h); g.lineTo(right, l.y + l.h); g.stroke();
       }
       g.restore();
     }
     if (s.pinBottom > RULER) { g.fillStyle = "#9aa3b2"; g.fillRect(0, s.pinBottom - 1, W, 2); }
+    // the scrolled band's scrollbar, also painted (headless browsers hide native scrollbars;
+    // the native one, over it, has the same geometry)
+    const band = H - s.pinBottom, total = band + s.scrollMax;
+    g.fillStyle = "#eef0f3"; g.fillRect(W - SB, s.pinBottom + 1, SB, band - 1);
+    if (s.scrollMax > 0) {
+      const th = Math.max(20, (band * band) / total), ty = s.pinBottom + (s.scrollY / s.scrollMax) * (band - th);
+      g.fillStyle = "#8a93a3"; g.fillRect(W - SB + 3, ty + 2, SB - 6, th - 4);
+    }
     // ruler + step labels
     g.fillStyle = "#fafafa"; g.fillRect(0, 0, W, RULER);
     g.fillStyle = "#333"; g.fillText(`${dur(span)} window`, 4, RULER / 2);
@@ -400,7 +410,7 @@ export function Timeline({ source, trace, config }: PageProps) {
       if (x < GUTTER) {
         const lane = laneAt(y); if (!lane) return;
         if (lane.kind === "group") { const gname = lane.group!; s.collapsed.has(gname) ? s.collapsed.delete(gname) : s.collapsed.add(gname); }
-        else if (x >= PIN_X - 4) { s.pinned.has(lane.key) ? s.pinned.delete(lane.key) : s.pinned.add(lane.key); }
+        else if (x >= PIN_X) { s.pinned.has(lane.key) ? s.pinned.delete(lane.key) : s.pinned.add(lane.key); }
         else if (lane.kind === "row" && s.meta!.rows[lane.row!].kind === "python") { const r = lane.row!; s.openPy.has(r) ? s.openPy.delete(r) : s.openPy.add(r); }
         draw(); return;
       }

@@ -55,7 +55,7 @@ export function EventPanel({ ev, meta, config, onGo }: { ev: EventInfo; meta: Ti
           {ev.table === "device" ? "← go to launch" : "→ go to kernel"}: {ev.flow!.name}</button></p>}
       </div>
       <div>
-        {stack.length > 0 && <div id="event-stack"><b>call stack</b> <span class="dim">(outermost first; {stack.filter((s) => s.python).length} Python frames)</span>
+        {stack.length > 0 && <div id="event-stack"><b>call stack</b> <span class="dim">(outermost first{stack.some((s) => s.python) ? `; ${stack.filter((s) => s.python).length} Python frames` : ""})</span>
           <ul class="event-stack">{stack.map((s) => {
             const src = s.python ? sourceLink(s.name, config.source_link, config.path_map) : null;
             return <li key={s.id} class={s.python ? "py" : ""}>{link(s, s.name)} {src && <a href={src} title="open the source">↗</a>}</li>;
