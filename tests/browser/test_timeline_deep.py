@@ -176,3 +176,22 @@ def test_wheel_scrolls_python_rows_open_and_tracks_pin(page: Any, serve: Any,
     page.mouse.click(box["x"] + 211, box["y"] + s1[2] + 8)
     assert next(ln for ln in lanes() if ln[0] == "stream" and ln[1] == s0[1])[4] == 1
     assert not page.errors, page.errors
+
+
+def test_nsys_gpu_row_is_on_screen_at_1024x700(page: Any, serve: Any, tmp_path: Path) -> None:
+    """The issue's nsys export: ten thread rows of 6-19 levels used to push the GPU row to
+    1,916 px; pinned, it sits under the counters."""
+    src = shared_trace("nsys/nvidia-fuser/a049892_report1.sqlite")
+    shutil.copy(src, tmp_path / src.name)
+    page.set_viewport_size({"width": 1024, "height": 700})
+    server = serve(str(tmp_path))
+    page.goto(server.url + "#/timeline")
+    page.wait_for_selector("#timeline-canvas[data-ready='1']", timeout=60_000)
+    cv = page.locator("#timeline-canvas")
+    height = cv.bounding_box()["height"]
+    lanes = json.loads(cv.get_attribute("data-lanes"))
+    streams = [ln for ln in lanes if ln[0] == "stream"]
+    assert streams and all(ln[4] == 1 and ln[2] + ln[3] <= height for ln in streams)
+    assert int(cv.get_attribute("data-scroll-max")) > 0  # the threads scroll under them
+    shot(page, "nsys-timeline-1024x700")
+    assert not page.errors, page.errors
