@@ -174,3 +174,44 @@ def test_export_reads_back_with_the_same_events_and_args(tmp_path: Path, real: b
         kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
         assert kernel["args"]["grid"] == [4, 2, 1] and kernel["args"]["registers per thread"] == 96
         assert kernel["pid"] == 0 and kernel["tid"] == 7
+
+
+def test_api_answers_tracks_stack_hits_and_export(tmp_path: Path) -> None:
+    pytest.importorskip("httpx")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    from tests.unit.test_server_api import wait_ready
+
+    from stepscope.server.app import ViewConfig, create_app
+
+    path = _deep(tmp_path)
+    trace = path.name
+    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as client:
+        wait_ready(client, trace)
+        meta = client.get("/api/timeline/meta", params={"trace": trace}).json()
+        assert [t["id"] for t in meta["tracks"]] == ["mem:1:0:allocated", "mem:1:0:reserved"]
+        assert [r["kind"] for r in meta["rows"]] == ["python", "thread", "stream"]
+        win = client.get("/api/timeline", params={"trace": trace, "start": 0,
+                                                  "end": meta["end"], "width": 200}).json()
+        assert [len(t["values"]) for t in win["tracks"]] == [100, 100]
+        assert max(v for v in win["tracks"][0]["values"] if v is not None) == 5120
+        found = client.get("/api/search", params={"trace": trace, "q": "gemm"}).json()
+        assert found["count"] == 1 and found["hits"]["row"] == [2]
+        kernel = found["hits"]["id"][0]
+        ev = client.get("/api/event", params={"trace": trace, "id": kernel}).json()
+        assert ev["launched_by"]["name"] == "aten::mm" and ev["launch"]["depth"] == 3
+        launch = client.get("/api/event", params={"trace": trace,
+                                                  "id": ev["launch"]["id"]}).json()
+        assert len(launch["stack"]) == FRAMES + 3  # frames, step, linear, mm
+        got = client.get("/api/export", params={"trace": trace, "start": 0,
+                                                "end": meta["end"]})
+        out = tmp_path / "export" / "w.json"
+        out.parent.mkdir()
+        out.write_bytes(got.content)
+        back = load_trace(str(out), use_cache=False)
+        assert len(back.host) == FRAMES + 3 and len(back.device) == 1
