@@ -274,40 +274,6 @@ class TimelineIndex:
             },
         }
 
-    def search(self, text: str, limit: int = 1000) -> dict[str, Any]:
-        """Events whose name contains ``text`` (case-insensitive): the string ids and hits."""
-        needle = text.lower()
-        ids = [k for k, s in enumerate(self.trace.strings) if needle in s.lower()]
-        mask = np.isin(self.name, np.asarray(ids, np.int32)) if ids else np.zeros(self.n, bool)
-        hits = np.flatnonzero(mask)
-        return {"names": ids, "count": len(hits), "first": hits[:limit].tolist()}
-
-    def chrome_trace(self, start: int, end: int) -> dict[str, Any]:
-        """The window as a Chrome-trace JSON object (µs), loadable in Perfetto."""
-        idx = self.window(start, end)[:MAX_EXPORT]
-        idx = idx[np.argsort(self.ts[idx], kind="stable")]
-        events: list[dict[str, Any]] = []
-        groups = {g: k for k, g in enumerate(dict.fromkeys(r.group for r in self.rows))}
-        for r in self.rows:
-            events.append({"ph": "M", "name": "process_name", "pid": groups[r.group],
-                           "args": {"name": r.group}})
-            events.append({"ph": "M", "name": "thread_name", "pid": groups[r.group],
-                           "tid": r.id, "args": {"name": r.label}})
-        rows = self.rows
-        pid_of = np.asarray([groups[r.group] for r in rows] or [0], np.int64)
-        strings = self.trace.strings
-        ts_us = (self.ts[idx] / 1000.0).tolist()
-        dur_us = (self.dur[idx] / 1000.0).tolist()
-        for k, i in enumerate(idx.tolist()):  # output is per event by nature (bounded)
-            n = int(self.name[i])
-            events.append({"ph": "X", "name": strings[n] if n >= 0 else "",
-                           "cat": TABLE_NAMES[int(self.table[i])],
-                           "pid": int(pid_of[self.row[i]]), "tid": int(self.row[i]),
-                           "ts": ts_us[k], "dur": dur_us[k]})
-        return {"traceEvents": events, "displayTimeUnit": "ns",
-                "otherData": {"source": self.trace.meta.path, "exported_by": "stepscope",
-                              "window_ns": [start + self.origin, end + self.origin]}}
-
     def summary(self, cap: int) -> dict[str, Any]:
         """A bounded, self-contained copy for the HTML report: the ``cap`` longest events.
 
