@@ -195,3 +195,31 @@ def test_nsys_gpu_row_is_on_screen_at_1024x700(page: Any, serve: Any, tmp_path: 
     assert int(cv.get_attribute("data-scroll-max")) > 0  # the threads scroll under them
     shot(page, "nsys-timeline-1024x700")
     assert not page.errors, page.errors
+
+
+def test_html_report_draws_memory_tracks_and_finds_the_deep_mm(page: Any,
+                                                               tmp_path: Path) -> None:
+    from stepscope.report.build import build_report
+    from stepscope.report.html import write_html
+
+    src = shared_trace(CASES[0][1])
+    out = tmp_path / "report.html"
+    write_html(build_report(load_trace(str(src)), top=20), str(out))
+    page.set_viewport_size({"width": 1024, "height": 700})
+    page.goto(out.as_uri() + "#/timeline")
+    page.wait_for_selector("#timeline-canvas[data-ready='1']", timeout=60_000)
+    cv = page.locator("#timeline-canvas")
+    lanes = json.loads(cv.get_attribute("data-lanes"))
+    counters = [ln[1] for ln in lanes if ln[0] == "counter"]
+    assert counters == ["util:0", "mem:0:-1:allocated", "mem:1:0:allocated",
+                        "mem:1:0:reserved"]
+    page.fill("#timeline-search", "aten::mm")
+    page.wait_for_selector("#search-results li")
+    assert page.locator("#search-results li").count() == 96
+    page.click("#search-next")
+    page.wait_for_function(
+        "(d => d.selected != '-1' && d.selbox)(document.querySelector('#timeline-canvas')"
+        ".dataset)", timeout=20_000)
+    assert page.locator("#event-name").inner_text() == "aten::mm"
+    shot(page, "html-h100-timeline-mm")
+    assert not page.errors, page.errors
