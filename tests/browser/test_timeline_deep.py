@@ -30,13 +30,22 @@ CASES = [
 ]
 
 
+def _until(page: Any, js: str, arg: Any = None, timeout_s: float = 20.0) -> None:
+    """Poll a JS function from Python until it returns true: the pages' CSP forbids the eval
+    that wait_for_function's in-page polling relies on."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(js, arg):
+        assert time.monotonic() < deadline, f"timed out waiting for {js}"
+        page.wait_for_timeout(50)
+
+
 def _drawn(page: Any, event_id: int) -> list[int]:
     """Wait until ``event_id`` is selected and drawn in the window's own data; its box."""
-    page.wait_for_function(
-        """(id) => { const c = document.querySelector('#timeline-canvas').dataset;
-             return c.selected == String(id) && c.selbox
-               && Math.abs(c.chunkStart - c.start) <= 1; }""",
-        arg=event_id, timeout=20_000)
+    _until(page, """(id) => { const c = document.querySelector('#timeline-canvas').dataset;
+             return c.selected == String(id) && !!c.selbox
+               && Math.abs(c.chunkStart - c.start) <= 1; }""", event_id)
     page.wait_for_timeout(150)
     box = page.locator("#timeline-canvas").get_attribute("data-selbox")
     return json.loads(box)  # type: ignore[no-any-return]
@@ -108,9 +117,8 @@ def test_deep_operator_search_select_and_launch(page: Any, serve: Any, tmp_path:
     kernel = dev[len(dev) // 2]
     kname = tl.trace.name(int(tl.name[kernel]))
     page.fill("#timeline-search", kname)
-    page.wait_for_function(
-        "(n) => document.querySelector('#search-hits')?.textContent.startsWith(String(n))",
-        arg=search_hits(tl, kname)["count"])
+    _until(page, "(n) => !!document.querySelector('#search-hits')?.textContent"
+                 ".startsWith(String(n))", search_hits(tl, kname)["count"])
     kh = search_hits(tl, kname)["hits"]["id"]
     page.locator(f"#hit-{kh.index(kernel)} button").click()
     _on_canvas(page, _drawn(page, kernel))
@@ -143,7 +151,7 @@ def test_wheel_scrolls_python_rows_open_and_tracks_pin(page: Any, serve: Any,
     # open the main thread's Python frames: 78 levels, taller than the canvas
     py = next(ln for ln in lanes() if ln[0] == "python")
     page.mouse.click(box["x"] + 40, box["y"] + py[2] + 6)
-    page.wait_for_function("document.querySelector('#timeline-canvas').dataset.scrollMax > 0")
+    _until(page, "() => document.querySelector('#timeline-canvas').dataset.scrollMax > 0")
     opened = next(ln for ln in lanes() if ln[1] == py[1])
     assert opened[3] == 78 * 14 + 4
     assert page.locator("#timeline-scrollbar").evaluate("e => e.scrollHeight > e.clientHeight")
@@ -151,7 +159,7 @@ def test_wheel_scrolls_python_rows_open_and_tracks_pin(page: Any, serve: Any,
     start, end = cv.get_attribute("data-start"), cv.get_attribute("data-end")
     page.mouse.move(box["x"] + 600, box["y"] + box["height"] - 60)
     page.mouse.wheel(0, 300)
-    page.wait_for_function("document.querySelector('#timeline-canvas').dataset.scrollY > 0")
+    _until(page, "() => document.querySelector('#timeline-canvas').dataset.scrollY > 0")
     assert (cv.get_attribute("data-start"), cv.get_attribute("data-end")) == (start, end)
     assert page.locator("#timeline-scrollbar").evaluate("e => e.scrollTop") > 0
     streams = [ln for ln in lanes() if ln[0] == "stream"]
@@ -169,8 +177,8 @@ def test_wheel_scrolls_python_rows_open_and_tracks_pin(page: Any, serve: Any,
     assert next(ln for ln in lanes() if ln[0] == "stream" and ln[1] == s0[1])[4] == 0
     # now in the scrolled band, under the opened Python rows: scroll to the end to reach it
     page.mouse.wheel(0, 20_000)
-    page.wait_for_function("(d => d.scrollY == d.scrollMax)"
-                           "(document.querySelector('#timeline-canvas').dataset)")
+    _until(page, "() => (d => d.scrollY == d.scrollMax)"
+                 "(document.querySelector('#timeline-canvas').dataset)")
     s1 = next(ln for ln in lanes() if ln[0] == "stream" and ln[1] == s0[1])
     assert int(cv.get_attribute("data-pin-bottom")) <= s1[2] < box["height"]
     page.mouse.click(box["x"] + 211, box["y"] + s1[2] + 8)
@@ -217,9 +225,9 @@ def test_html_report_draws_memory_tracks_and_finds_the_deep_mm(page: Any,
     page.wait_for_selector("#search-results li")
     assert page.locator("#search-results li").count() == 96
     page.click("#search-next")
-    page.wait_for_function(
-        "(d => d.selected != '-1' && d.selbox)(document.querySelector('#timeline-canvas')"
-        ".dataset)", timeout=20_000)
+    _until(page, "() => (d => d.selected != '-1' && !!d.selbox)"
+                 "(document.querySelector('#timeline-canvas').dataset)")
+    page.wait_for_selector("#event-name")
     assert page.locator("#event-name").inner_text() == "aten::mm"
     shot(page, "html-h100-timeline-mm")
     assert not page.errors, page.errors

@@ -388,7 +388,7 @@ export function Timeline({ source, trace, config }: PageProps) {
           if (k && cm) {
             const tt = s.view.start + ((x - GUTTER) / plotW()) * (s.view.end - s.view.start);
             const i = Math.floor(((tt - c.start) / (c.end - c.start)) * k.values.length), v = k.values[i];
-            if (v != null) text = `${cm.label}: ${value(v, cm.unit)} (largest in this pixel)`;
+            if (v != null) text = `${cm.label}: ${value(v, cm.unit)} (the largest value in this bin)`;
           }
         }
       }
