@@ -153,7 +153,7 @@ export function Timeline({ source, trace, config }: PageProps) {
           if (y === null || !visible(lane, y)) continue;
           const x0 = Math.max(GUTTER - 2, X(e.ts[i])), x1 = Math.min(right + 2, X(e.ts[i] + e.dur[i]));
           const w = Math.max(1, x1 - x0), name = c.names[e.name[i]] ?? "";
-          const dim = sn !== null && !sn.has(e.name[i]);
+          const dim = sn !== null && !sn.has(e.name[i]) && e.id[i] !== s.selectedId;  // the selection is never dimmed
           g.fillStyle = dim ? "#e4e6ea" : color(name);
           g.fillRect(x0, y, w, LANE_H - 1);
           if (sn !== null && !dim) { g.strokeStyle = "#d4a000"; g.lineWidth = 2; g.strokeRect(x0, y, w, LANE_H - 1); }
