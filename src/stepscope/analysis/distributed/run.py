@@ -137,7 +137,7 @@ class Distributed:
     unmatched_calls: int  # calls present on some ranks only
     failed: tuple[str, ...]  # one-line errors of ranks that could not be read
     all_to_all: AllToAll | None = None  # expert-parallel traffic (analysis/distributed/all_to_all)
-    fsdp: Fsdp | None = None  # FSDP units' all-gathers / reduce-scatters (analysis/distributed/fsdp)
+    fsdp: Fsdp | None = None  # FSDP units' all-gathers, reduce-scatters (distributed/fsdp)
 
 
 def _matched(summaries: Sequence[tuple[int, RankSummary]]) -> dict[tuple[str, str, int],
