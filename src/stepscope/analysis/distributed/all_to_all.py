@@ -57,7 +57,7 @@ class RankAllToAll:
 
 @dataclass(frozen=True)
 class AllToAll:
-    ranks: tuple[int, ...]  # the matrix's rows/columns, in order
+    ranks: tuple[int, ...]  # the matrix's rows/columns, in order; () when no call was placed
     matrix: I64  # [i, j]: bytes ranks[i] sent to ranks[j], summed over calls
     sent: I64
     received: I64
@@ -227,6 +227,12 @@ def reduce_all_to_all(ranked: Sequence[tuple[int, RankSummary]]) -> AllToAll | N
         cols = np.searchsorted(ranks, a.peers)
         known = (cols < n) & (ranks[np.minimum(cols, n - 1)] == a.peers)
         matrix[int(np.searchsorted(ranks, r)), cols[known]] += a.sent[known]
+    calls = max(a.calls for _, a in parts)
+    unmapped = sum(a.unmapped for _, a in parts)
+    if not matrix.any():  # no call could be placed: no rank x rank picture to show
+        empty = np.zeros(0, dtype=np.int64)
+        return AllToAll((), np.zeros((0, 0), dtype=np.int64), empty, empty, 1.0, (), calls,
+                        unmapped)
     sent = matrix.sum(axis=1)
     received = matrix.sum(axis=0)
     mean = float(received.mean()) if n else 0.0
@@ -236,6 +242,5 @@ def reduce_all_to_all(ranked: Sequence[tuple[int, RankSummary]]) -> AllToAll | N
                 if mean > 0 and received[k] >= HOT_RATIO * mean)
     return AllToAll(
         ranks=tuple(int(r) for r in ranks.tolist()), matrix=matrix, sent=sent,
-        received=received, imbalance=imbalance, hot_ranks=hot,
-        calls=max(a.calls for _, a in parts), unmapped=sum(a.unmapped for _, a in parts),
+        received=received, imbalance=imbalance, hot_ranks=hot, calls=calls, unmapped=unmapped,
     )
