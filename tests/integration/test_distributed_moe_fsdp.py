@@ -108,6 +108,10 @@ def test_fsdp_units_and_overlap(fsdp: RunReport) -> None:
 def test_fsdp_finding_fires_with_prefetch_advice(fsdp: RunReport) -> None:
     f = next(f for f in fsdp.findings if f.id == "fsdp-exposed-all-gather")
     assert "set_modules_to_forward_prefetch" in f.fix and f.code is not None
+    # CPU gloo: the all-gathers take longer than all the computation they could hide under
+    d = fsdp.distributed.fsdp
+    assert d is not None and 0 < d.computation_ns < d.total("all_gather", "exposed_ns")
+    assert f.fix.startswith("Communication-bound") and "reshard_after_forward=False" in f.fix
     assert "low-comm-overlap" not in [x.id for x in fsdp.findings]
 
 

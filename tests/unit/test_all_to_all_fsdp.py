@@ -82,7 +82,16 @@ def test_fsdp_rule_silent_when_all_gathers_are_hidden(tmp_path: Path) -> None:
     assert dist.fsdp is None and fsdp_prefetch.check_run(dist) is None
     hidden = Fsdp("FSDP1", 2, (FsdpUnit("", "all_gather", 4, 1e6, 400_000.0, 10_000.0),))
     assert fsdp_prefetch.check_run(dataclasses.replace(dist, fsdp=hidden)) is None
-    exposed = Fsdp("FSDP1", 2, (FsdpUnit("", "all_gather", 4, 1e6, 800_000.0, 700_000.0),))
+    units = (FsdpUnit("", "all_gather", 4, 1e6, 800_000.0, 700_000.0),)
+    # enough computation to hide the exposed all-gather: prefetch is the fix
+    exposed = Fsdp("FSDP1", 2, units, computation_ns=2_000_000.0)
     f = fsdp_prefetch.check_run(dataclasses.replace(dist, fsdp=exposed))
-    assert f is not None and "forward_prefetch=True" in f.fix and "limit_all_gathers" in f.fix
+    assert f is not None and f.fix.startswith("Prefetch")
+    assert "forward_prefetch=True" in f.fix and "limit_all_gathers" in f.fix
+    assert f.saving_us == 700_000.0 / 1000 / 2  # exposed per step (2 steps)
     assert exposed.overlap_pct("all_gather") == 12.5
+    # less computation than exposed all-gather: fewer bytes first
+    bound = Fsdp("FSDP1", 2, units, computation_ns=100_000.0)
+    g = fsdp_prefetch.check_run(dataclasses.replace(dist, fsdp=bound))
+    assert g is not None and g.fix.startswith("Communication-bound")
+    assert "SHARD_GRAD_OP" in g.fix and "forward_prefetch=True" in g.fix

@@ -66,6 +66,7 @@ class UnitComm:
 class RankFsdp:
     version: str  # "FSDP2" | "FSDP1"
     units: tuple[UnitComm, ...]
+    computation_ns: int = 0  # in the steps, by this module's definition (hook waits excluded)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Fsdp:
     version: str
     ranks: int  # ranks with FSDP ranges
     units: tuple[FsdpUnit, ...]
+    computation_ns: float = 0.0  # per rank (mean), all steps: what communication can hide under
 
     def total(self, kind: str, field: str) -> float:
         return float(sum(getattr(u, field) for u in self.units if u.kind == kind))
@@ -137,14 +139,17 @@ def _is_comm_name(name: str) -> bool:
     return name.startswith(("record_param_comms", "nccl:", "gloo:"))
 
 
-def rank_fsdp(trace: Trace, calls: Sequence[Call], comp: iv.Union) -> RankFsdp | None:
-    """This rank's FSDP units; None when the trace has no FSDP ranges."""
+def rank_fsdp(trace: Trace, calls: Sequence[Call], comp: iv.Union, starts: np.ndarray,
+              ends: np.ndarray) -> RankFsdp | None:
+    """This rank's FSDP units; None when the trace has no FSDP ranges. ``starts``/``ends``:
+    the step windows (computation is counted inside them)."""
     h = trace.host
     v2 = trace.string_ids(_is_fsdp2)[h.name] & (h.name >= 0)
     v1 = trace.string_ids(_is_fsdp1)[h.name] & (h.name >= 0)
     if not v2.any() and not v1.any():
         return None
     comp = _host_computation(trace, comp)
+    computation = int(iv.measure_in(comp, starts, ends).sum()) if len(starts) else 0
     ann = np.flatnonzero(v2)
     ops = np.flatnonzero(trace.string_ids(_is_fsdp_op)[h.name] & (h.kind == HOST_OP)
                          & (h.name >= 0))
@@ -165,7 +170,7 @@ def rank_fsdp(trace: Trace, calls: Sequence[Call], comp: iv.Union) -> RankFsdp |
             k += 1
         cursor[kind] = k
     if not spans:
-        return RankFsdp("FSDP2" if v2.any() else "FSDP1", ())
+        return RankFsdp("FSDP2" if v2.any() else "FSDP1", (), computation)
     lo = np.array([s[2] for s in spans], dtype=np.int64)
     hi = np.array([s[3] for s in spans], dtype=np.int64)
     covered = iv.measure_in(comp, lo, hi)
@@ -177,7 +182,7 @@ def rank_fsdp(trace: Trace, calls: Sequence[Call], comp: iv.Union) -> RankFsdp |
         a[2] += end - start
         a[3] += int(ov)
     units = tuple(UnitComm(u, k, a[0], a[1], a[2], a[3]) for (u, k), a in acc.items())
-    return RankFsdp("FSDP2" if v2.any() else "FSDP1", units)
+    return RankFsdp("FSDP2" if v2.any() else "FSDP1", units, computation)
 
 
 def _unit(trace: Trace, ann: np.ndarray, op: int) -> str:
@@ -215,4 +220,5 @@ def reduce_fsdp(ranked: Sequence[tuple[int, RankSummary]]) -> Fsdp | None:
         for (u, k), a in sorted(acc.items(), key=lambda kv: (kv[0][1], first[kv[0]]))
     )
     versions = {p.version for p in parts}
-    return Fsdp(version="/".join(sorted(versions)), ranks=n, units=units)
+    return Fsdp(version="/".join(sorted(versions)), ranks=n, units=units,
+                computation_ns=sum(p.computation_ns for p in parts) / n)

@@ -287,5 +287,5 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
         backend=trace.meta.backend, on_device=on_device, steps=rows,
         calls=calls, top_ops=_top_ops(trace, links, operators),
         pid=host_pid(trace), start_ns=start, end_ns=end,
-        all_to_all=rank_all_to_all(trace), fsdp=rank_fsdp(trace, calls, comp),
+        all_to_all=rank_all_to_all(trace), fsdp=rank_fsdp(trace, calls, comp, starts, ends),
     )

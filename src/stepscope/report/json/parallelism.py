@@ -32,6 +32,7 @@ def fsdp_json(f: Fsdp | None) -> dict[str, Any] | None:
     return {
         "version": f.version,
         "ranks": f.ranks,
+        "computation_us": _us(f.computation_ns),
         **{f"{k}_us": _us(f.total(k, "time_ns")) for k in kinds},
         **{f"{k}_exposed_us": _us(f.total(k, "exposed_ns")) for k in kinds},
         **{f"{k}_overlap_pct": _r(f.overlap_pct(k)) for k in kinds},

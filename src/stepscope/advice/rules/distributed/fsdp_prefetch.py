@@ -2,7 +2,11 @@
 
 FSDP all-gathers each unit's parameters right before the unit runs unless the next unit's
 all-gather is issued early (prefetch). When much all-gather time runs while nothing
-computes, prefetching hides it behind the previous unit's computation.
+computes, prefetching hides it behind the previous unit's computation — but only as much
+of it as there is computation to hide it under: when the exposed all-gather exceeds the
+step's computation the run is communication-bound, and the fix is fewer all-gather bytes
+(no re-gather in backward, lower-precision parameters, sharding within a node) before
+prefetching.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ def _exposed_per_step(dist: Distributed) -> float:
     return f.total(ALL_GATHER, "exposed_ns") / mean_steps(dist) if f else 0.0
 
 
+def _computation_per_step(dist: Distributed) -> float:
+    """Computation per step (FSDP's definition: CPU hook waits excluded), mean over ranks."""
+    return dist.fsdp.computation_ns / mean_steps(dist) if dist.fsdp else 0.0
+
+
 def fires(dist: Distributed) -> bool:
     step = mean_step_ns(dist)
     return dist.fsdp is not None and step > 0 and \
@@ -51,6 +60,13 @@ def check_run(dist: Distributed) -> Finding | None:
     if worst:
         evidence.append("most exposed units: " + ", ".join(
             f"{u.unit} {fmt_us(u.exposed_ns / 1000 / steps)}/step" for u in worst))
+    compute = _computation_per_step(dist)
+    bound = exposed > compute
+    evidence.append(
+        f"computation per step {fmt_us(compute / 1000)}: "
+        + (f"less than the exposed all-gather, so prefetching hides at most "
+           f"{fmt_us(compute / 1000)}; the rest needs fewer bytes" if bound
+           else "enough to hide the exposed all-gather if it is issued earlier"))
     rs = f.overlap_pct(REDUCE_SCATTER)
     if rs is not None:
         evidence.append(f"reduce-scatter {rs:.0f} % overlapped "
@@ -67,13 +83,20 @@ def check_run(dist: Distributed) -> Finding | None:
            "limit_all_gathers=True (bounds the prefetched memory); ")
     fix += ("larger units (a coarser auto-wrap policy) issue fewer, bigger all-gathers; "
             "if the exposed time is waiting for a late rank, see the straggler finding.")
+    if bound:
+        fix = ("Communication-bound: cut the all-gathered bytes first — keep parameters "
+               "unsharded between forward and backward (reshard_after_forward=False in FSDP2, "
+               "SHARD_GRAD_OP in FSDP1: no re-gather in backward, more memory), gather them in "
+               "bf16 (MixedPrecisionPolicy(param_dtype=torch.bfloat16) / "
+               "MixedPrecision(param_dtype=...)), shard within a node and replicate across "
+               "nodes (HSDP); then " + fix[0].lower() + fix[1:])
     return Finding(
         id="fsdp-exposed-all-gather",
         title=f"FSDP units wait for their parameters: {fmt_us(exposed / 1000)} of all-gather "
               "per step runs while nothing computes",
         saving_us=exposed / 1000.0, saving_pct=100.0 * exposed / step,
         estimate="the all-gather time no computation covers, per step averaged over ranks "
-                 "(upper bound: all of it prefetched)",
+                 "(upper bound: all of it hidden or removed)",
         evidence=tuple(evidence), fix=fix, code=_FSDP2 if v2 else _FSDP1,
         references=("https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html",),
     )
