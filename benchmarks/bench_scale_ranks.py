@@ -8,11 +8,15 @@ so no two ranks are identical, and its ``distributedInfo`` says rank r of N. The
 splits name 4 peers in a world of N: those calls cannot be placed in the traffic matrix, so
 the run is read as data-parallel and the slow rank must come out as the straggler.
 
+``--moe``: the all-to-all ops' split sizes are rewritten for N peers instead (every rank
+dispatches 1 row to each rank and 4 to the slow rank; the combine sends them back), so the
+coordinator builds the N x N traffic matrix and expert-imbalance must name the slow rank.
+
 The report runs in a fresh child process (``stepscope report DIR --format json --no-cache``
 with the process pool of ``--workers``); the coordinator's peak RSS is the child's
 ``ru_maxrss`` (workers are separate processes, each holding one trace at a time).
 
-    python benchmarks/bench_scale_ranks.py [--ranks 1000] [--workers 2] [--slow 617]
+    python benchmarks/bench_scale_ranks.py [--ranks 1000] [--workers 2] [--slow 617] [--moe]
 """
 
 from __future__ import annotations
@@ -45,8 +49,25 @@ def _stretch(doc: dict[str, Any], factor: float) -> None:
             e["dur"] = e["dur"] * factor
 
 
-def synthesise(n: int, slow: int) -> Path:
-    out = DATA / f"scale{n}_slow{slow}"
+def _moe_splits(doc: dict[str, Any], n: int, slow: int, rank: int) -> None:
+    """Rewrite each ``c10d::alltoall_base_`` for n peers: dispatch sends 1 row to every rank
+    and 4 to ``slow``; the combine sends back what came in."""
+    send = [4 if j == slow else 1 for j in range(n)]
+    recv = [4 if rank == slow else 1] * n
+    for e in doc["traceEvents"]:
+        if e.get("name") != "c10d::alltoall_base_":
+            continue
+        a = e["args"]
+        row = a["Input Dims"][1][1]
+        splits = json.loads(a["Concrete Inputs"][4])  # the source's input splits
+        dispatch = splits != splits[:1] * len(splits)  # uneven: the dispatch (4x to rank 3)
+        ins, outs = (send, recv) if dispatch else (recv, send)
+        a["Concrete Inputs"][3], a["Concrete Inputs"][4] = str(outs), str(ins)
+        a["Input Dims"][0], a["Input Dims"][1] = [sum(outs), row], [sum(ins), row]
+
+
+def synthesise(n: int, slow: int, moe: bool = False) -> Path:
+    out = DATA / f"scale{n}_slow{slow}{'_moe' if moe else ''}"
     if out.exists() and len(list(out.glob("*.json"))) == n:
         return out
     out.mkdir(parents=True, exist_ok=True)
@@ -56,6 +77,8 @@ def synthesise(n: int, slow: int) -> Path:
     for r in range(n):
         doc = json.loads(texts[3 if r == slow else r % 3])
         _stretch(doc, rng.uniform(0.95, 1.05))
+        if moe:
+            _moe_splits(doc, n, slow, r)
         doc["distributedInfo"] = {"backend": "gloo", "rank": r, "world_size": n}
         (out / f"rank{r:04d}.pt.trace.json").write_text(json.dumps(doc))
     return out
@@ -72,12 +95,20 @@ def child(directory: str, workers: int) -> None:
     wall = time.perf_counter() - t0
     report = json.loads(sink.read_text())
     findings = [(f["id"], f["title"]) for f in report["findings"]]
+    a2a = report["distributed"]["all_to_all"]
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({
         "exit": code, "wall_s": round(wall, 2),
+        # CPU of the coordinator and its (finished) workers: steadier than wall on a shared host
+        "cpu_s": round(own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime, 1),
         "coordinator_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                                          / 1024, 1),
         "world_size": report["distributed"]["world_size"],
         "json_mb": round(sink.stat().st_size / 1e6, 1),
+        "all_to_all": None if a2a is None else {"ranks": len(a2a["ranks"]),
+                                                 "hot_ranks": a2a["hot_ranks"],
+                                                 "imbalance": a2a["imbalance"]},
         "findings": findings,
     }))
 
@@ -87,12 +118,13 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--slow", type=int, default=617)
+    ap.add_argument("--moe", action="store_true", help="all-to-all splits over all N ranks")
     ap.add_argument("--child", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child, args.workers)
         return
-    directory = synthesise(args.ranks, args.slow)
+    directory = synthesise(args.ranks, args.slow, args.moe)
     size = sum(p.stat().st_size for p in directory.glob("*.json"))
     print(f"{args.ranks} ranks ({size / 1e6:.0f} MB of trace JSON), slow rank {args.slow}, "
           f"{args.workers} workers")
