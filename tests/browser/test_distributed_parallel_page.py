@@ -138,6 +138,7 @@ def test_1000_ranks_heatmaps_and_histograms(page: Any, tmp_path: Path) -> None:
     summary = page.locator("#a2a-summary").inner_text()
     assert "cells are blocks of 16 ranks" in summary
     assert page.locator("#a2a-hot").inner_text() == "617"
+    assert page.locator("#a2a-most").inner_text().startswith("most received: rank 617: ")
     # the busiest rank leads the traffic table; the ranks table finds a rank by search
     assert page.locator("#a2a-table tbody tr").nth(0).locator("td[data-key='rank']") \
         .inner_text() == "617"

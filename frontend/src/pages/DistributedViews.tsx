@@ -115,12 +115,16 @@ export function AllToAllView({ a }: { a: K }) {
   const data: [number, number, number][] = [];
   cells.forEach((row, i) => row.forEach((b, j) => data.push([j, i, +(b / div).toFixed(3)])));
   const who = size === 1 ? "rank" : "ranks";
+  const vals = data.map((d) => d[2]);
+  const lo = Math.min(...vals), hi = Math.max(...vals);
   const heat = {
     tooltip: { formatter: (p: any) => `${who} ${labels[p.value[1]]} → ${who} ${labels[p.value[0]]}: ${p.value[2]} ${unit}${size > 1 ? " per rank pair (mean)" : ""}` },
     grid: { left: 90, right: 30, top: 10, bottom: size > 1 ? 110 : 80 },
     xAxis: { type: "category", data: labels, name: `receiver ${who}`, nameLocation: "middle", nameGap: size > 1 ? 60 : 28, axisLabel: { rotate: size > 1 ? 45 : 0, interval: size > 1 ? 1 : 0 } },
     yAxis: { type: "category", data: labels, name: `sender ${who}`, inverse: true, axisLabel: { interval: size > 1 ? 3 : 0 } },
-    visualMap: { min: 0, max: Math.max(...data.map((d) => d[2]), 1e-9), calculable: false, orient: "horizontal", left: "center", bottom: 0, itemHeight: 200, text: [unit, "0"], inRange: { color: ["#fff7ec", "#7f0000"] } },
+    // colours span the data's own range: an even exchange is pale, a hot rank's column dark
+    visualMap: { min: lo, max: Math.max(hi, lo + 1e-9), calculable: false, orient: "horizontal", left: "center", bottom: 0, itemHeight: 200,
+      text: [`${hi} ${unit}`, `${lo} ${unit}`], inRange: { color: ["#fff7ec", "#7f0000"] } },
     series: [{ type: "heatmap", data, progressive: 0 }],
   };
   const per: K[] = a.ranks.map((r: number, k: number) => ({ rank: r, sent: a.sent_bytes[k], received: a.received_bytes[k] }));
@@ -150,7 +154,9 @@ export function AllToAllView({ a }: { a: K }) {
         hot ranks (received ≥ 1.25 × mean): <b id="a2a-hot">{a.hot_ranks.length ? a.hot_ranks.join(", ") : "none"}</b>
         {size > 1 && <> · cells are blocks of {size} ranks (mean bytes per rank pair)</>}{a.unmapped_calls > 0 && <> · {a.unmapped_calls} calls not placed (unknown group)</>}</p>
       <Chart option={heat} height={Math.min(600, 180 + (size > 1 ? 7 : 22) * m)} id="a2a-heatmap" />
-      <Chart option={recv} height={240} id="a2a-received" />
+      <Chart option={recv} height={n <= LARGE ? 240 : 300} id="a2a-received" />
+      {n > LARGE && <p class="dim" id="a2a-most">most received: {[...per].sort((x, y) => y.received - x.received).slice(0, 3)
+        .map((r) => `rank ${r.rank}: ${bytesText(r.received)}`).join(", ")}</p>}
       <Table id="a2a-table" rows={per} cols={cols} initialSort="received" searchKey={(r) => String(r.rank)} limit={rowLimit(n)} />
     </div>
   );
