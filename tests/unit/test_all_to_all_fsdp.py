@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pytest
 from tests.builders import TraceBuilder
 from tests.distributed_builders import write_run
 
@@ -19,6 +20,7 @@ from stepscope.formats import load_trace
 
 def _nccl_rank(tmp_path: Path, rank: int, splits_in: list[int], splits_out: list[int],
                group: list[int] | None, world: int = 4, rows: int | None = None) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     b = TraceBuilder()
     b.distributed = {"backend": "nccl", "rank": rank, "world_size": world}
     with b.step(1, 1000.0, 5000.0):
@@ -53,6 +55,11 @@ def test_even_split_and_unknown_group(tmp_path: Path) -> None:
     even = rank_all_to_all(load_trace(str(p), use_cache=False))
     assert even is not None and even.peers.tolist() == [0, 1]
     assert even.sent.tolist() == even.received.tolist() == [6 * 256, 6 * 256]
+    bad = _nccl_rank(tmp_path / "bad", 0, [4, 4], [4, 4], [0, 1], world=2)
+    text = bad.read_text().replace('"In split size": "[4, 4]"', '"In split size": "[4, x]"')
+    bad.write_text(text)
+    broken = rank_all_to_all(load_trace(str(bad), use_cache=False))
+    assert broken is not None and broken.unmapped == broken.calls == 1  # not an even split
     q = _nccl_rank(tmp_path, 2, [4, 4], [4, 4], None, world=4)
     a = rank_all_to_all(load_trace(str(q), use_cache=False))
     assert a is not None and a.unmapped == 1 and len(a.peers) == 0
@@ -72,6 +79,52 @@ def test_run_matrix_places_group_rows(tmp_path: Path) -> None:
     assert a.received.tolist() == [16 * row, 20 * row, 16 * row, 60 * row]
     assert a.hot_ranks == (3,)
     assert a.imbalance == max(a.received) / np.mean(a.received)
+
+
+def _gloo_rank(tmp_path: Path, name: str, dims: object, concrete: list[str] | None,
+               types: list[str], world: int = 2) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    b = TraceBuilder()
+    b.distributed = {"backend": "gloo", "rank": 0, "world_size": world}
+    with b.step(1, 1000.0, 5000.0):
+        b.op(name, 1100.0, 50.0, input_dims=dims, input_types=types, concrete=concrete)
+    return b.write(tmp_path, "rank0.pt.trace.json")
+
+
+def test_c10d_tensor_list_and_malformed_inputs(tmp_path: Path) -> None:
+    # all_to_all(outputs[], inputs[]): one tensor per peer, 3 and 5 rows of 8 float64
+    p = _gloo_rank(tmp_path, "c10d::alltoall_", [[[2, 8], [4, 8]], [[3, 8], [5, 8]]], None,
+                   ["TensorList", "TensorList"])
+    a = rank_all_to_all(load_trace(str(p), use_cache=False))
+    # torch writes "TensorList" for a list argument: no element type, the call is not sized
+    assert a is not None and a.calls == a.unmapped == 1 and len(a.peers) == 0
+    q = _gloo_rank(tmp_path / "q", "c10d::alltoall_", [[[2, 8], [4, 8]], [[3, 8], [5, 8]]],
+                   None, ["double", "double"])
+    b = rank_all_to_all(load_trace(str(q), use_cache=False))
+    assert b is not None and b.sent.tolist() == [3 * 64, 5 * 64]
+    assert b.received.tolist() == [2 * 64, 4 * 64]
+    # negative or non-integer splits, splits that do not divide the rows: unmapped, no error
+    for k, splits in enumerate(("[-1, 5]", "[1.5, 2]", "[3, 3]", "[[[[[[]]]]]]", "nope")):
+        r = _gloo_rank(tmp_path / f"bad{k}", "c10d::alltoall_base_", [[4, 8], [4, 8], []],
+                       ["", "", "", splits, splits, "False", "-1"], ["float", "float", ""])
+        c = rank_all_to_all(load_trace(str(r), use_cache=False))
+        assert c is None or c.unmapped == c.calls == 1, splits
+
+
+def test_no_matrix_above_the_rank_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stepscope.analysis.distributed import all_to_all
+
+    paths = [_nccl_rank(tmp_path, r, [1, 1, 1, 3], [3 if r == 3 else 1] * 4, None)
+             for r in range(4)]
+    ranked = [(r, rank_summary(load_trace(str(p), use_cache=False)))
+              for r, p in enumerate(paths)]
+    full = reduce_all_to_all(ranked)
+    monkeypatch.setattr(all_to_all, "MAX_MATRIX_RANKS", 3)
+    capped = reduce_all_to_all(ranked)
+    assert full is not None and capped is not None and capped.matrix.shape == (0, 0)
+    assert capped.sent.tolist() == full.sent.tolist() == full.matrix.sum(axis=1).tolist()
+    assert capped.received.tolist() == full.received.tolist() == [4 * 256] * 3 + [12 * 256]
+    assert capped.hot_ranks == full.hot_ranks == (3,)
 
 
 def test_fsdp_rule_silent_when_all_gathers_are_hidden(tmp_path: Path) -> None:

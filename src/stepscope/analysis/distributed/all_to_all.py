@@ -40,6 +40,10 @@ I64 = npt.NDArray[np.int64]
 # drop tokens under that capacity, and below it an even exchange saves < 20 % of the call.
 HOT_RATIO = 1.25
 
+# Above this many ranks the N x N matrix (8 N² bytes: 128 MB at 4,096) is not kept; the
+# per-rank sent/received vectors and the finding still are.
+MAX_MATRIX_RANKS = 4096
+
 _C10D_BASE = "c10d::alltoall_base_"
 _C10D_LIST = "c10d::alltoall_"
 
@@ -58,7 +62,8 @@ class RankAllToAll:
 @dataclass(frozen=True)
 class AllToAll:
     ranks: tuple[int, ...]  # the matrix's rows/columns, in order; () when no call was placed
-    matrix: I64  # [i, j]: bytes ranks[i] sent to ranks[j], summed over calls
+    matrix: I64  # [i, j]: bytes ranks[i] sent to ranks[j], summed over calls; (0, 0) when
+    # there are more than MAX_MATRIX_RANKS ranks
     sent: I64
     received: I64
     imbalance: float  # max / mean of received bytes
@@ -70,11 +75,19 @@ class AllToAll:
 def _ints(text: str) -> list[int] | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # hostile nesting in a trace string
         return None
-    if isinstance(value, list) and all(type(v) is int for v in value):
+    if isinstance(value, list) and all(type(v) is int and v >= 0 for v in value):
         return value
     return None
+
+
+def _splits(text: str) -> tuple[bool, list[int] | None]:
+    """(readable, rows per peer); an absent or empty list is readable: an even split."""
+    if text in ("", "[]"):
+        return True, None
+    value = _ints(text)
+    return value is not None, value
 
 
 def _json(trace: Trace, sid: int) -> Any:
@@ -82,7 +95,7 @@ def _json(trace: Trace, sid: int) -> Any:
         return None
     try:
         return json.loads(trace.name(sid))
-    except ValueError:
+    except (ValueError, RecursionError):  # hostile nesting in a trace string
         return None
 
 
@@ -149,11 +162,11 @@ def _from_param_comms(trace: Trace, acc: _Acc) -> None:
         ranks = _ints(trace.name(int(c.pg_ranks[i]))) if c.pg_ranks[i] >= 0 else None
         n = len(ranks) if ranks else int(c.group_size[i])
         group = ranks or _world_group(n, trace.meta.world_size)
-        ins = _ints(trace.name(int(c.in_splits[i]))) if c.in_splits[i] >= 0 else None
-        outs = _ints(trace.name(int(c.out_splits[i]))) if c.out_splits[i] >= 0 else None
+        in_ok, ins = _splits(trace.name(int(c.in_splits[i])))
+        out_ok, outs = _splits(trace.name(int(c.out_splits[i])))
         send = _split_bytes(ins, int(c.in_nelems[i]), esize, n)
         recv = _split_bytes(outs, int(c.out_nelems[i]), esize, n)
-        if send is None or recv is None:
+        if send is None or recv is None or not in_ok or not out_ok:
             acc.calls += 1
             acc.unmapped += 1
             continue
@@ -190,15 +203,15 @@ def _from_c10d(trace: Trace, acc: _Acc) -> None:
             ok = bool(send) and esize > 0 and min(send + recv, default=-1) >= 0
         else:  # (output, input, group, output_split_sizes, input_split_sizes, ...)
             concrete = _json(trace, int(h.concrete_inputs[i]))
-            out_splits = _ints(concrete[3]) if isinstance(concrete, list) and len(concrete) > 4 \
-                and isinstance(concrete[3], str) and concrete[3] else None
-            in_splits = _ints(concrete[4]) if isinstance(concrete, list) and len(concrete) > 4 \
-                and isinstance(concrete[4], str) and concrete[4] else None
+            listed = isinstance(concrete, list) and len(concrete) > 4 \
+                and isinstance(concrete[3], str) and isinstance(concrete[4], str)
+            out_ok, out_splits = _splits(concrete[3]) if listed else (False, None)
+            in_ok, in_splits = _splits(concrete[4]) if listed else (False, None)
             n = len(in_splits) if in_splits else (world or 0)
             s = _split_bytes(in_splits, _numel(dims[1]), esize, n)
             r = _split_bytes(out_splits, _numel(dims[0]), esize, n)
             send, recv = s or [], r or []
-            ok = s is not None and r is not None
+            ok = s is not None and r is not None and in_ok and out_ok
         if not ok:
             acc.calls += 1
             acc.unmapped += 1
@@ -222,19 +235,24 @@ def reduce_all_to_all(ranked: Sequence[tuple[int, RankSummary]]) -> AllToAll | N
         return None
     ranks = np.array(sorted({r for r, _ in ranked}), dtype=np.int64)
     n = len(ranks)
-    matrix = np.zeros((n, n), dtype=np.int64)
+    full = n <= MAX_MATRIX_RANKS
+    matrix = np.zeros((n, n) if full else (0, 0), dtype=np.int64)
+    sent = np.zeros(n, dtype=np.int64)
+    received = np.zeros(n, dtype=np.int64)
     for r, a in parts:
         cols = np.searchsorted(ranks, a.peers)
         known = (cols < n) & (ranks[np.minimum(cols, n - 1)] == a.peers)
-        matrix[int(np.searchsorted(ranks, r)), cols[known]] += a.sent[known]
+        row = int(np.searchsorted(ranks, r))
+        if full:
+            matrix[row, cols[known]] += a.sent[known]
+        sent[row] += int(a.sent[known].sum())
+        np.add.at(received, cols[known], a.sent[known])
     calls = max(a.calls for _, a in parts)
     unmapped = sum(a.unmapped for _, a in parts)
-    if not matrix.any():  # no call could be placed: no rank x rank picture to show
+    if not sent.any():  # no call could be placed: no rank x rank picture to show
         empty = np.zeros(0, dtype=np.int64)
         return AllToAll((), np.zeros((0, 0), dtype=np.int64), empty, empty, 1.0, (), calls,
                         unmapped)
-    sent = matrix.sum(axis=1)
-    received = matrix.sum(axis=0)
     mean = float(received.mean()) if n else 0.0
     imbalance = float(received.max()) / mean if mean > 0 else 1.0
     order = np.argsort(-received, kind="stable")

@@ -55,18 +55,21 @@ def _first_type(raw: msgspec.Raw) -> str | None:
 
 def _int_list(raw: msgspec.Raw) -> str | None:
     """``"[64, 64]"`` (Kineto writes the list as a string) or a list -> "[64,64]"; None if
-    absent, empty or not a list of integers."""
+    absent or empty; "?" when present but not a list of integers (the reader keeps that
+    apart from an even split)."""
     if not len(raw):
         return None
     try:
         value = _JSON.decode(raw)
         if isinstance(value, str):
-            value = _JSON.decode(value)
+            value = _JSON.decode(value) if value.strip() else []
     except msgspec.MsgspecError:
+        return "?"
+    if isinstance(value, list) and not value:
         return None
-    if isinstance(value, list) and value and all(type(v) is int for v in value):
+    if isinstance(value, list) and all(type(v) is int for v in value):
         return "[" + ",".join(map(str, value)) + "]"
-    return None
+    return "?"
 
 
 def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
