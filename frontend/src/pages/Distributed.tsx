@@ -7,7 +7,7 @@ import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";
 import { pct, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";
-import { AllToAllView, CollectiveSkewView, Definitions, FsdpView, LARGE, PipelineView, bytesText, highest, rankHeatmap, rankHistogram, rowLimit } from "./DistributedViews";
+import { AllToAllView, CallsView, CollectiveSkewView, Definitions, FsdpView, LARGE, PipelineView, bytesText, highest, rankHeatmap, rankHistogram, rowLimit } from "./DistributedViews";
 
 type K = Record<string, any>;
 
@@ -152,7 +152,8 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
       <Table id="steps-table" rows={d.steps} cols={STEPS} />
       <h3>Collectives</h3>
       <Table id="collectives-table" rows={d.collectives} cols={COLLECTIVES} searchKey={(r) => `${r.collective} ${r.process_group}`} />
-      {d.groups?.length > 0 && <><h3>Per collective: start skew and wait, by process group</h3><CollectiveSkewView groups={d.groups} /></>}
+      {d.groups?.length > 0 ? <><h3>Per collective: start skew and wait, by process group</h3><CollectiveSkewView groups={d.groups} /></>
+        : d.calls?.length > 0 && <><h3>Per collective: who arrived last and what the others waited</h3><CallsView calls={d.calls} /></>}
       {d.pipeline && <><h3>Pipeline stages (time per stage over the captured steps, idle = bubble)</h3><PipelineView p={d.pipeline} /></>}
       {d.all_to_all && <><h3>All-to-all traffic (expert parallelism): bytes sender → receiver</h3><AllToAllView a={d.all_to_all} /></>}
       {d.fsdp && <><h3>FSDP units: all-gather and reduce-scatter, exposed vs overlapped</h3><FsdpView f={d.fsdp} /></>}

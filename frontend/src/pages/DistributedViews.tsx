@@ -226,6 +226,22 @@ export function CollectiveSkewView({ groups }: { groups: K[] }) {
   })}</div>;
 }
 
+/** Without per-group tables (`groups`), the matched calls: who arrived last, what the others waited. */
+export function CallsView({ calls }: { calls: K[] }) {
+  const cols: Column<K>[] = [
+    { key: "collective", label: "collective", value: (r) => r.collective },
+    { key: "process_group", label: "group", value: (r) => r.process_group || "default" },
+    { key: "seq", label: "seq", num: true, value: (r) => r.seq },
+    { key: "step", label: "step", value: (r) => r.step || "—" },
+    { key: "bytes", label: "bytes", num: true, value: (r) => r.bytes, render: (r) => bytesText(r.bytes < 0 ? null : r.bytes) },
+    { key: "last_rank", label: "last rank", num: true, value: (r) => r.last_rank },
+    timeCol("wait_us", "others' wait (sum)"),
+    timeCol("max_wait_us", "longest wait"),
+    timeCol("transfer_us", "transfer"),
+  ];
+  return <Table id="calls-table" rows={calls} cols={cols} initialSort="wait_us" limit={ROWS} searchKey={(r) => `${r.collective} ${r.process_group}`} />;
+}
+
 export function FsdpView({ f }: { f: K }) {
   const units: K[] = f.units;
   const u = timeUnit(units.map((x) => x.time_us));
