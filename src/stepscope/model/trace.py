@@ -333,6 +333,11 @@ class Collectives(_Table):
     dtype: I32  # dtype as written ("Float", "float", "BFloat16", ...), -1 unknown
     group_size: I32
     pg: I32  # "Process Group Name", -1 unknown
+    # string ids of "[64,64,...]": NCCL's "In/Out split size" (rows per peer, all-to-all) and
+    # "Process Group Ranks" (the group's global ranks); -1 absent or empty
+    in_splits: I32
+    out_splits: I32
+    pg_ranks: I32
 
     DTYPES: ClassVar[dict[str, Any]] = {
         "ts": np.int64,
@@ -345,6 +350,9 @@ class Collectives(_Table):
         "dtype": np.int32,
         "group_size": np.int32,
         "pg": np.int32,
+        "in_splits": np.int32,
+        "out_splits": np.int32,
+        "pg_ranks": np.int32,
     }
 
 

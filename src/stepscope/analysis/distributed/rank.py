@@ -27,6 +27,8 @@ from stepscope.classify.names import is_collective_kernel
 from stepscope.model.trace import DEV_KERNEL, HOST_OP, Trace
 
 if TYPE_CHECKING:
+    from stepscope.analysis.distributed.all_to_all import RankAllToAll
+    from stepscope.analysis.distributed.fsdp import RankFsdp
     from stepscope.analysis.trace.operators import OperatorRow
 
 # dtype as Kineto writes it (NCCL args: "Float", "BFloat16"; Input type: "float", "c10::Half")
@@ -100,6 +102,8 @@ class RankSummary:
     pid: str | None = None  # the host process id as written
     start_ns: int = 0  # the capture's window, wall-clock ns
     end_ns: int = 0
+    all_to_all: RankAllToAll | None = None  # analysis/distributed/all_to_all.py
+    fsdp: RankFsdp | None = None  # analysis/distributed/fsdp.py
 
     def total(self, field: str) -> int:
         return int(sum(getattr(s, field) for s in self.steps))
@@ -256,6 +260,9 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
     ``links`` and ``operators`` (``operator_stats(trace)``), when the caller has them already
     (``Analyses``), are reused instead of being built again.
     """
+    from stepscope.analysis.distributed.all_to_all import rank_all_to_all
+    from stepscope.analysis.distributed.fsdp import rank_fsdp
+
     links = links or Links(trace)
     steps = find_steps(trace, links)
     comp, comm, on_device = _comm_and_compute(trace)
@@ -274,10 +281,11 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
                  int(max(ends[k] - starts[k] - bz[k], 0)))
         for k in range(len(names))
     )
+    calls = tuple(_calls(trace, starts, ends, names))
     return RankSummary(
         path=trace.meta.path, rank=trace.meta.rank, world_size=trace.meta.world_size,
         backend=trace.meta.backend, on_device=on_device, steps=rows,
-        calls=tuple(_calls(trace, starts, ends, names)),
-        top_ops=_top_ops(trace, links, operators),
+        calls=calls, top_ops=_top_ops(trace, links, operators),
         pid=host_pid(trace), start_ns=start, end_ns=end,
+        all_to_all=rank_all_to_all(trace), fsdp=rank_fsdp(trace, calls, comp, starts, ends),
     )

@@ -21,6 +21,8 @@ from statistics import median
 
 import numpy as np
 
+from stepscope.analysis.distributed.all_to_all import AllToAll, reduce_all_to_all
+from stepscope.analysis.distributed.fsdp import Fsdp, reduce_fsdp
 from stepscope.analysis.distributed.rank import Call, RankSummary
 
 
@@ -134,6 +136,8 @@ class Distributed:
     imbalance: Imbalance
     unmatched_calls: int  # calls present on some ranks only
     failed: tuple[str, ...]  # one-line errors of ranks that could not be read
+    all_to_all: AllToAll | None = None  # expert-parallel traffic (analysis/distributed/all_to_all)
+    fsdp: Fsdp | None = None  # FSDP units' all-gathers, reduce-scatters (distributed/fsdp)
 
 
 def _matched(summaries: Sequence[tuple[int, RankSummary]]) -> dict[tuple[str, str, int],
@@ -263,6 +267,7 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
         rank_source=rank_source, ranks=tuple(rows), stragglers=tuple(stragglers),
         collectives=tuple(collectives), steps=steps, calls=tuple(matched), imbalance=imbalance,
         unmatched_calls=unmatched, failed=tuple(failed),
+        all_to_all=reduce_all_to_all(ranked), fsdp=reduce_fsdp(ranked),
     )
 
 

@@ -53,6 +53,25 @@ def _first_type(raw: msgspec.Raw) -> str | None:
     return None
 
 
+def _int_list(raw: msgspec.Raw) -> str | None:
+    """``"[64, 64]"`` (Kineto writes the list as a string) or a list -> "[64,64]"; None if
+    absent or empty; "?" when present but not a list of integers (the reader keeps that
+    apart from an even split)."""
+    if not len(raw):
+        return None
+    try:
+        value = _JSON.decode(raw)
+        if isinstance(value, str):
+            value = _JSON.decode(value) if value.strip() else []
+    except msgspec.MsgspecError:
+        return "?"
+    if isinstance(value, list) and not value:
+        return None
+    if isinstance(value, list) and all(type(v) is int for v in value):
+        return "[" + ",".join(map(str, value)) + "]"
+    return "?"
+
+
 def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
     backend_range = not on_device and e.name.startswith(_BACKEND_PREFIXES)
     if a.coll_name is None and a.in_nelems < 0 and not backend_range:
@@ -70,7 +89,8 @@ def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
         dtype = _first_type(a.input_types)
     pg = None if a.pg_name is None else str(a.pg_name)
     return (e.ts, e.dur, on_device, e.name, normalise_collective(coll) if coll else None,
-            in_n, out_n if out_n >= 0 else in_n, dtype, a.group_size, pg)
+            in_n, out_n if out_n >= 0 else in_n, dtype, a.group_size, pg,
+            _int_list(a.in_split), _int_list(a.out_split), _int_list(a.pg_ranks))
 
 
 def _candidates(events: list[Event], on_device: int) -> list[int]:
@@ -90,7 +110,8 @@ def _candidates(events: list[Event], on_device: int) -> list[int]:
 def collective_rows(
     host: list[Event], device: list[Event], skipped: Counter[str]
 ) -> list[tuple[Any, ...]]:
-    """(ts_us, dur_us, on_device, name, collective, in, out, dtype, group, pg) per call."""
+    """(ts_us, dur_us, on_device, name, collective, in, out, dtype, group, pg, in_splits,
+    out_splits, pg_ranks) per call."""
     rows: list[tuple[Any, ...]] = []
     for on_device, events in ((0, host), (1, device)):
         for i in _candidates(events, on_device):

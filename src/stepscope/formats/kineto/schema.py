@@ -45,6 +45,10 @@ class Args(msgspec.Struct, gc=False):
     group_size: int = msgspec.field(default=-1, name="Group size")
     dtype: str | None = None
     pg_name: int | str | None = msgspec.field(default=None, name="Process Group Name")
+    # all-to-all split sizes (rows per peer) and the group's global ranks: "[64, 64]" strings
+    in_split: msgspec.Raw = msgspec.field(default=NO_RAW, name="In split size")
+    out_split: msgspec.Raw = msgspec.field(default=NO_RAW, name="Out split size")
+    pg_ranks: msgspec.Raw = msgspec.field(default=NO_RAW, name="Process Group Ranks")
 
 
 EMPTY_ARGS = Args()

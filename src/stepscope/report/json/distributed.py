@@ -6,6 +6,7 @@ from typing import Any
 
 from stepscope.analysis.distributed.rank import RankSummary
 from stepscope.analysis.distributed.run import Distributed
+from stepscope.report.json.parallelism import all_to_all_json, fsdp_json
 from stepscope.report.json.rounding import r as _r
 from stepscope.report.json.rounding import us as _us
 
@@ -73,6 +74,8 @@ def distributed_json(d: Distributed) -> dict[str, Any]:
         },
         "unmatched_calls": d.unmatched_calls,
         "failed": list(d.failed),
+        "all_to_all": all_to_all_json(d.all_to_all),
+        "fsdp": fsdp_json(d.fsdp),
     }
 
 

@@ -19,6 +19,7 @@ from stepscope.report.text.layout import (
     print_table,
     time_column,
 )
+from stepscope.report.text.parallelism import render_all_to_all, render_fsdp
 from stepscope.units import format_us
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ def render_run_text(
     _stragglers(console, d["stragglers"][:top])
     _steps(console, d["steps"][:top])
     _collectives(console, d["collectives"][:top])
+    render_all_to_all(console, d.get("all_to_all"), top)
+    render_fsdp(console, d.get("fsdp"), top)
 
 
 def render_spans_text(report: SpansReport, console: Console | None = None) -> None:

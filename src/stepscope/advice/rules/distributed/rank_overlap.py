@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stepscope.advice.finding import Finding
+from stepscope.advice.rules.distributed import expert_imbalance, fsdp_prefetch
 from stepscope.advice.rules.distributed._run import mean_step_ns
 from stepscope.analysis.distributed.run import Distributed
 from stepscope.units import format_us as fmt_us
@@ -14,6 +15,9 @@ MIN_EXPOSED_PCT = 5.0  # exposed communication share of the step
 def check_run(dist: Distributed) -> Finding | None:
     rows = [r for r in dist.ranks if r.comm_overlap_pct is not None]
     if not rows or dist.world_size < 2:
+        return None
+    # the MoE all-to-all and FSDP's all-gathers have their own, specific advice
+    if expert_imbalance.dominates_communication(dist) or fsdp_prefetch.fires(dist):
         return None
     overlap = sum(r.comm_overlap_pct or 0.0 for r in rows) / len(rows)
     # waiting for a late rank is the straggler rule's; only exposed transfer can be hidden
