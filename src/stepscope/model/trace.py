@@ -333,6 +333,7 @@ class Collectives(_Table):
     dtype: I32  # dtype as written ("Float", "float", "BFloat16", ...), -1 unknown
     group_size: I32
     pg: I32  # "Process Group Name", -1 unknown
+    seq: I64  # "Seq": the process group's call counter (NCCL, PyTorch >= 2.4), -1 unknown
 
     DTYPES: ClassVar[dict[str, Any]] = {
         "ts": np.int64,
@@ -345,6 +346,7 @@ class Collectives(_Table):
         "dtype": np.int32,
         "group_size": np.int32,
         "pg": np.int32,
+        "seq": np.int64,
     }
 
 

@@ -6,7 +6,13 @@ from collections.abc import Callable
 
 from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
-from stepscope.advice.rules.distributed import exposed_comm, rank_imbalance, rank_overlap, straggler
+from stepscope.advice.rules.distributed import (
+    exposed_comm,
+    pipeline,
+    rank_imbalance,
+    rank_overlap,
+    straggler,
+)
 from stepscope.advice.rules.efficiency import low_mfu, matmul_alignment, occupancy, tensor_cores
 from stepscope.advice.rules.memory import capacity as memory_capacity
 from stepscope.advice.rules.memory import fragmentation as memory_fragmentation
@@ -90,4 +96,5 @@ RUN_RULES: dict[str, RunRuleFn] = {
     "straggler": straggler.check_run,
     "low-comm-overlap": rank_overlap.check_run,
     "rank-imbalance": rank_imbalance.check_run,
+    "pipeline-bubble": pipeline.check_run,
 }

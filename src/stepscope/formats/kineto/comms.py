@@ -69,8 +69,9 @@ def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
     if dtype is None:
         dtype = _first_type(a.input_types)
     pg = None if a.pg_name is None else str(a.pg_name)
+    seq = int(a.seq) if isinstance(a.seq, int) or a.seq.isdigit() else -1
     return (e.ts, e.dur, on_device, e.name, normalise_collective(coll) if coll else None,
-            in_n, out_n if out_n >= 0 else in_n, dtype, a.group_size, pg)
+            in_n, out_n if out_n >= 0 else in_n, dtype, a.group_size, pg, seq)
 
 
 def _candidates(events: list[Event], on_device: int) -> list[int]:
@@ -90,7 +91,7 @@ def _candidates(events: list[Event], on_device: int) -> list[int]:
 def collective_rows(
     host: list[Event], device: list[Event], skipped: Counter[str]
 ) -> list[tuple[Any, ...]]:
-    """(ts_us, dur_us, on_device, name, collective, in, out, dtype, group, pg) per call."""
+    """(ts_us, dur_us, on_device, name, collective, in, out, dtype, group, pg, seq) per call."""
     rows: list[tuple[Any, ...]] = []
     for on_device, events in ((0, host), (1, device)):
         for i in _candidates(events, on_device):

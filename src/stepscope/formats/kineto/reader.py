@@ -56,8 +56,9 @@ from stepscope.model.trace import (
 
 # 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table;
 # 5: baseTimeNanoseconds kept (TraceMeta.base_time_ns); 6: TraceMeta.incomplete;
-# 7: schemaVersion of any type tolerated, bad UTF-8 in deviceProperties replaced
-READER_VERSION = "kineto-7"
+# 7: schemaVersion of any type tolerated, bad UTF-8 in deviceProperties replaced;
+# 8: collectives' "Seq"
+READER_VERSION = "kineto-8"
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this

@@ -45,6 +45,8 @@ class Args(msgspec.Struct, gc=False):
     group_size: int = msgspec.field(default=-1, name="Group size")
     dtype: str | None = None
     pg_name: int | str | None = msgspec.field(default=None, name="Process Group Name")
+    # the process group's own call counter (PyTorch >= 2.4 with NCCL): exact cross-rank matching
+    seq: int | str = msgspec.field(default=-1, name="Seq")
 
 
 EMPTY_ARGS = Args()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.distributed._run import mean_step_ns, mean_steps
+from stepscope.advice.rules.distributed.pipeline import stages_explain_imbalance
 from stepscope.analysis.distributed.run import Distributed
 from stepscope.units import format_us as fmt_us
 
@@ -13,6 +14,8 @@ MIN_RATIO = 1.10  # slowest rank's computation / mean
 def check_run(dist: Distributed) -> Finding | None:
     imb = dist.imbalance
     if dist.world_size < 2 or imb.max_over_mean is None or imb.max_over_mean < MIN_RATIO:
+        return None
+    if stages_explain_imbalance(dist):  # unequal pipeline stages: pipeline-bubble's finding
         return None
     steps = mean_steps(dist)
     saving_ns = (imb.computation_max_ns - imb.computation_mean_ns) / steps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.distributed._run import mean_step_ns, mean_steps
+from stepscope.advice.rules.distributed.pipeline import stage_explains
 from stepscope.analysis.distributed.run import Distributed
 from stepscope.units import format_us as fmt_us
 
@@ -15,6 +16,8 @@ def check_run(dist: Distributed) -> Finding | None:
     if not dist.stragglers or dist.world_size < 2:
         return None
     top = dist.stragglers[0]
+    if stage_explains(dist, top.rank):  # a heavier pipeline stage: pipeline-bubble's finding
+        return None
     step = mean_step_ns(dist)
     # every other rank idles on average this long per step waiting for it
     saving_ns = top.wait_caused_ns / (dist.world_size - 1) / mean_steps(dist)

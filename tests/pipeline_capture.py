@@ -1,0 +1,79 @@
+"""Capture a real pipeline-parallel run on CPU (gloo) for the pipeline tests.
+
+``python -m tests.pipeline_capture OUT PORT STAGES SCHEDULE MICROBATCHES HEAVY [FACTOR]``
+writes one Kineto trace per rank (``rank{N}.*.pt.trace.json``) of a model split into
+``STAGES`` stages with ``torch.distributed.pipelining`` (one stage per rank), run with
+``SCHEDULE`` (``gpipe`` or ``1f1b``) over ``MICROBATCHES`` micro-batches per step. Every
+stage holds one block of linear layers, stage ``HEAVY`` holds ``FACTOR`` blocks (default 3;
+``HEAVY`` = -1 for balanced stages). Seeds are fixed; only timings differ between runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+WIDTH = 512  # features per layer
+LAYERS = 4  # linear layers per block
+BATCH = 256  # rows per step (split into micro-batches)
+
+
+def _block() -> torch.nn.Module:
+    layers: list[torch.nn.Module] = []
+    for _ in range(LAYERS):
+        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.Tanh()]
+    return torch.nn.Sequential(*layers)
+
+
+def _worker(rank: int, world: int, out: str, port: str, schedule: str, micro: int,
+            heavy: int, factor: int) -> None:
+    import torch.distributed as dist
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = port
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(rank)
+    blocks = factor if rank == heavy else 1
+    stage_mod = torch.nn.Sequential(*[_block() for _ in range(blocks)])
+    stage = PipelineStage(stage_mod, rank, world, torch.device("cpu"))
+    cls = ScheduleGPipe if schedule == "gpipe" else Schedule1F1B
+    sched = cls(stage, n_microbatches=micro, loss_fn=torch.nn.functional.mse_loss)
+    opt = torch.optim.SGD(stage_mod.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(BATCH, WIDTH, generator=gen)
+    y = torch.randn(BATCH, WIDTH, generator=gen)
+    prof = torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+        schedule=torch.profiler.schedule(wait=0, warmup=1, active=2),
+        on_trace_ready=torch.profiler.tensorboard_trace_handler(out, worker_name=f"rank{rank}"),
+    )
+    with prof:
+        for _ in range(3):
+            opt.zero_grad()
+            if rank == 0:
+                sched.step(x)
+            elif rank == world - 1:
+                sched.step(target=y)
+            else:
+                sched.step()
+            opt.step()
+            prof.step()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main() -> None:
+    import torch.multiprocessing as mp
+
+    out, port, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    schedule, micro, heavy = sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+    factor = int(sys.argv[7]) if len(sys.argv) > 7 else 3
+    mp.spawn(_worker, args=(world, out, port, schedule, micro, heavy, factor), nprocs=world)
+
+
+if __name__ == "__main__":
+    main()
