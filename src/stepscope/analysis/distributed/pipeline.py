@@ -246,6 +246,11 @@ def _chains(parts: dict[int, StagePart]) -> list[list[int]] | None:
     return chains
 
 
+def _stage_mean(parts: list[StagePart], field: str) -> float:
+    """A per-step figure of a stage: each rank's total / its steps, averaged over the ranks."""
+    return float(np.mean([getattr(p, field) / max(p.steps, 1) for p in parts]))
+
+
 def pipeline_view(parts: dict[int, StagePart]) -> Pipeline | None:
     """The pipeline of a run from its ranks' parts (rank -> part); None when there is none."""
     chains = _chains(parts)
@@ -272,13 +277,10 @@ def pipeline_view(parts: dict[int, StagePart]) -> Pipeline | None:
     stages = []
     for k in range(p):
         rs = [c[k] for c in chains]
-        n = [max(parts[r].steps, 1) for r in rs]
-        mean = lambda f: float(np.mean([getattr(parts[r], f) / s for r, s in zip(rs, n,  # noqa: E731
-                                                                                 strict=True)]))
-        step, comp = mean("step_ns"), mean("compute_ns")
+        step, comp, fwd, bwd = (_stage_mean([parts[r] for r in rs], f) for f in (
+            "step_ns", "compute_ns", "forward_ns", "backward_ns"))
         stages.append(Stage(stage=k, ranks=tuple(sorted(rs)), step_ns=step, compute_ns=comp,
-                            idle_ns=max(step - comp, 0.0), forward_ns=mean("forward_ns"),
-                            backward_ns=mean("backward_ns")))
+                            idle_ns=max(step - comp, 0.0), forward_ns=fwd, backward_ns=bwd))
     comps = [s.compute_ns for s in stages]
     avg = float(np.mean(comps))
     theory = (100.0 * (p - 1) / (m + p - 1)

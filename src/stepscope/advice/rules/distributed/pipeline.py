@@ -21,14 +21,16 @@ OWN_STAGE_PCT = 5.0  # a rank slower than its stage's others by more than this %
 CODE = """\
 from torch.distributed.pipelining import (
     PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble)
-# 1. equal stages: split where the measured time per layer balances, not the layer count
-# 2. more micro-batches: the bubble (p-1)/(m+p-1) shrinks as m grows
-schedule = Schedule1F1B(stage, n_microbatches=4 * num_stages, loss_fn=loss_fn)
-# 3. several smaller stages per rank, interleaved (or zero-bubble: backward for weights
-#    fills the bubble)
+# 1. equal stages: split where measured time per layer balances
+# 2. more micro-batches: the bubble (p-1)/(m+p-1) shrinks
+schedule = Schedule1F1B(stage, n_microbatches=4 * num_stages,
+                        loss_fn=loss_fn)
+# 3. two smaller stages per rank, interleaved; zero-bubble also
+#    runs weight gradients inside the bubble
 stages = [PipelineStage(chunk, rank + i * world, 2 * world, device)
           for i, chunk in enumerate(my_two_chunks)]
-schedule = ScheduleInterleavedZeroBubble(stages, n_microbatches=8, loss_fn=loss_fn)"""
+schedule = ScheduleInterleavedZeroBubble(stages, n_microbatches=8,
+                                         loss_fn=loss_fn)"""
 
 
 def _stage_of(pipe: Pipeline, rank: int) -> Stage | None:

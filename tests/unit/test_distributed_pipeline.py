@@ -1,0 +1,125 @@
+"""Pipeline view from ranks' point-to-point traffic (synthetic parts), and the rules that
+must tell a heavy stage from a straggling rank."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from tests.distributed_builders import write_run
+
+from stepscope.advice.rules.distributed import pipeline as rule
+from stepscope.advice.rules.distributed import rank_imbalance, straggler
+from stepscope.analysis.distributed.pipeline import Pipeline, Stage, StagePart, pipeline_view
+from stepscope.analysis.distributed.run import Distributed
+from stepscope.report.run import build_run_report, find_run
+
+MS = 1_000_000
+
+
+def _part(sends: dict[int, int], recvs: dict[int, int], first: str, *, compute_ms: float,
+          step_ms: float = 100.0, before: int = 0, mb: int | None = None,
+          schedule: str | None = None) -> StagePart:
+    return StagePart(
+        steps=2, step_ns=int(2 * step_ms * MS), compute_ns=int(2 * compute_ms * MS),
+        forward_ns=int(2 * compute_ms * MS / 3), backward_ns=int(2 * compute_ms * MS * 2 / 3),
+        sends=tuple(sorted(sends.items())), recvs=tuple(sorted(recvs.items())),
+        first_call=first, sends_before_recv=before, microbatches=mb, schedule=schedule)
+
+
+def _chain(ranks: list[int], m: int, before: int, compute_ms: list[float]) -> dict[int, StagePart]:
+    """One pipeline over ``ranks`` in stage order: m activations and m gradients per step."""
+    parts = {}
+    for k, r in enumerate(ranks):
+        sends, recvs = {}, {}
+        if k + 1 < len(ranks):
+            sends[ranks[k + 1]] = 2 * m
+            recvs[ranks[k + 1]] = 2 * m
+        if k > 0:
+            sends[ranks[k - 1]] = sends.get(ranks[k - 1], 0) + 2 * m
+            recvs[ranks[k - 1]] = recvs.get(ranks[k - 1], 0) + 2 * m
+        parts[r] = _part(sends, recvs, "send" if k == 0 else "recv",
+                         compute_ms=compute_ms[k], before=before if k == 0 else 0)
+    return parts
+
+
+def test_stages_from_chains_with_data_parallel_replicas() -> None:
+    # two replicas of a 3-stage pipeline; the first stage is the rank that sends first, not
+    # the lowest rank: replica A runs 4 -> 0 -> 2, replica B 5 -> 1 -> 3
+    parts = _chain([4, 0, 2], 8, 3, [20, 60, 20]) | _chain([5, 1, 3], 8, 3, [20, 60, 20])
+    pipe = pipeline_view(parts)
+    assert pipe is not None
+    assert [s.ranks for s in pipe.stages] == [(4, 5), (0, 1), (2, 3)]
+    # m from the activations the first stage sends downstream; 1F1B: p sends before a recv
+    assert (pipe.microbatches, pipe.microbatches_from, pipe.schedule) == (8, "point-to-point",
+                                                                         "1F1B")
+    assert pipe.theoretical_bubble_pct == pytest.approx(100 * 2 / 10)
+    assert pipe.imbalance == pytest.approx(60 / (100 / 3))
+    assert pipe.stages[1].bubble_pct == pytest.approx(40.0)
+    assert pipe.per_microbatch(pipe.stages[1].forward_ns) == pytest.approx(20 * MS / 8, rel=1e-6)
+
+
+def test_schedule_from_the_first_stage_order() -> None:
+    gpipe = pipeline_view(_chain([0, 1], 4, 4, [50, 50]))
+    assert gpipe is not None and gpipe.schedule == "GPipe"
+    # m <= p: GPipe and 1F1B issue the same calls; the schedule is left unknown
+    same = pipeline_view(_chain([0, 1, 2, 3], 4, 4, [50] * 4))
+    assert same is not None and same.schedule is None
+    assert same.theoretical_bubble_pct == pytest.approx(100 * 3 / 7)
+
+
+def test_no_pipeline_without_a_chain() -> None:
+    ring = {r: _part({(r + 1) % 3: 4}, {(r - 1) % 3: 4}, "send", compute_ms=50)
+            for r in range(3)}
+    assert pipeline_view(ring) is None
+    hub = {0: _part({1: 4, 2: 4, 3: 4}, {}, "send", compute_ms=50)}
+    hub |= {r: _part({}, {0: 4}, "recv", compute_ms=50) for r in (1, 2, 3)}
+    assert pipeline_view(hub) is None
+    assert pipeline_view({}) is None
+
+
+@pytest.fixture(scope="module")
+def ddp(tmp_path_factory: pytest.TempPathFactory) -> Distributed:
+    """A synthetic 4-rank data-parallel run where rank 2 computes 3 ms more (a straggler)."""
+    directory = tmp_path_factory.mktemp("ddp")
+    write_run(directory, [1000, 1000, 4000, 1000])
+    return build_run_report(find_run([str(directory)]), executor="serial",
+                            use_cache=False).distributed
+
+
+def test_rule_silent_on_a_small_bubble_and_fires_on_a_large_one(ddp: Distributed) -> None:
+    def dist(idle_ms: float, compute: tuple[float, float]) -> Distributed:
+        stages = tuple(Stage(stage=k, ranks=(k,), step_ns=(c + idle_ms) * MS,
+                             compute_ns=c * MS, idle_ns=idle_ms * MS, forward_ns=c * MS / 3,
+                             backward_ns=2 * c * MS / 3) for k, c in enumerate(compute))
+        pipe = Pipeline(stages=stages, microbatches=32, microbatches_from="point-to-point",
+                        schedule="1F1B", theoretical_bubble_pct=100 / 33,
+                        imbalance=max(compute) / (sum(compute) / 2))
+        return dataclasses.replace(ddp, pipeline=pipe)
+
+    assert rule.check_run(dist(5, (95, 95))) is None  # 5 % idle: under MIN_BUBBLE_PCT
+    f = rule.check_run(dist(40, (60, 60)))
+    assert f is not None and f.title == "Pipeline bubble: stages idle 40 % of the step"
+    assert f.saving_us == pytest.approx(40_000)
+
+
+def _stages(groups: list[tuple[int, ...]]) -> Pipeline:
+    stages = tuple(Stage(stage=k, ranks=g, step_ns=5 * MS, compute_ns=2 * MS, idle_ns=3 * MS,
+                         forward_ns=MS, backward_ns=MS) for k, g in enumerate(groups))
+    return Pipeline(stages=stages, microbatches=4, microbatches_from="point-to-point",
+                    schedule="1F1B", theoretical_bubble_pct=None, imbalance=1.0)
+
+
+def test_data_parallel_rules_defer_to_the_stage(ddp: Distributed) -> None:
+    d = ddp
+    assert d.pipeline is None and d.stragglers[0].rank == 2
+    assert straggler.check_run(d) is not None and rank_imbalance.check_run(d) is not None
+    # rank 2 alone in its stage: its extra compute is the stage's
+    alone = dataclasses.replace(d, pipeline=_stages([(0,), (1,), (2,), (3,)]))
+    assert straggler.check_run(alone) is None
+    assert rank_imbalance.check_run(alone) is None
+    # rank 2 beside rank 0 in one stage (data-parallel replicas): slower than its own stage,
+    # a straggler after all
+    shared = dataclasses.replace(d, pipeline=_stages([(0, 2), (1, 3)]))
+    assert straggler.check_run(shared) is not None
+    assert rank_imbalance.check_run(shared) is not None
