@@ -1,11 +1,14 @@
 """Capture a real pipeline-parallel run on CPU (gloo) for the pipeline tests.
 
-``python -m tests.pipeline_capture OUT PORT STAGES SCHEDULE MICROBATCHES HEAVY [FACTOR]``
+``python -m tests.pipeline_capture OUT PORT STAGES SCHEDULE MICROBATCHES HEAVY [FACTOR [DP]]``
 writes one Kineto trace per rank (``rank{N}.*.pt.trace.json``) of a model split into
 ``STAGES`` stages with ``torch.distributed.pipelining`` (one stage per rank), run with
 ``SCHEDULE`` (``gpipe`` or ``1f1b``) over ``MICROBATCHES`` micro-batches per step. Every
 stage holds one block of linear layers, stage ``HEAVY`` holds ``FACTOR`` blocks (default 3;
-``HEAVY`` = -1 for balanced stages). Seeds are fixed; only timings differ between runs.
+``HEAVY`` = -1 for balanced stages). ``DP`` > 1 (default 1) runs that many data-parallel
+replicas of the pipeline (STAGES × DP ranks, Megatron's layout: stage = rank // DP, pipeline
+groups ``[j, j + DP, ...]``, data-parallel groups of one stage's ranks, gradients all-reduced
+over them after each step). Seeds are fixed; only timings differ between runs.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def _block() -> torch.nn.Module:
 
 
 def _worker(rank: int, world: int, out: str, port: str, schedule: str, micro: int,
-            heavy: int, factor: int) -> None:
+            heavy: int, factor: int, dp: int) -> None:
     import torch.distributed as dist
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
@@ -36,10 +39,19 @@ def _worker(rank: int, world: int, out: str, port: str, schedule: str, micro: in
     os.environ["MASTER_PORT"] = port
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(rank)
-    blocks = factor if rank == heavy else 1
+    stages, index = world // dp, rank // dp
+    pp_group = dp_group = None
+    if dp > 1:  # every rank creates every group, in the same order
+        for j in range(dp):
+            g = dist.new_group(list(range(j, world, dp)))
+            pp_group = g if rank % dp == j else pp_group
+        for k in range(stages):
+            g = dist.new_group(list(range(k * dp, (k + 1) * dp)))
+            dp_group = g if index == k else dp_group
+    torch.manual_seed(index)  # replicas of a stage hold the same weights
+    blocks = factor if index == heavy else 1
     stage_mod = torch.nn.Sequential(*[_block() for _ in range(blocks)])
-    stage = PipelineStage(stage_mod, rank, world, torch.device("cpu"))
+    stage = PipelineStage(stage_mod, index, stages, torch.device("cpu"), group=pp_group)
     cls = ScheduleGPipe if schedule == "gpipe" else Schedule1F1B
     sched = cls(stage, n_microbatches=micro, loss_fn=torch.nn.functional.mse_loss)
     opt = torch.optim.SGD(stage_mod.parameters(), lr=1e-3)
@@ -54,12 +66,14 @@ def _worker(rank: int, world: int, out: str, port: str, schedule: str, micro: in
     with prof:
         for _ in range(3):
             opt.zero_grad()
-            if rank == 0:
+            if index == 0:
                 sched.step(x)
-            elif rank == world - 1:
+            elif index == stages - 1:
                 sched.step(target=y)
             else:
                 sched.step()
+            for param in stage_mod.parameters() if dp_group is not None else ():
+                dist.all_reduce(param.grad, group=dp_group)
             opt.step()
             prof.step()
     dist.barrier()
@@ -72,7 +86,9 @@ def main() -> None:
     out, port, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
     schedule, micro, heavy = sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
     factor = int(sys.argv[7]) if len(sys.argv) > 7 else 3
-    mp.spawn(_worker, args=(world, out, port, schedule, micro, heavy, factor), nprocs=world)
+    dp = int(sys.argv[8]) if len(sys.argv) > 8 else 1
+    mp.spawn(_worker, args=(world * dp, out, port, schedule, micro, heavy, factor, dp),
+             nprocs=world * dp)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ PINNED = {
     "pipeline_4stage_gpipe": ([83.81, 38.15, 81.59, 79.13], 2.168),
     "pipeline_4stage_1f1b": ([80.7, 43.51, 84.93, 71.72], 1.891),
     "pipeline_2stage_1f1b_balanced": ([50.31, 52.52], 1.05),
+    "pipeline_2stage_1f1b_dp2": ([86.45, 32.63], 1.655),
 }
 
 
@@ -125,3 +126,33 @@ def test_text_report_has_the_pipeline_section() -> None:
     assert "Pipeline: 4 stages, 8 micro-batches, schedule 1F1B" in text
     assert "theoretical bubble 27.3 %" in text
     assert "straggler" not in text
+
+
+def test_data_parallel_replicas_of_a_pipeline() -> None:
+    """2 stages x 2 replicas on gloo: the send/recv peers are ranks of the pipeline groups
+    [0, 2] and [1, 3] (read through distributedInfo's pg_config); the gradient all-reduces of
+    the two stages' data-parallel groups [0, 1] and [2, 3] carry no group name and are told
+    apart by their calls (stage 0: 4 layers, stage 1: 12 layers, 2 steps)."""
+    rep = _report("pipeline_2stage_1f1b_dp2")
+    d = rep.distributed
+    pipe = d.pipeline
+    assert pipe is not None
+    assert [s.ranks for s in pipe.stages] == [(0, 1), (2, 3)]
+    assert (pipe.microbatches, pipe.schedule) == (4, "1F1B")
+    assert d.matched_by == "order"
+    assert [(g.pg, g.ranks, len(g.calls)) for g in d.groups] == [("", (0, 1), 2 * 8),
+                                                                  ("", (2, 3), 2 * 24)]
+    weight, bias = 512 * 512 * 4, 512 * 4
+    for g in d.groups:
+        assert {c.name for c in g.calls} == {"allreduce"}
+        assert {c.nbytes for c in g.calls} == {weight, bias}
+    assert d.unmatched_calls == 0
+    ids = [f.id for f in rep.findings]
+    assert ids[0] == "pipeline-bubble" and rep.findings[0].title.startswith("Pipeline stage 1")
+    # on this shared machine rank 1 computed twice what its replica rank 0 did: that is a
+    # replica's imbalance, reported against its own stage, not against the heavy stage
+    imb = next(f for f in rep.findings if f.id == "rank-imbalance")
+    assert imb.title.startswith("Ranks of pipeline stage 0 compute unequally (rank 1 ")
+    strag = next(f for f in rep.findings if f.id == "straggler")
+    assert strag.title.startswith("Rank 1 ") and "other ranks of its pipeline stage" in \
+        strag.evidence[1]

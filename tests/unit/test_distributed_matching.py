@@ -97,3 +97,20 @@ def test_group_json(tmp_path: Path) -> None:
     assert call["name"] == "allreduce" and call["wait_us"] == [1000.0, 0.0]
     assert call["transfer_us"] == 1000.0 and call["skew_us"] == 1000.0
     assert d["pipeline"] is None
+
+
+def test_process_groups_are_read(tmp_path: Path) -> None:
+    from tests.builders import TraceBuilder
+
+    b = TraceBuilder()
+    b.distributed = {"backend": "gloo", "rank": 2, "world_size": 4, "pg_config": [
+        {"pg_name": "0", "ranks": [0, 1, 2, 3]}, {"pg_name": "1", "ranks": [0, 2]},
+        {"pg_name": "bad", "ranks": "[2, 3]"}, "junk"]}
+    with b.step(1, 1000.0, 100.0):
+        b.op("aten::mm", 1010.0, 50.0)
+    meta = load_trace(str(b.write(tmp_path, "a.json")), use_cache=False).meta
+    assert meta.rank == 2
+    assert meta.process_groups == (("0", (0, 1, 2, 3)), ("1", (0, 2)))
+    b.distributed = {"backend": "gloo", "rank": 2, "world_size": 4, "pg_config": "nonsense"}
+    meta = load_trace(str(b.write(tmp_path, "b.json")), use_cache=False).meta
+    assert meta.rank == 2 and meta.process_groups == ()

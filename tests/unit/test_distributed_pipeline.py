@@ -121,5 +121,27 @@ def test_data_parallel_rules_defer_to_the_stage(ddp: Distributed) -> None:
     # rank 2 beside rank 0 in one stage (data-parallel replicas): slower than its own stage,
     # a straggler after all
     shared = dataclasses.replace(d, pipeline=_stages([(0, 2), (1, 3)]))
-    assert straggler.check_run(shared) is not None
-    assert rank_imbalance.check_run(shared) is not None
+    late = straggler.check_run(shared)
+    assert late is not None and "other ranks of its pipeline stage" in late.evidence[1]
+    # the all-reduce spans all 4 ranks: 3 ms x 3 ranks x 2 steps / 3 ranks / 2 steps
+    assert late.saving_us == pytest.approx(3000, abs=1)
+    imb = rank_imbalance.check_run(shared)
+    assert imb is not None and imb.title.startswith(
+        "Ranks of pipeline stage 0 compute unequally (rank 2 1.60x")
+
+
+def test_peers_are_read_through_the_process_groups() -> None:
+    """Two replicas of a 2-stage pipeline (pipeline groups [0, 2] and [1, 3]): every rank
+    records its peer as group rank 0 or 1, as the gloo captures do."""
+    world = ("0", (0, 1, 2, 3))
+    groups = {0: (world, ("1", (0, 2)), ("3", (0, 1))), 1: (world, ("2", (1, 3)), ("3", (0, 1))),
+              2: (world, ("1", (0, 2)), ("4", (2, 3))), 3: (world, ("2", (1, 3)), ("4", (2, 3)))}
+    parts = {r: dataclasses.replace(
+        _part({1 if r < 2 else 0: 8}, {1 if r < 2 else 0: 8}, "send" if r < 2 else "recv",
+              compute_ms=50, before=4), groups=groups[r]) for r in range(4)}
+    pipe = pipeline_view(parts)
+    assert pipe is not None and [s.ranks for s in pipe.stages] == [(0, 1), (2, 3)]
+    assert pipe.microbatches == 4
+    # read as global ranks instead, the traffic is not mirrored: no pipeline is invented
+    bare = {r: dataclasses.replace(p, groups=()) for r, p in parts.items()}
+    assert pipeline_view(bare) is None

@@ -399,6 +399,8 @@ class TraceMeta:
     # Kineto's baseTimeNanoseconds: event times are relative to it (wall clock = ts + base);
     # None for traces with absolute (epoch) times
     base_time_ns: int | None = None
+    # distributedInfo.pg_config: the rank's process groups as (name, global ranks)
+    process_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ call of every rank has it, calls match by (process group, ``Seq``, collective na
 ``matched_by = "sequence"``, exact even when a rank's trace starts or stops mid-run. Otherwise
 (gloo writes neither; older traces have no ``Seq``) the k-th call of each (collective, process
 group) on every rank is one collective: ``matched_by = "order"``, exact when every rank's
-window holds the same calls.
+window holds the same calls. Calls without a group name (gloo) are first split by the ranks'
+sequence of (collective, bytes): members of one group issue the same calls, so the
+data-parallel groups of unequal pipeline stages are not paired with each other.
 
 Point-to-point send/recv are not collectives (two ranks, no common completion): they are left
 out here (analysis/distributed/pipeline.py reads them).
@@ -32,7 +34,8 @@ from dataclasses import dataclass
 
 from stepscope.analysis.distributed.rank import Call, RankSummary
 
-Key = tuple[str, str, int]  # (collective, process group, sequence number or order)
+# (collective, process group, partition of the ranks, sequence number or order)
+Key = tuple[str, str, int, int]
 
 
 def bus_factor(collective: str, n: int) -> float:
@@ -52,12 +55,28 @@ def matched_by(ranked: Sequence[tuple[int, RankSummary]]) -> str:
     return "sequence" if calls and all(c.trace_seq >= 0 for c in calls) else "order"
 
 
+def _partitions(ranked: Sequence[tuple[int, RankSummary]]) -> dict[int, int]:
+    """rank -> partition for calls without a process-group name (gloo): ranks issuing the same
+    sequence of (collective, bytes) share one. Members of one group issue the same calls; ranks
+    of different groups differ (e.g. the data-parallel groups of unequal pipeline stages), and
+    matching across them by order would pair calls of different groups."""
+    seen: dict[tuple[tuple[str, int], ...], int] = {}
+    out = {}
+    for rank, s in ranked:
+        sig = tuple((c.collective, c.nbytes) for c in s.calls if not c.pg)
+        out[rank] = seen.setdefault(sig, len(seen))
+    return out
+
+
 def match(ranked: Sequence[tuple[int, RankSummary]], by: str) -> dict[Key, dict[int, Call]]:
     """Calls of all ranks grouped into collectives: key -> {rank: call}."""
+    part = _partitions(ranked) if by == "order" else {}
     groups: dict[Key, dict[int, Call]] = defaultdict(dict)
     for rank, s in ranked:
         for c in s.calls:
-            groups[(c.collective, c.pg, c.trace_seq if by == "sequence" else c.seq)][rank] = c
+            key = (c.collective, c.pg, 0 if c.pg else part.get(rank, 0),
+                   c.trace_seq if by == "sequence" else c.seq)
+            groups[key][rank] = c
     return groups
 
 
@@ -94,10 +113,10 @@ class GroupTable:
 def group_tables(ranked: Sequence[tuple[int, RankSummary]],
                  groups: dict[Key, dict[int, Call]]) -> tuple[GroupTable, ...]:
     base = {r: s.clock_base_ns for r, s in ranked}
-    by_pg: dict[str, list[tuple[int, GroupCall]]] = defaultdict(list)
-    seen: dict[str, set[int]] = defaultdict(set)
-    for (coll, pg, seq), by_rank in groups.items():
-        seen[pg].update(by_rank)
+    by_pg: dict[tuple[str, int], list[tuple[int, GroupCall]]] = defaultdict(list)
+    seen: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for (coll, pg, part, seq), by_rank in groups.items():
+        seen[(pg, part)].update(by_rank)
         if len(by_rank) < 2:
             continue
         ranks = tuple(sorted(by_rank))
@@ -109,13 +128,13 @@ def group_tables(ranked: Sequence[tuple[int, RankSummary]],
         group = max(calls[0].group_size, len(ranks))
         algbw = nbytes / transfer if nbytes >= 0 and transfer > 0 else None  # bytes/ns = GB/s
         first = min(starts)
-        by_pg[pg].append((first, GroupCall(
+        by_pg[(pg, part)].append((first, GroupCall(
             name=coll, seq=seq, ranks=ranks, nbytes=nbytes, transfer_ns=transfer,
             skew_ns=max(starts) - first, wait_ns=tuple(c.dur_ns - transfer for c in calls),
             algbw_gbps=algbw, busbw_gbps=None if algbw is None else algbw * bus_factor(coll, group),
         )))
     return tuple(
-        GroupTable(pg=pg, ranks=tuple(sorted(seen[pg])),
-                   calls=tuple(c for _, c in sorted(by_pg[pg], key=lambda x: (x[0], x[1].seq))))
-        for pg in sorted(seen)
+        GroupTable(pg=key[0], ranks=tuple(sorted(seen[key])),
+                   calls=tuple(c for _, c in sorted(by_pg[key], key=lambda x: (x[0], x[1].seq))))
+        for key in sorted(seen, key=lambda k: (k[0], min(seen[k])))
     )

@@ -7,7 +7,7 @@ compute split into forward, backward and other, over the ``ProfilerStep#N`` wind
   ``c10d::recv_any_source_`` that ``send``/``recv``, ``isend``/``irecv`` and
   ``batch_isend_irecv`` all go through, on every backend (gloo, NCCL); the peer is their third
   argument (``Concrete Inputs``, recorded with ``record_shapes=True``), a rank of the call's
-  process group.
+  process group, read as a global rank through the rank's groups (``global_traffic``).
 - Compute: GPU traces — kernels other than communication kernels; CPU traces — host operators
   other than the communication wrappers (``c10d::*``, ``gloo:*``, ``record_param_comms``).
   A compute interval is *backward* when it (GPU: the runtime call that launched it) starts
@@ -68,6 +68,8 @@ class StagePart:
     sends_before_recv: int  # sends of the first step before its first receive
     microbatches: int | None  # from the schedule's own ranges, per step
     schedule: str | None  # from the schedule's own ranges
+    # the rank's process groups (name, global ranks) from distributedInfo; () unknown
+    groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 def _is_send(name: str) -> bool:
@@ -188,6 +190,7 @@ def stage_part(trace: Trace, links: Links, lo: I64, hi: I64) -> StagePart | None
         sends=tally[0], recvs=tally[1], first_call="send" if first[0] else "recv",
         sends_before_recv=before,
         microbatches=round(mb / steps) if mb else None, schedule=schedule,
+        groups=tuple(g for g in trace.meta.process_groups if len(g[1]) > 1),
     )
 
 
@@ -219,12 +222,57 @@ class Pipeline:
         return ns / self.microbatches if self.microbatches else None
 
 
-def _chains(parts: dict[int, StagePart]) -> list[list[int]] | None:
+Traffic = tuple[dict[int, int], dict[int, int]]  # (sends, receives): global peer -> calls
+
+
+def _mapped(part: StagePart, ranks: tuple[int, ...] | None) -> Traffic | None:
+    """The part's traffic with its group-rank peers read in a group of ``ranks`` (None: the
+    default group, where group ranks are global ranks); None if a peer is not in it."""
+    out: list[dict[int, int]] = []
+    for pairs in (part.sends, part.recvs):
+        peers: dict[int, int] = {}
+        for peer, n in pairs:
+            if peer < 0:
+                continue
+            if ranks is not None and peer >= len(ranks):
+                return None
+            g = peer if ranks is None else ranks[peer]
+            peers[g] = peers.get(g, 0) + n
+        out.append(peers)
+    return out[0], out[1]
+
+
+def global_traffic(parts: dict[int, StagePart]) -> dict[int, Traffic]:
+    """Each rank's traffic by global peer.
+
+    The trace records a point-to-point peer as a rank of the call's process group, and gloo
+    does not say which group; ``distributedInfo.pg_config`` lists the rank's groups. A rank's
+    group is the smallest of them under which its traffic is mirrored by its peers' (the peer
+    receives from it as often as it sends to the peer, and the other way round) under one of
+    the peer's own groups; ranks with no consistent group are left out.
+    """
+    options: dict[int, list[Traffic]] = {}
+    for r, p in parts.items():
+        groups = sorted(p.groups, key=lambda g: len(g[1]))
+        found = [_mapped(p, ranks) for _, ranks in groups] or [_mapped(p, None)]
+        options[r] = [t for t in found if t is not None]
+
+    def mirrored(r: int, peers: dict[int, int], side: int) -> bool:
+        return all(q != r and any(t[side].get(r) == n for t in options.get(q, ()))
+                   for q, n in peers.items())
+
+    return {r: next(t for t in opts if mirrored(r, t[0], 1) and mirrored(r, t[1], 0))
+            for r, opts in options.items()
+            if any(mirrored(r, t[0], 1) and mirrored(r, t[1], 0) for t in opts)}
+
+
+def _chains(parts: dict[int, StagePart],
+            traffic: dict[int, Traffic]) -> list[list[int]] | None:
     """Ranks joined by point-to-point traffic, each chain in stage order; None: not a chain."""
     nbr: dict[int, set[int]] = defaultdict(set)
-    for r, p in parts.items():
-        for peer, _ in p.sends + p.recvs:
-            if peer in parts and peer != r:
+    for r, (sends, recvs) in traffic.items():
+        for peer in (*sends, *recvs):
+            if peer in traffic and peer != r:
                 nbr[r].add(peer)
                 nbr[peer].add(r)
     if not nbr or any(len(v) > 2 for v in nbr.values()):
@@ -253,7 +301,8 @@ def _stage_mean(parts: list[StagePart], field: str) -> float:
 
 def pipeline_view(parts: dict[int, StagePart]) -> Pipeline | None:
     """The pipeline of a run from its ranks' parts (rank -> part); None when there is none."""
-    chains = _chains(parts)
+    traffic = global_traffic(parts)
+    chains = _chains(parts, traffic)
     if not chains or len(chains[0]) < 2:
         return None
     p = len(chains[0])
@@ -263,8 +312,8 @@ def pipeline_view(parts: dict[int, StagePart]) -> Pipeline | None:
         m: int | None = max(set(marked), key=marked.count)
         source = "schedule ranges"
     else:  # activations the first stage sends to the second, per step
-        sent = [dict(f.sends).get(c[1], 0) / max(f.steps, 1) for f, c in zip(first, chains,
-                                                                               strict=True)]
+        sent = [traffic[c[0]][0].get(c[1], 0) / max(f.steps, 1)
+                for f, c in zip(first, chains, strict=True)]
         m = round(float(np.median(sent))) or None
         source = "point-to-point" if m else ""
     named = {parts[r].schedule for c in chains for r in c} - {None}

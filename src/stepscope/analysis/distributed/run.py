@@ -163,7 +163,7 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
     matched: list[MatchedCall] = []
     step_sync: dict[tuple[int, str], int] = defaultdict(int)
     step_transfer: dict[tuple[int, str], int] = defaultdict(int)
-    for (coll, pg, seq), by_rank in sorted(groups.items()):
+    for (coll, pg, _part, seq), by_rank in sorted(groups.items()):
         durs = np.array([c.dur_ns for c in by_rank.values()], dtype=np.int64)
         members = list(by_rank)
         acc = coll_acc[(coll, pg)]

@@ -74,6 +74,26 @@ def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
             in_n, out_n if out_n >= 0 else in_n, dtype, a.group_size, pg, seq)
 
 
+def process_groups(raw: msgspec.Raw) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``distributedInfo.pg_config`` as (group name, global ranks); entries without a name or
+    an integer rank list are skipped (PyTorch writes ``ranks`` as a list)."""
+    if not len(raw):
+        return ()
+    try:
+        groups = _JSON.decode(raw)
+    except msgspec.MsgspecError:
+        return ()
+    out = []
+    for g in groups if isinstance(groups, list) else ():
+        if not isinstance(g, dict):
+            continue
+        name, ranks = g.get("pg_name"), g.get("ranks")
+        if (isinstance(name, str | int) and isinstance(ranks, list)
+                and all(isinstance(r, int) and not isinstance(r, bool) for r in ranks)):
+            out.append((str(name), tuple(ranks)))
+    return tuple(out)
+
+
 def _candidates(events: list[Event], on_device: int) -> list[int]:
     """Indices of the events ``_row`` may keep: collective args, or (host) a backend range.
 

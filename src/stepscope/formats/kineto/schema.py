@@ -98,3 +98,5 @@ class DistributedInfo(msgspec.Struct, gc=False):
     rank: int | None = None
     world_size: int | None = None
     backend: str | None = None
+    # Raw: a malformed group list costs the groups only, never the rank (comms.process_groups)
+    pg_config: msgspec.Raw = msgspec.Raw()

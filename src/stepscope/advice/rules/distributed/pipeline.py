@@ -43,28 +43,62 @@ def _per_step(row: RankRow) -> float:
 
 def stage_explains(dist: Distributed, rank: int) -> bool:
     """True when ``rank`` is part of a pipeline and not slower than its own stage's ranks."""
-    pipe = dist.pipeline
-    stage = None if pipe is None else _stage_of(pipe, rank)
-    if stage is None:
+    ctx = stage_context(dist, rank)
+    stage = None if dist.pipeline is None else _stage_of(dist.pipeline, rank)
+    if ctx is None or stage is None:
         return False
+    return ctx[1] <= OWN_STAGE_PCT / 100 * stage.step_ns
+
+
+def stage_context(dist: Distributed, rank: int) -> tuple[int, float] | None:
+    """On a pipeline: the size of ``rank``'s stage and its computation per step beyond the
+    median of the stage's other ranks (its replicas; 0 without); None when in no stage."""
+    stage = None if dist.pipeline is None else _stage_of(dist.pipeline, rank)
     rows = {r.rank: r for r in dist.ranks}
+    if stage is None or rank not in rows:
+        return None
     others = [_per_step(rows[r]) for r in stage.ranks if r != rank and r in rows]
-    if not others or rank not in rows:
-        return True
-    return _per_step(rows[rank]) - median(others) <= OWN_STAGE_PCT / 100 * stage.step_ns
+    return len(stage.ranks), _per_step(rows[rank]) - median(others) if others else 0.0
 
 
-def stages_explain_imbalance(dist: Distributed) -> bool:
-    """True when a pipeline's stages hold ranks of equal computation (the spread is theirs)."""
+def imbalance_within_stages(dist: Distributed) -> Finding | None:
+    """rank-imbalance on a pipeline: ranks of one stage (data-parallel replicas doing the same
+    work) computing differently. Differences between stages are pipeline-bubble's."""
     if dist.pipeline is None:
-        return False
+        return None
     rows = {r.rank: r for r in dist.ranks}
+    worst: tuple[float, Stage, int, float] | None = None
     for s in dist.pipeline.stages:
-        comp = [_per_step(rows[r]) for r in s.ranks if r in rows]
-        mean = sum(comp) / len(comp) if comp else 0.0
-        if mean > 0 and max(comp) / mean >= MIN_IMBALANCE:
-            return False
-    return True
+        comp = {r: _per_step(rows[r]) for r in s.ranks if r in rows}
+        mean = sum(comp.values()) / len(comp) if comp else 0.0
+        if len(comp) < 2 or mean <= 0:
+            continue
+        slow = max(comp, key=lambda r: comp[r])
+        if worst is None or comp[slow] / mean > worst[0]:
+            worst = (comp[slow] / mean, s, slow, mean)
+    if worst is None or worst[0] < MIN_IMBALANCE:
+        return None
+    ratio, stage, slow, mean = worst
+    saving = _per_step(rows[slow]) - mean
+    return Finding(
+        id="rank-imbalance",
+        title=f"Ranks of pipeline stage {stage.stage} compute unequally (rank {slow} "
+              f"{ratio:.2f}x the stage's mean)",
+        saving_us=saving / 1000.0,
+        saving_pct=100.0 * saving / stage.step_ns if stage.step_ns else 0.0,
+        estimate="slowest rank's computation minus its stage's mean, per step: the stage's "
+                 "data-parallel replicas wait for it",
+        evidence=(
+            "computation per step in stage "
+            f"{stage.stage}: " + ", ".join(f"rank {r} {fmt_us(_per_step(rows[r]) / 1000)}"
+                                           for r in stage.ranks if r in rows),
+            "the ranks of one stage hold the same layers: the difference is their data "
+            "(sequence lengths), their host (CPU contention, data loading) or their device",
+        ),
+        fix=f"Profile rank {slow} against the other ranks of stage {stage.stage}: balance the "
+            "data per replica (shard by tokens, bucket by length), remove contention on its "
+            "host or device.",
+    )
 
 
 def check_run(dist: Distributed) -> Finding | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.distributed._run import mean_step_ns, mean_steps
-from stepscope.advice.rules.distributed.pipeline import stages_explain_imbalance
+from stepscope.advice.rules.distributed.pipeline import imbalance_within_stages
 from stepscope.analysis.distributed.run import Distributed
 from stepscope.units import format_us as fmt_us
 
@@ -15,8 +15,8 @@ def check_run(dist: Distributed) -> Finding | None:
     imb = dist.imbalance
     if dist.world_size < 2 or imb.max_over_mean is None or imb.max_over_mean < MIN_RATIO:
         return None
-    if stages_explain_imbalance(dist):  # unequal pipeline stages: pipeline-bubble's finding
-        return None
+    if dist.pipeline is not None:  # unequal stages are pipeline-bubble's; replicas are ours
+        return imbalance_within_stages(dist)
     steps = mean_steps(dist)
     saving_ns = (imb.computation_max_ns - imb.computation_mean_ns) / steps
     step = mean_step_ns(dist)
