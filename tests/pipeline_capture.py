@@ -3,7 +3,9 @@
 ``python -m tests.pipeline_capture OUT PORT STAGES SCHEDULE MICROBATCHES HEAVY [FACTOR [DP]]``
 writes one Kineto trace per rank (``rank{N}.*.pt.trace.json``) of a model split into
 ``STAGES`` stages with ``torch.distributed.pipelining`` (one stage per rank), run with
-``SCHEDULE`` (``gpipe`` or ``1f1b``) over ``MICROBATCHES`` micro-batches per step. Every
+``SCHEDULE`` (``gpipe``, ``1f1b``; ``interleaved`` or ``zerobubble``: ScheduleInterleaved1F1B
+or ScheduleInterleavedZeroBubble with two chunks per rank, virtual stages ``rank`` and
+``rank + STAGES``, HEAVY naming a virtual stage) over ``MICROBATCHES`` micro-batches per step. Every
 stage holds one block of linear layers, stage ``HEAVY`` holds ``FACTOR`` blocks (default 3;
 ``HEAVY`` = -1 for balanced stages). ``DP`` > 1 (default 1) runs that many data-parallel
 replicas of the pipeline (STAGES × DP ranks, Megatron's layout: stage = rank // DP, pipeline
@@ -33,7 +35,13 @@ def _block() -> torch.nn.Module:
 def _worker(rank: int, world: int, out: str, port: str, schedule: str, micro: int,
             heavy: int, factor: int, dp: int) -> None:
     import torch.distributed as dist
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    from torch.distributed.pipelining import (
+        PipelineStage,
+        Schedule1F1B,
+        ScheduleGPipe,
+        ScheduleInterleaved1F1B,
+        ScheduleInterleavedZeroBubble,
+    )
 
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = port
@@ -49,11 +57,23 @@ def _worker(rank: int, world: int, out: str, port: str, schedule: str, micro: in
             g = dist.new_group(list(range(k * dp, (k + 1) * dp)))
             dp_group = g if index == k else dp_group
     torch.manual_seed(index)  # replicas of a stage hold the same weights
-    blocks = factor if index == heavy else 1
-    stage_mod = torch.nn.Sequential(*[_block() for _ in range(blocks)])
-    stage = PipelineStage(stage_mod, index, stages, torch.device("cpu"), group=pp_group)
-    cls = ScheduleGPipe if schedule == "gpipe" else Schedule1F1B
-    sched = cls(stage, n_microbatches=micro, loss_fn=torch.nn.functional.mse_loss)
+    cpu = torch.device("cpu")
+    sched: ScheduleGPipe | Schedule1F1B | ScheduleInterleaved1F1B | ScheduleInterleavedZeroBubble
+    if schedule in ("interleaved", "zerobubble"):  # two chunks per rank: virtual stages rank
+        chunks = [torch.nn.Sequential(*[_block() for _ in range(  # and rank + world
+            factor if rank + i * world == heavy else 1)]) for i in range(2)]
+        multi = ScheduleInterleaved1F1B if schedule == "interleaved" else \
+            ScheduleInterleavedZeroBubble
+        sched = multi(
+            [PipelineStage(c, rank + i * world, 2 * world, cpu) for i, c in enumerate(chunks)],
+            n_microbatches=micro, loss_fn=torch.nn.functional.mse_loss)
+        stage_mod = torch.nn.Sequential(*chunks)
+    else:
+        blocks = factor if index == heavy else 1
+        stage_mod = torch.nn.Sequential(*[_block() for _ in range(blocks)])
+        stage = PipelineStage(stage_mod, index, stages, cpu, group=pp_group)
+        cls = ScheduleGPipe if schedule == "gpipe" else Schedule1F1B
+        sched = cls(stage, n_microbatches=micro, loss_fn=torch.nn.functional.mse_loss)
     opt = torch.optim.SGD(stage_mod.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, WIDTH, generator=gen)

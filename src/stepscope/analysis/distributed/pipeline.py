@@ -49,7 +49,8 @@ BACKWARD = "autograd::engine::evaluate_function"
 _COMM_PREFIXES = ("c10d::", "record_param_comms", "nccl:", "gloo:", "rccl:", "mpi:", "ucc:")
 _GPIPE_MB = re.compile(r"^Forward (\d+)$")
 _GPIPE_BWD = re.compile(r"^Backward (\d+)$")
-_ACTION_MB = re.compile(r"^PP:\d+F(\d+)$")
+_ACTION_MB = re.compile(r"^PP:(\d+)F(\d+)$")  # PP:<stage>F<micro-batch>
+_ACTION_W = re.compile(r"^PP:\d+W\d+$")  # backward for weights: zero-bubble schedules
 I64 = npt.NDArray[np.int64]
 
 
@@ -70,6 +71,7 @@ class StagePart:
     schedule: str | None  # from the schedule's own ranges
     # the rank's process groups (name, global ranks) from distributedInfo; () unknown
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    chunks: int = 1  # model chunks (virtual stages) on the rank, from the PP: actions
 
 
 def _is_send(name: str) -> bool:
@@ -98,6 +100,10 @@ def _is_gpipe_backward(name: str) -> bool:
 
 def _is_action_forward(name: str) -> bool:
     return _ACTION_MB.match(name) is not None
+
+
+def _is_action_weight(name: str) -> bool:
+    return _ACTION_W.match(name) is not None
 
 
 def _peer(text: str) -> int:
@@ -149,6 +155,15 @@ def _count(trace: Trace, pred: Callable[[str], bool], window: iv.Union) -> int:
     return int(_inside(window, h.ts[mask]).sum())
 
 
+def _distinct(trace: Trace, pred: Callable[[str], bool], pattern: re.Pattern[str],
+              window: iv.Union) -> list[tuple[str, ...]]:
+    """The regex groups of the distinct names ``pred`` picks inside ``window``."""
+    h = trace.host
+    mask = trace.string_ids(pred)[h.name]
+    ids = np.unique(h.name[mask][_inside(window, h.ts[mask])])
+    return [m.groups() for i in ids.tolist() if (m := pattern.match(trace.name(int(i))))]
+
+
 def stage_part(trace: Trace, links: Links, lo: I64, hi: I64) -> StagePart | None:
     """This rank's pipeline figures over the step windows [lo, hi); None without p2p calls."""
     h = trace.host
@@ -174,11 +189,15 @@ def stage_part(trace: Trace, links: Links, lo: I64, hi: I64) -> StagePart | None
     before = int(np.argmin(first)) if not first.all() else len(first)
     s, e, label = _compute(trace, links)
     steps = len(lo)
-    mb = _count(trace, _is_gpipe_forward, window)
+    # micro-batches: the distinct indices of the schedule's forward ranges
+    mb = len(_distinct(trace, _is_gpipe_forward, _GPIPE_MB, window))
     schedule = "GPipe" if mb and _count(trace, _is_gpipe_backward, window) else None
+    chunks = 1
     if not mb:
-        mb = _count(trace, _is_action_forward, window)
-        schedule = "multi-stage" if mb else None
+        actions = _distinct(trace, _is_action_forward, _ACTION_MB, window)
+        mb, chunks = len({a[1] for a in actions}), max(len({a[0] for a in actions}), 1)
+        schedule = None if not mb else (
+            "zero-bubble" if _count(trace, _is_action_weight, window) else "multi-stage")
 
     def measure(mask: npt.NDArray[np.bool_]) -> int:
         return int(iv.measure_in(iv.union(s[mask], e[mask]), lo, hi).sum())
@@ -189,7 +208,7 @@ def stage_part(trace: Trace, links: Links, lo: I64, hi: I64) -> StagePart | None
         forward_ns=measure(label == 0), backward_ns=measure(label == 1),
         sends=tally[0], recvs=tally[1], first_call="send" if first[0] else "recv",
         sends_before_recv=before,
-        microbatches=round(mb / steps) if mb else None, schedule=schedule,
+        microbatches=mb or None, schedule=schedule, chunks=chunks,
         groups=tuple(g for g in trace.meta.process_groups if len(g[1]) > 1),
     )
 
@@ -214,9 +233,10 @@ class Pipeline:
     stages: tuple[Stage, ...]
     microbatches: int | None
     microbatches_from: str  # "schedule ranges" | "point-to-point" | ""
-    schedule: str | None  # "GPipe" | "1F1B" | "multi-stage" | None
+    schedule: str | None  # "GPipe" | "1F1B" | "multi-stage" | "zero-bubble" | None
     theoretical_bubble_pct: float | None
     imbalance: float  # largest stage compute / mean stage compute
+    stages_per_rank: int = 1  # model chunks per rank (interleaved / zero-bubble schedules)
 
     def per_microbatch(self, ns: float) -> float | None:
         return ns / self.microbatches if self.microbatches else None
@@ -334,6 +354,7 @@ def pipeline_view(parts: dict[int, StagePart]) -> Pipeline | None:
     avg = float(np.mean(comps))
     theory = (100.0 * (p - 1) / (m + p - 1)
               if m and schedule in ("GPipe", "1F1B", None) else None)
+    chunks = int(np.median([parts[r].chunks for c in chains for r in c]))
     return Pipeline(stages=tuple(stages), microbatches=m, microbatches_from=source,
                     schedule=schedule, theoretical_bubble_pct=theory,
-                    imbalance=max(comps) / avg if avg > 0 else 1.0)
+                    imbalance=max(comps) / avg if avg > 0 else 1.0, stages_per_rank=chunks)

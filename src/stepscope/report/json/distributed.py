@@ -111,7 +111,7 @@ def pipeline_json(p: Pipeline) -> dict[str, Any]:
         ],
         "microbatches": p.microbatches, "microbatches_from": p.microbatches_from or None,
         "schedule": p.schedule, "theoretical_bubble_pct": _r(p.theoretical_bubble_pct),
-        "imbalance": _r(p.imbalance, 3),
+        "imbalance": _r(p.imbalance, 3), "stages_per_rank": p.stages_per_rank,
     }
 
 

@@ -136,22 +136,29 @@ def check_run(dist: Distributed) -> Finding | None:
                 f"of the {fmt_us(idle / 1000)} mean idle per step, about {fmt_us(part / 1000)} "
                 "is the imbalance ((m - 1) x (slowest - mean) compute per micro-batch); the rest "
                 "is pipeline fill/drain and point-to-point waits")
+    v = pipe.stages_per_rank
+    if v > 1:
+        evidence[0] += f", {v} model chunks (virtual stages) per rank"
+    # what the run does not do already
+    remedies = ["more micro-batches per step (m >= 4p keeps (p-1)/(m+p-1) under 20 %)"]
+    if v == 1:
+        remedies.append("interleaved 1F1B (ScheduleInterleaved1F1B, several smaller stages "
+                        "per rank)")
+    if pipe.schedule != "zero-bubble":
+        remedies.append("a zero-bubble schedule (ScheduleInterleavedZeroBubble, "
+                        "ScheduleZBVZeroBubble), which runs the weight gradients in the bubble")
+    where = f"stage {heavy.stage}" if v == 1 else f"the stages of rank {ranks}"
     if imbalanced:
-        title = (f"Pipeline stage {heavy.stage} is {pipe.imbalance:.2f}x the mean stage: "
+        title = ((f"Pipeline stage {heavy.stage} is" if v == 1 else
+                  f"Pipeline stages of rank {ranks} are") + f" {pipe.imbalance:.2f}x the mean: "
                  f"the other stages idle ({pct:.0f} % bubble)")
-        fix = (f"Balance the stages: move layers out of stage {heavy.stage} (rank {ranks}) into "
-               "the lighter stages, splitting where the measured time per layer balances (not "
-               "the layer or parameter count). Then shrink the fill/drain bubble "
-               "(p-1)/(m+p-1): more micro-batches per step, interleaved 1F1B "
-               "(ScheduleInterleaved1F1B, several smaller stages per rank) or a zero-bubble "
-               "schedule (ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble).")
+        fix = (f"Balance the stages: move layers out of {where} (rank {ranks}) into the lighter "
+               "stages, splitting where the measured time per layer balances (not the layer or "
+               "parameter count). Then shrink the fill/drain bubble: " + "; ".join(remedies)
+               + ".")
     else:
         title = f"Pipeline bubble: stages idle {pct:.0f} % of the step"
-        fix = ("Shrink the fill/drain bubble (p-1)/(m+p-1): more micro-batches per step "
-               "(m >= 4p keeps it under 20 %), interleaved 1F1B (ScheduleInterleaved1F1B, "
-               "several smaller stages per rank) or a zero-bubble schedule "
-               "(ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble), which run the weight "
-               "gradients in the bubble.")
+        fix = "Shrink the fill/drain bubble: " + "; ".join(remedies) + "."
     return Finding(
         id="pipeline-bubble", title=title, saving_us=idle / 1000.0, saving_pct=pct,
         estimate="mean idle time per step over the stages: what balanced stages without "
