@@ -42,6 +42,7 @@ PINNED = {
     "pipeline_2stage_1f1b_dp2": ([86.45, 32.63], 1.655),
     "pipeline_2rank_interleaved": ([67.34, 22.54], 1.407),
     "pipeline_2rank_zerobubble": ([66.43, 41.16], 1.275),
+    "pipeline_4rank_interleaved": ([76.8, 35.84, 72.0, 76.83], 1.9),
 }
 
 
@@ -164,15 +165,17 @@ def test_data_parallel_replicas_of_a_pipeline() -> None:
         strag.evidence[1]
 
 
-@pytest.mark.parametrize(("name", "schedule"), [("pipeline_2rank_interleaved", "multi-stage"),
-                                                ("pipeline_2rank_zerobubble", "zero-bubble")])
-def test_multi_stage_schedules(name: str, schedule: str) -> None:
+@pytest.mark.parametrize(("name", "schedule", "p"), [
+    ("pipeline_2rank_interleaved", "multi-stage", 2),
+    ("pipeline_4rank_interleaved", "multi-stage", 4),  # a ring: rank 3 feeds rank 0
+    ("pipeline_2rank_zerobubble", "zero-bubble", 2)])
+def test_multi_stage_schedules(name: str, schedule: str, p: int) -> None:
     """Two model chunks per rank (virtual stages 0-3; stage 1, on rank 1, three times
     heavier): the schedules' PP:<stage>F<mb> actions give m (distinct micro-batch indices, not
     the 2 x 4 forward actions per rank) and the chunks; zero-bubble schedules add W actions."""
     rep = _report(name)
     pipe = _json(name)["distributed"]["pipeline"]
-    assert [s["ranks"] for s in pipe["stages"]] == [[0], [1]]
+    assert [s["ranks"] for s in pipe["stages"]] == [[k] for k in range(p)]
     assert (pipe["microbatches"], pipe["microbatches_from"], pipe["schedule"],
             pipe["stages_per_rank"]) == (4, "schedule ranges", schedule, 2)
     assert pipe["theoretical_bubble_pct"] is None  # depends on the schedule's chunk order

@@ -68,6 +68,24 @@ def test_schedule_from_the_first_stage_order() -> None:
     assert same.theoretical_bubble_pct == pytest.approx(100 * 3 / 7)
 
 
+def test_interleaved_ring() -> None:
+    """Interleaved schedules over 4 ranks: rank r holds stages r and r + 4, so rank 3 sends
+    to rank 0 too; the ring starts at the rank that sends first, toward its first peer."""
+    order = [2, 0, 3, 1]  # stage order, not rank order
+    parts = {}
+    for k, r in enumerate(order):
+        nxt, prev = order[(k + 1) % 4], order[k - 1]
+        parts[r] = dataclasses.replace(
+            _part({nxt: 8, prev: 8}, {nxt: 8, prev: 8}, "send" if k == 0 else "recv",
+                  compute_ms=50, mb=4, schedule="multi-stage"), chunks=2, first_peer=nxt)
+    pipe = pipeline_view(parts)
+    assert pipe is not None and [s.ranks for s in pipe.stages] == [(2,), (0,), (3,), (1,)]
+    assert (pipe.stages_per_rank, pipe.theoretical_bubble_pct) == (2, None)
+    # the same ring without the schedules' chunks is not taken for a pipeline
+    plain = {r: dataclasses.replace(p, chunks=1) for r, p in parts.items()}
+    assert pipeline_view(plain) is None
+
+
 def test_no_pipeline_without_a_chain() -> None:
     ring = {r: _part({(r + 1) % 3: 4}, {(r - 1) % 3: 4}, "send", compute_ms=50)
             for r in range(3)}

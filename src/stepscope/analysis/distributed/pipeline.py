@@ -18,8 +18,9 @@ compute split into forward, backward and other, over the ``ProfilerStep#N`` wind
   first stage sends downstream per step.
 
 The run (``pipeline_view``): ranks that exchange point-to-point traffic form chains (a rank
-talks to the previous and next stage only); a chain's first stage is the end whose first
-call is a send (it computes first and sends activations). Chains of equal length are the
+talks to the previous and next stage only; multi-stage schedules over 3+ ranks form rings);
+a chain's first stage is the end whose first call is a send (it computes first and sends
+activations). Chains of equal length are the
 data-parallel replicas of one pipeline: stage k holds the k-th rank of every chain.
 Per stage (averaged over its ranks, per step): compute = |union of compute|,
 idle = step − compute (waiting at point-to-point calls and the transfers themselves),
@@ -72,6 +73,7 @@ class StagePart:
     # the rank's process groups (name, global ranks) from distributedInfo; () unknown
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
     chunks: int = 1  # model chunks (virtual stages) on the rank, from the PP: actions
+    first_peer: int = -1  # group rank the first send of the first step went to
 
 
 def _is_send(name: str) -> bool:
@@ -187,6 +189,7 @@ def stage_part(trace: Trace, links: Links, lo: I64, hi: I64) -> StagePart | None
     in_first = h.ts[p2p] < hi[0]
     first = is_send[in_first] if in_first.any() else is_send
     before = int(np.argmin(first)) if not first.all() else len(first)
+    first_peers = peers[in_first][first] if in_first.any() else peers[is_send]
     s, e, label = _compute(trace, links)
     steps = len(lo)
     # micro-batches: the distinct indices of the schedule's forward ranges
@@ -209,6 +212,7 @@ def stage_part(trace: Trace, links: Links, lo: I64, hi: I64) -> StagePart | None
         sends=tally[0], recvs=tally[1], first_call="send" if first[0] else "recv",
         sends_before_recv=before,
         microbatches=mb or None, schedule=schedule, chunks=chunks,
+        first_peer=int(first_peers[0]) if len(first_peers) else -1,
         groups=tuple(g for g in trace.meta.process_groups if len(g[1]) > 1),
     )
 
@@ -242,7 +246,8 @@ class Pipeline:
         return ns / self.microbatches if self.microbatches else None
 
 
-Traffic = tuple[dict[int, int], dict[int, int]]  # (sends, receives): global peer -> calls
+# (sends, receives): global peer -> calls; the global peer of the first send (-1 unknown)
+Traffic = tuple[dict[int, int], dict[int, int], int]
 
 
 def _mapped(part: StagePart, ranks: tuple[int, ...] | None) -> Traffic | None:
@@ -259,7 +264,10 @@ def _mapped(part: StagePart, ranks: tuple[int, ...] | None) -> Traffic | None:
             g = peer if ranks is None else ranks[peer]
             peers[g] = peers.get(g, 0) + n
         out.append(peers)
-    return out[0], out[1]
+    first = part.first_peer
+    if ranks is not None:
+        first = ranks[first] if 0 <= first < len(ranks) else -1
+    return out[0], out[1], first
 
 
 def global_traffic(parts: dict[int, StagePart]) -> dict[int, Traffic]:
@@ -290,7 +298,7 @@ def _chains(parts: dict[int, StagePart],
             traffic: dict[int, Traffic]) -> list[list[int]] | None:
     """Ranks joined by point-to-point traffic, each chain in stage order; None: not a chain."""
     nbr: dict[int, set[int]] = defaultdict(set)
-    for r, (sends, recvs) in traffic.items():
+    for r, (sends, recvs, _) in traffic.items():
         for peer in (*sends, *recvs):
             if peer in traffic and peer != r:
                 nbr[r].add(peer)
@@ -309,9 +317,40 @@ def _chains(parts: dict[int, StagePart],
         if parts[chain[0]].first_call != "send" and parts[chain[-1]].first_call == "send":
             chain.reverse()
         chains.append(chain)
-    if len(seen) != len(nbr) or len({len(c) for c in chains}) != 1:
-        return None  # a ring (cycle) or chains of different lengths: not one pipeline
+    for r in sorted(set(nbr) - seen):  # rings: what is left has two neighbours each
+        if r in seen:
+            continue
+        ring = _ring(r, parts, traffic, nbr)
+        if ring is None:
+            return None
+        seen.update(ring)
+        chains.append(ring)
+    if len({len(c) for c in chains}) != 1:
+        return None  # chains of different lengths: not one pipeline
     return chains
+
+
+def _ring(start: int, parts: dict[int, StagePart], traffic: dict[int, Traffic],
+          nbr: dict[int, set[int]]) -> list[int] | None:
+    """The ring through ``start`` in stage order, when it is one: multi-stage schedules over
+    more than two ranks send the last rank's activations back to the first for the next
+    chunk. The first stage is the rank that sends first; the order follows its first send.
+    Rings of ranks without the schedules' ``PP:`` actions are not taken for pipelines."""
+    ring = [start]
+    while len(ring) == 1 or ring[-1] != start:
+        nxt = [n for n in nbr[ring[-1]] if len(ring) < 2 or n != ring[-2]]
+        if not nxt or len(ring) > len(nbr):
+            return None
+        ring.append(nxt[0])
+    ring.pop()
+    heads = [r for r in ring if parts[r].first_call == "send"]
+    if len(heads) != 1 or any(parts[r].chunks < 2 for r in ring):
+        return None
+    k = ring.index(heads[0])
+    ring = ring[k:] + ring[:k]
+    if traffic[ring[0]][2] != ring[1]:
+        ring = [ring[0], *reversed(ring[1:])]
+    return ring if traffic[ring[0]][2] == ring[1] else None
 
 
 def _stage_mean(parts: list[StagePart], field: str) -> float:
