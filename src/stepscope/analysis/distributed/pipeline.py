@@ -285,13 +285,16 @@ def global_traffic(parts: dict[int, StagePart]) -> dict[int, Traffic]:
         found = [_mapped(p, ranks) for _, ranks in groups] or [_mapped(p, None)]
         options[r] = [t for t in found if t is not None]
 
-    def mirrored(r: int, peers: dict[int, int], side: int) -> bool:
-        return all(q != r and any(t[side].get(r) == n for t in options.get(q, ()))
+    def mirrored(r: int, peers: dict[int, int], recv_side: bool) -> bool:
+        return all(q != r and any((t[1] if recv_side else t[0]).get(r) == n
+                                  for t in options.get(q, ()))
                    for q, n in peers.items())
 
-    return {r: next(t for t in opts if mirrored(r, t[0], 1) and mirrored(r, t[1], 0))
-            for r, opts in options.items()
-            if any(mirrored(r, t[0], 1) and mirrored(r, t[1], 0) for t in opts)}
+    def consistent(r: int, t: Traffic) -> bool:
+        return mirrored(r, t[0], True) and mirrored(r, t[1], False)
+
+    return {r: next(t for t in opts if consistent(r, t))
+            for r, opts in options.items() if any(consistent(r, t) for t in opts)}
 
 
 def _chains(parts: dict[int, StagePart],
