@@ -114,3 +114,22 @@ def test_process_groups_are_read(tmp_path: Path) -> None:
     b.distributed = {"backend": "gloo", "rank": 2, "world_size": 4, "pg_config": "nonsense"}
     meta = load_trace(str(b.write(tmp_path, "b.json")), use_cache=False).meta
     assert meta.rank == 2 and meta.process_groups == ()
+
+
+def test_unnamed_groups_split_only_along_known_process_groups(tmp_path: Path) -> None:
+    """Without group names, ranks issuing different calls are split only when the parts are
+    process groups distributedInfo lists; a capture that merely stops one call early stays in
+    its group (its first calls still match)."""
+    paths = write_run(tmp_path, [1000, 1000, 4000])
+    for rank, path in enumerate(paths):
+        doc = json.loads(path.read_text())
+        colls = [e for e in doc["traceEvents"] if "Collective name" in e.get("args", {})]
+        for e in colls:
+            del e["args"]["Process Group Name"]
+        if rank == 1:
+            doc["traceEvents"].remove(colls[-1])
+        path.write_text(json.dumps(doc))
+    d = _report(tmp_path).distributed
+    assert [(g.pg, g.ranks, [c.ranks for c in g.calls]) for g in d.groups] == [
+        ("", (0, 1, 2), [(0, 1, 2), (0, 2)])]
+    assert d.stragglers[0].rank == 2

@@ -59,12 +59,21 @@ def _partitions(ranked: Sequence[tuple[int, RankSummary]]) -> dict[int, int]:
     """rank -> partition for calls without a process-group name (gloo): ranks issuing the same
     sequence of (collective, bytes) share one. Members of one group issue the same calls; ranks
     of different groups differ (e.g. the data-parallel groups of unequal pipeline stages), and
-    matching across them by order would pair calls of different groups."""
+    matching across them by order would pair calls of different groups. The split is kept only
+    when every part is a process group the ranks' ``distributedInfo`` lists: ranks whose
+    captures merely start or stop at different calls stay together."""
     seen: dict[tuple[tuple[str, int], ...], int] = {}
     out = {}
     for rank, s in ranked:
         sig = tuple((c.collective, c.nbytes) for c in s.calls if not c.pg)
         out[rank] = seen.setdefault(sig, len(seen))
+    if len(seen) > 1:
+        known = {frozenset(g) for _, s in ranked for _, g in s.process_groups}
+        parts: dict[int, set[int]] = defaultdict(set)
+        for rank, k in out.items():
+            parts[k].add(rank)
+        if not all(frozenset(p) in known for p in parts.values()):
+            return dict.fromkeys(out, 0)
     return out
 
 

@@ -107,6 +107,7 @@ class RankSummary:
     end_ns: int = 0
     clock_base_ns: int = 0  # added to the calls' times for the wall clock (baseTimeNanoseconds)
     pipeline: StagePart | None = None  # point-to-point traffic and compute split (pipeline.py)
+    process_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()  # distributedInfo.pg_config
 
     def total(self, field: str) -> int:
         return int(sum(getattr(s, field) for s in self.steps))
@@ -293,4 +294,5 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
         pid=host_pid(trace), start_ns=start, end_ns=end,
         clock_base_ns=trace.meta.base_time_ns or 0,
         pipeline=stage_part(trace, links, starts, ends),
+        process_groups=trace.meta.process_groups,
     )
