@@ -1,5 +1,7 @@
 """Capture a real pipeline-parallel run on CPU (gloo) for the pipeline tests.
 
+The captures in tests/data/distributed/pipeline_*/ were made with it (PIPELINES.md there).
+
 ``python -m tests.pipeline_capture OUT PORT STAGES SCHEDULE MICROBATCHES HEAVY [FACTOR [DP]]``
 writes one Kineto trace per rank (``rank{N}.*.pt.trace.json``) of a model split into
 ``STAGES`` stages with ``torch.distributed.pipelining`` (one stage per rank), run with
