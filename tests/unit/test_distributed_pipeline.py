@@ -4,8 +4,10 @@ must tell a heavy stage from a straggling rank."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+from tests.builders import TraceBuilder
 from tests.distributed_builders import write_run
 
 from stepscope.advice.rules.distributed import pipeline as rule
@@ -163,3 +165,49 @@ def test_peers_are_read_through_the_process_groups() -> None:
     # read as global ranks instead, the traffic is not mirrored: no pipeline is invented
     bare = {r: dataclasses.replace(p, groups=()) for r, p in parts.items()}
     assert pipeline_view(bare) is None
+
+
+def _gpu_stage(rank: int) -> TraceBuilder:
+    """One step of a 2-stage, 2-micro-batch GPipe on GPUs (µs): GEMM kernels launched in
+    forward and inside autograd's evaluate_function ranges (backward), NCCL SendRecv kernels
+    for the point-to-point calls; each stage computes 2 x 1 ms forward + 2 x 2 ms backward
+    in a 10 ms step."""
+    b = TraceBuilder()
+    b.distributed = {"backend": "nccl", "rank": rank, "world_size": 2}
+    peer = ["", "", str(1 - rank), "0"]
+    p2p = {"Collective name": "send", "In msg nelems": 1024, "Out msg nelems": 1024,
+           "Group size": 2, "dtype": "Float", "Process Group Name": "0"}
+
+    def call(name: str, ts: float) -> None:
+        b.op(name, ts, 10, concrete=peer)
+        b.launch(None, "cudaLaunchKernel", ts + 1, 5, kernel="ncclDevKernel_SendRecv(x)",
+                 k_ts=ts + 20, k_dur=50, stream=20, **p2p)
+
+    with b.step(1, 0.0, 10_000.0):
+        first, then = ("c10d::send", "c10d::recv_") if rank == 0 else ("c10d::recv_",
+                                                                       "c10d::send")
+        for k, t0 in enumerate((100.0, 1600.0)):  # forward of micro-batches 0 and 1
+            b.launch(None, "cudaLaunchKernel", t0, 5, kernel="sm90_gemm_fwd",
+                     k_ts=t0 + 100, k_dur=1000)
+            call(first, t0 + 1200 + k)
+        for t0 in (4000.0, 6500.0):  # backward of micro-batches 0 and 1
+            call(then, t0)
+            b.op("autograd::engine::evaluate_function: AddmmBackward0", t0 + 100, 50)
+            b.launch(None, "cudaLaunchKernel", t0 + 110, 5, kernel="sm90_gemm_bwd",
+                     k_ts=t0 + 200, k_dur=2000)
+    return b
+
+
+def test_gpu_pipeline_compute_from_kernels(tmp_path: Path) -> None:
+    for rank in (0, 1):
+        _gpu_stage(rank).write(tmp_path, f"rank{rank}.pt.trace.json")
+    d = build_run_report(find_run([str(tmp_path)]), executor="serial", use_cache=False
+                         ).distributed
+    assert d.calls == () and d.collectives == () and d.groups == ()  # SendRecv: not collectives
+    pipe = d.pipeline
+    assert pipe is not None and [s.ranks for s in pipe.stages] == [(0,), (1,)]
+    assert (pipe.microbatches, pipe.microbatches_from) == (2, "point-to-point")
+    for s in pipe.stages:
+        assert s.forward_ns == 2 * 1000 * 1000 and s.backward_ns == 2 * 2000 * 1000
+        assert s.compute_ns == 6000 * 1000
+        assert s.step_ns == 10_000 * 1000 and s.bubble_pct == pytest.approx(40.0)
