@@ -211,3 +211,12 @@ def test_gpu_pipeline_compute_from_kernels(tmp_path: Path) -> None:
         assert s.forward_ns == 2 * 1000 * 1000 and s.backward_ns == 2 * 2000 * 1000
         assert s.compute_ns == 6000 * 1000
         assert s.step_ns == 10_000 * 1000 and s.bubble_pct == pytest.approx(40.0)
+
+
+def test_hostile_peers_are_unknown() -> None:
+    from stepscope.analysis.distributed.pipeline import _peer
+
+    assert _peer('["", "", "3", "0"]') == 3
+    for text in ('["", "", "99999999999999999999", "0"]', '["", "", "-1"]', '["", ""]',
+                 "not json", '{"a": 1}', '["", "", [1], "0"]'):
+        assert _peer(text) == -1

@@ -114,9 +114,8 @@ def _peer(text: str) -> int:
         values = json.loads(text)
     except ValueError:
         return -1
-    if isinstance(values, list) and len(values) > 2 and str(values[2]).lstrip("-").isdigit():
-        return int(values[2])
-    return -1
+    text = str(values[2]) if isinstance(values, list) and len(values) > 2 else ""
+    return int(text) if text.isdigit() and len(text) < 10 else -1  # a rank, not garbage
 
 
 def _inside(u: iv.Union, t: I64) -> npt.NDArray[np.bool_]:
