@@ -183,3 +183,35 @@ def test_multi_stage_schedules(name: str, schedule: str, p: int) -> None:
     assert f.title.startswith("Pipeline stages of rank 1 are ")
     assert "interleaved 1F1B" not in f.fix  # it is interleaved already
     assert ("zero-bubble schedule" in f.fix) == (schedule != "zero-bubble")
+
+
+@pytest.mark.parametrize("name", ["pipeline_2stage_gpipe", "pipeline_4stage_gpipe"])
+def test_forward_backward_split_agrees_with_gpipes_ranges(name: str) -> None:
+    """ScheduleGPipe runs each micro-batch's forward inside ``Forward i`` and its backward
+    inside ``Backward i``: the split by autograd's ranges must put all compute of the Forward
+    ranges in forward, and backward compute only inside the Backward ranges."""
+    import numpy as np
+
+    from stepscope.analysis.distributed import pipeline as P
+    from stepscope.analysis.events import intervals as iv
+    from stepscope.analysis.events.links import Links
+    from stepscope.analysis.events.steps import find_steps
+    from stepscope.formats import load_trace
+
+    for path in sorted((DATA / name).glob("rank*.json.gz")):
+        t = load_trace(str(path))
+        links = Links(t)
+        steps = find_steps(t, links).steps
+        lo = np.array([s.start for s in steps], dtype=np.int64)
+        hi = np.array([s.end for s in steps], dtype=np.int64)
+        part = P.stage_part(t, links, lo, hi)
+        assert part is not None
+        s, e, _ = P._compute(t, links)
+        comp = iv.intersect(iv.union(s, e), iv.union(lo, hi))
+        h = t.host
+        fwd_mask = t.string_ids(P._is_gpipe_forward)[h.name]
+        bwd_mask = t.string_ids(P._is_gpipe_backward)[h.name]
+        in_fwd = iv.length(iv.intersect(comp, iv.union(h.ts[fwd_mask], h.end[fwd_mask])))
+        in_bwd = iv.length(iv.intersect(comp, iv.union(h.ts[bwd_mask], h.end[bwd_mask])))
+        assert in_fwd <= part.forward_ns and part.backward_ns <= in_bwd
+        assert part.forward_ns + part.backward_ns <= part.compute_ns
