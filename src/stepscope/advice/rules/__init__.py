@@ -10,6 +10,7 @@ from stepscope.advice.rules.distributed import (
     expert_imbalance,
     exposed_comm,
     fsdp_prefetch,
+    pipeline,
     rank_imbalance,
     rank_overlap,
     straggler,
@@ -99,4 +100,5 @@ RUN_RULES: dict[str, RunRuleFn] = {
     "rank-imbalance": rank_imbalance.check_run,
     "expert-imbalance": expert_imbalance.check_run,
     "fsdp-exposed-all-gather": fsdp_prefetch.check_run,
+    "pipeline-bubble": pipeline.check_run,
 }
