@@ -75,12 +75,12 @@ def test_moe_skew_heatmap_and_fsdp_units(page: Any, tmp_path: Path) -> None:
         == bytes_text(coll["bytes_per_call"])
     assert page.locator("#run-findings .finding .title").first.inner_text() == \
         doc["findings"][0]["title"]
-    # without per-group tables, the matched calls: the longest-waited call first
-    calls = sorted(doc["distributed"]["calls"], key=lambda c: -c["wait_us"])
-    first_call = page.locator("#calls-table tbody tr").nth(0)
-    assert page.locator("#calls-table tbody tr").count() == len(calls) == 6
-    assert first_call.locator("td[data-key='last_rank']").inner_text() == \
-        str(calls[0]["last_rank"])
+    # per process group (gloo writes no group name: one default group of the 4 ranks), its
+    # matched calls, skew and waits
+    groups = doc["distributed"]["groups"]
+    assert len(groups) == 1 and groups[0]["ranks"] == [0, 1, 2, 3]
+    assert page.locator("#skew .group h4").first.inner_text().startswith("Group default")
+    assert page.locator("#skew-table-0 tbody tr").count() == len(groups[0]["calls"])
     page.locator("#a2a").scroll_into_view_if_needed()
     shot(page, "moe-skew-a2a")
     assert not page.errors, page.errors
