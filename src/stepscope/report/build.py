@@ -16,6 +16,7 @@ from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.analysis.memory.timeline import CategoryTimeline, category_timeline
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.analysis.trace.breakdown import CATEGORIES
+from stepscope.analysis.trace.kernels import KernelRow
 from stepscope.analysis.trace.operators import OperatorRow
 from stepscope.classify.gpu_peaks import match_peak
 from stepscope.model.memory_files import MemoryTimeline
@@ -59,6 +60,12 @@ class Report:
         from stepscope.analysis.trace.kernel_ops import kernels_by_operator
 
         return kernels_by_operator(self.analyses.trace, self.analyses.tree)
+
+    @cached_property
+    def kernel_configs(self) -> list[KernelRow]:
+        from stepscope.analysis.trace.kernels import kernel_config_stats
+
+        return kernel_config_stats(self.analyses.trace)
 
     @cached_property
     def op_stacks(self) -> list[StackRow]:
@@ -125,24 +132,8 @@ class Report:
             ],
             "operators": [_op_json(r) for r in a.operators[: self.top]],
             "operators_by_shape": [_op_json(r) for r in a.operators_by_shape[: self.top]],
-            "kernels": [
-                {
-                    "name": k.name,
-                    "calls": k.calls,
-                    "total_us": round(k.total_us, 3),
-                    "mean_us": round(k.mean_us, 3),
-                    "min_us": round(k.min_us, 3),
-                    "max_us": round(k.max_us, 3),
-                    "blocks_per_sm": _r(k.blocks_per_sm),
-                    "achieved_occupancy_pct": _r(k.achieved_occupancy_pct),
-                    "tensor_cores": k.tensor_cores,
-                    "grid": list(k.grid) if k.grid else None,
-                    "block": list(k.block) if k.block else None,
-                    "registers_per_thread": k.registers,
-                    "shared_memory_bytes": k.shared_mem,
-                }
-                for k in a.kernels[: self.top]
-            ],
+            "kernels": [_kernel_json(k) for k in a.kernels[: self.top]],
+            "kernels_by_config": [_kernel_json(k) for k in self.kernel_configs[: self.top]],
             "kernels_by_operator": _kernel_ops_json(self.kernel_ops, self.top),
             "operators_by_stack": _op_stack_json(self.op_stacks, self.top),
             "temporal": []
@@ -255,6 +246,25 @@ def devices_json(a: Analyses) -> list[dict[str, Any]]:
         for d in a.trace.meta.devices
         if d.id in ran
     ]
+
+
+def _kernel_json(k: KernelRow) -> dict[str, Any]:
+    return {
+        "name": k.name,
+        "calls": k.calls,
+        "total_us": round(k.total_us, 3),
+        "mean_us": round(k.mean_us, 3),
+        "min_us": round(k.min_us, 3),
+        "max_us": round(k.max_us, 3),
+        "blocks_per_sm": _r(k.blocks_per_sm),
+        "achieved_occupancy_pct": _r(k.achieved_occupancy_pct),
+        "tensor_cores": k.tensor_cores,
+        "grid": list(k.grid) if k.grid else None,
+        "block": list(k.block) if k.block else None,
+        "registers_per_thread": k.registers,
+        "shared_memory_bytes": k.shared_mem,
+        "configs": k.configs,
+    }
 
 
 def _kernel_ops_json(rows: list[KernelOpRow], top: int) -> list[dict[str, Any]]:
