@@ -51,7 +51,7 @@ export function Table<T>({ rows, cols, id, searchKey, initialSort, caption }: {
     <div class="table-block">
       {searchKey && <input class="search" id={`${id}-search`} placeholder="search by name…" aria-label="search rows by name" value={filter}
         onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />}
-      <span class="count">{shown.length} rows</span>
+      <span class="count">{shown.length} row{shown.length === 1 ? "" : "s"}</span>
       <div class="table-wrap">
       <table id={id}>
         {caption && <caption class="sr-only">{caption}</caption>}

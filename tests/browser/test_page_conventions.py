@@ -292,3 +292,30 @@ def test_tensorrt_folder_page(browser: Any, serve: Any, width: int) -> None:
     assert _overflow(page)["header"] == 0
     shot(page, f"conventions-tensorrt-folder-{width}")
     ctx.close()
+
+
+def test_roofline_points_above_their_roof_are_flagged(page: Any, serve: Any,
+                                                      tmp_path: Path) -> None:
+    """A 1024³ bf16 matmul in 1 µs (2,147 TFLOP/s on an H100, peak 989.5): its point is a
+    triangle, a warning counts it, and the table says why."""
+    b = TraceBuilder()
+    for n in range(2):
+        t0 = n * 100.0
+        b.annotation(f"ProfilerStep#{n + 1}", t0, 100)
+        bf16 = ["c10::BFloat16", "c10::BFloat16"]
+        mm = b.op("aten::mm", t0 + 10, 30, input_dims=[[1024, 1024], [1024, 1024]],
+                  input_types=bf16)
+        b.launch(mm, "cudaLaunchKernel", t0 + 12, 3, kernel="sm90_xmma_gemm_bf16bf16_bf16f32",
+                 k_ts=t0 + 20, k_dur=1.0)
+    path = b.write(tmp_path, "fast.1.pt.trace.json.gz")
+    report = _report(path)
+    flagged = [p for p in report["efficiency"]["kernels"] if p["above_roof"]]
+    assert len(flagged) == 1 and flagged[0]["above_roof"].startswith("peak: 2.2x the bf16 peak")
+    server = serve(str(tmp_path))
+    page.goto(server.url + "#/efficiency?trace=fast.1.pt.trace.json.gz")
+    page.wait_for_selector("#roofline-chart canvas", timeout=60_000)
+    assert page.locator("#above-roof").inner_text().startswith("1 point sits above its roof")
+    cell = page.locator("#efficiency-points td[data-key='above_roof']").first
+    assert cell.inner_text() == f"⚠ {flagged[0]['above_roof']}"
+    shot(page, "conventions-roofline-above")
+    assert not page.errors, page.errors

@@ -86,3 +86,18 @@ def test_the_trtexec_folder_entry_has_the_whole_engine_report(tmp_path: Path) ->
     assert [f["id"] for f in got["findings"]] == [f["id"] for f in expected["findings"]]
     assert got["tensorrt"]["engine_precision"] == expected["tensorrt"]["engine_precision"]
     assert got["tensorrt"]["inference_ms"] == expected["tensorrt"]["inference_ms"]
+
+
+def test_a_folder_entry_reloads_when_a_file_in_it_changes(tmp_path: Path) -> None:
+    import os
+
+    from stepscope.server.store import file_stamp
+
+    (tmp_path / "profile.json").write_text("[1]")
+    (tmp_path / "trt.out").write_text("abc")
+    os.utime(tmp_path / "profile.json", (100, 100))
+    os.utime(tmp_path / "trt.out", (200, 200))
+    assert file_stamp(str(tmp_path)) == (200.0, 6)
+    (tmp_path / "profile.json").write_text("[1, 2]")  # rewritten: newer, longer
+    os.utime(tmp_path / "profile.json", (300, 300))
+    assert file_stamp(str(tmp_path)) == (300.0, 9)

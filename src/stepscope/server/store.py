@@ -37,10 +37,15 @@ class Entry:
 
 
 def file_stamp(path: str) -> tuple[float, int]:
-    """(mtime, size) of a file, (0, 0) when it cannot be read: a change means load again."""
+    """(mtime, size) of a file, (0, 0) when it cannot be read: a change means load again.
+    A folder (a trtexec output folder is one entry) stamps as its newest file and total size."""
     try:
         st = os.stat(path)
-        return st.st_mtime, st.st_size
+        if not os.path.isdir(path):
+            return st.st_mtime, st.st_size
+        with os.scandir(path) as it:
+            files = [e.stat() for e in it if e.is_file(follow_symlinks=False)]
+        return max((f.st_mtime for f in files), default=st.st_mtime), sum(f.st_size for f in files)
     except OSError:
         return 0.0, 0
 
