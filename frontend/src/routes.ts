@@ -31,7 +31,7 @@ const isTrace = (r: Dict) => "breakdown" in r;
 export const ROUTES: RouteDef[] = [
   { path: "overview", title: "Overview", page: Overview, when: isTrace },
   { path: "operators", title: "Operators", page: Operators, when: isTrace },
-  { path: "kernels", title: "Kernels", page: Kernels, when: isTrace },
+  { path: "kernels", title: "Kernels", page: Kernels, when: (r) => isTrace(r) && (r.kernels?.length ?? 0) > 0 },
   { path: "timeline", title: "Timeline", page: Timeline, when: isTrace },
   { path: "tensorrt", title: "TensorRT", page: TensorRT, when: (r) => !!r.tensorrt },
   // the dashboard: a rank trace of a run of 2+ ranks; `report DIR --html`: the run report itself

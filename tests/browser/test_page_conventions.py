@@ -247,6 +247,7 @@ def test_notes_are_styled_as_notes(page: Any, serve: Any) -> None:
     server = serve(str(root))
     page.goto(server.url + f"#/overview?trace={name}")
     page.wait_for_selector("#report-notes", timeout=90_000)
+    assert "nav-kernels" not in _nav(page) and "nav-timeline" in _nav(page)  # no GPU kernels
     notes = page.locator("#report-notes li")
     assert notes.all_inner_texts() == report["notes"]
     assert page.locator("#report-notes").get_attribute("role") == "note"
