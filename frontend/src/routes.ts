@@ -17,6 +17,7 @@ import { TensorRT } from "./pages/TensorRT";
 import { EngineCompare } from "./pages/EngineCompare";
 import { Distributed, rankRun } from "./pages/Distributed";
 import { Query } from "./pages/Query";
+import { System } from "./pages/System";
 
 export interface RouteDef {
   path: string; title: string; page: FunctionComponent<PageProps>;
@@ -43,6 +44,8 @@ export const ROUTES: RouteDef[] = [
   { path: "efficiency", title: "Efficiency", page: Efficiency, when: (r) => !!r.efficiency },
   { path: "modules", title: "Modules", page: Modules, when: (r) => (r.modules?.nodes?.length ?? 0) > 0 },
   { path: "engines", title: "Engine comparison", page: EngineCompare, when: isEngineDiff },
+  // a monitor output beside the trace (stepscope run --monitor): the run's system view
+  { path: "system", title: "System", page: System, when: (r) => !!r.system },
   { path: "compare", title: "Compare", page: Compare, when: (r, mode) => isDiff(r) || (mode === "server" && isTrace(r)) },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
   // SQL over the trace's tables (docs/sql.md): the dashboard only, the server runs the query

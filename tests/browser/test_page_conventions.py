@@ -320,3 +320,47 @@ def test_roofline_points_above_their_roof_are_flagged(page: Any, serve: Any,
     assert cell.inner_text() == f"⚠ {flagged[0]['above_roof']}"
     shot(page, "conventions-roofline-above")
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_system_page_of_a_monitored_run(browser: Any, serve: Any, tmp_path: Path,
+                                        width: int) -> None:
+    """`stepscope view` on a folder where `stepscope run --monitor` wrote the trace, monitor.json
+    and monitor.parquet: the System page shows the verdict, its evidence, the phases and the
+    sampled series; the DataLoader finding cites the monitor."""
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "data" / "monitor_run" / "loader"
+    run = tmp_path / "loader"
+    shutil.copytree(src, run)
+    trace = "vm_13337.1795509081314.pt.trace.json.gz"
+    system = _report(run / trace)["system"]
+    server = serve(str(tmp_path), use_cache=False)
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server.url + f"#/system?trace=loader/{trace}")
+    page.wait_for_selector("#page-system", timeout=60_000)
+    assert page.locator("#system-bound").inner_text() == "input"
+    assert page.locator("#system-confidence").inner_text() == "high confidence"
+    assert page.locator("#system-reason").inner_text() == f"why: {system['verdict']['reason']}"
+    ev = system["verdict"]["evidence"]
+    assert page.locator("#system-evidence tr[data-key='data_share'] td.num").inner_text() == \
+        f"{100 * ev['data_share']:.2f} %"
+    assert page.locator("#system-evidence tr[data-key='workers'] td.num").inner_text() == "2"
+    assert page.locator("#system-phasebar span[data-phase='data']").count() == 1
+    for chart in ("system-phases", "system-cpu", "system-host", "system-rss", "system-io"):
+        page.wait_for_selector(f"#{chart} canvas")
+    assert page.locator("#system-gpu").count() == 0  # no GPU on the machine that ran it
+    m = system["metrics"]["workers_cpu"]
+    assert page.locator("#system-metrics tr[data-key='workers_cpu'] td[data-q='max']"
+                        ).inner_text() == f"{m['max']:.2f} %"
+    assert _overflow(page) == {"header": 0, "page": 0}
+    assert page.locator("h1").count() == 1 and page.title().startswith("System · ")
+    shot(page, f"conventions-system-{width}")
+    page.click("#nav-findings")
+    page.wait_for_selector("#page-findings .finding")
+    assert "stepscope monitor, over its" in page.locator("#page-findings").inner_text()
+    ctx.close()
+    assert not errors, errors

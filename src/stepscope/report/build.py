@@ -6,7 +6,7 @@ bump SCHEMA on any incompatible change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +29,13 @@ from stepscope.report.json.nsys import nsys_json
 from stepscope.report.json.real_traces import real_trace_json
 from stepscope.report.json.rounding import r as _r
 from stepscope.report.json.rounding import us as _us
+from stepscope.report.json.system import system_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
     from stepscope.analysis.distributed.rank import RankSummary
     from stepscope.analysis.nsight.ncu_join import NcuJoin
+    from stepscope.analysis.system.series import SystemRun
     from stepscope.analysis.trace.kernel_ops import KernelOpRow
     from stepscope.analysis.trace.operators_stack import StackRow
     from stepscope.model.ncu import NcuReport
@@ -48,6 +50,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
     ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
+    system_error: str | None = None  # a monitor output beside the trace that cannot be read
 
     @property
     def trace(self) -> Trace:
@@ -190,7 +193,24 @@ class Report:
             "nsys": nsys_json(a),
             "ncu": ncu_json(self.ncu),
             "distributed": _rank_part(self.rank_summary),
+            # a monitor output beside the trace (stepscope run --monitor): the system view
+            "system": system_json(a.system, self.system_error),
         }
+
+
+def _system(trace: Trace, monitor: str | None) -> tuple[SystemRun | None, str | None]:
+    """The monitored run to join, or the one-line reason it could not be read."""
+    from stepscope.analysis.system.series import system_run
+    from stepscope.errors import StepscopeError
+    from stepscope.formats.monitor.read import read_samples, samples_beside
+
+    path = samples_beside(trace.meta.path) if monitor == "beside" else monitor
+    if path is None:
+        return None, None
+    try:
+        return system_run(read_samples(path), path), None
+    except StepscopeError as exc:
+        return None, str(exc)
 
 
 def _rank_part(summary: RankSummary | None) -> dict[str, Any] | None:
@@ -288,12 +308,20 @@ def _op_stack_json(rows: list[StackRow], top: int) -> list[dict[str, Any]]:
 
 def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
                  memory_timeline: MemoryTimeline | None = None,
-                 peaks: Overrides | None = None, ncu: NcuReport | None = None) -> Report:
+                 peaks: Overrides | None = None, ncu: NcuReport | None = None,
+                 monitor: str | None = "beside") -> Report:
+    """``monitor``: the ``monitor.parquet`` of a monitored run to join as the system view;
+    "beside" (default): the one in the trace's folder, if any (``stepscope run --monitor``
+    writes it there); None: none."""
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
     from stepscope.analysis.nsight.ncu_join import join_ncu
 
     analyses = run_analyses(trace, step=step, peaks=peaks)
+    system, system_error = _system(trace, monitor)
+    if system is not None:
+        analyses = replace(analyses, system=system)
     return Report(analyses=analyses, top=top, findings=advise(analyses),
+                  system_error=system_error,
                   memory_timeline=None if memory_timeline is None
                   else category_timeline(memory_timeline),
                   ncu=None if ncu is None else join_ncu(ncu, trace))
