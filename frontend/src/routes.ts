@@ -2,7 +2,7 @@
 // plug in by adding a route here.
 import type { FunctionComponent } from "preact";
 import type { PageProps } from "./pageProps";
-import { isDiff, isEngineDiff, isRun, type Dict, type RunTree } from "./types";
+import { isDiff, isEngineDiff, isRun, traceList, type Dict, type RunTree } from "./types";
 import { Overview } from "./pages/Overview";
 import { Operators } from "./pages/Operators";
 import { Kernels } from "./pages/Kernels";
@@ -12,7 +12,7 @@ import { Memory } from "./pages/Memory";
 import { Modules } from "./pages/Modules";
 import { Efficiency } from "./pages/Efficiency";
 import { Nsight } from "./pages/Nsight";
-import { Compare } from "./pages/Compare";
+import { Compare, comparable } from "./pages/Compare";
 import { TensorRT } from "./pages/TensorRT";
 import { EngineCompare } from "./pages/EngineCompare";
 import { Distributed, rankRun } from "./pages/Distributed";
@@ -46,7 +46,9 @@ export const ROUTES: RouteDef[] = [
   { path: "engines", title: "Engine comparison", page: EngineCompare, when: isEngineDiff },
   // a monitor output beside the trace (stepscope run --monitor): the run's system view
   { path: "system", title: "System", page: System, when: (r) => !!r.system },
-  { path: "compare", title: "Compare", page: Compare, when: (r, mode) => isDiff(r) || (mode === "server" && isTrace(r)) },
+  // the dashboard's Compare needs a second input it can put beside this one
+  { path: "compare", title: "Compare", page: Compare, when: (r, mode) => isDiff(r) || (mode === "server" && isTrace(r)),
+    show: (runs, _t, mode) => mode !== "server" || traceList(runs).filter(comparable).length >= 2 },
   { path: "nsight", title: "Nsight", page: Nsight, when: (r) => !!r.nsys || !!r.ncu },
   // SQL over the trace's tables (docs/sql.md): the dashboard only, the server runs the query
   { path: "query", title: "Query", page: Query,

@@ -61,7 +61,8 @@ def test_every_page_has_a_title_one_h1_labels_and_fits_1024(browser: Any, serve:
         page.goto(server.url + f"#/overview?trace={QWEN_FILE}")
         page.wait_for_selector("#page-overview", timeout=90_000)
         pages = _nav(page)
-        assert {"nav-overview", "nav-kernels", "nav-efficiency", "nav-compare"} <= set(pages)
+        assert {"nav-overview", "nav-kernels", "nav-efficiency"} <= set(pages)
+        assert "nav-compare" not in pages  # the only trace of its logdir: nothing to compare
         for nav in pages:
             if nav in ("nav-timeline", "nav-distributed"):
                 continue  # the timeline and distributed pages have their own tests
@@ -364,3 +365,21 @@ def test_system_page_of_a_monitored_run(browser: Any, serve: Any, tmp_path: Path
     assert "stepscope monitor, over its" in page.locator("#page-findings").inner_text()
     ctx.close()
     assert not errors, errors
+
+
+def test_compare_is_listed_only_with_a_second_comparable_input(page: Any, serve: Any,
+                                                               tmp_path: Path) -> None:
+    """One trace and a TensorRT engine: nothing to compare the trace with, no Compare page;
+    a second trace: Compare is listed."""
+    src = shared_trace(RESNET)
+    trt = shared_trace(TRT)
+    _link(tmp_path / "a" / OLD, src / OLD)
+    for name in ("profile.json", "layer_info.json", "trt.out"):
+        _link(tmp_path / "engine" / name, trt / name)
+    server = serve(str(tmp_path))
+    page.goto(server.url + f"#/overview?trace=a/{OLD}")
+    page.wait_for_selector("#page-overview", timeout=90_000)
+    assert "nav-compare" not in _nav(page) and "nav-timeline" in _nav(page)
+    _link(tmp_path / "b" / NEW, src / NEW)
+    page.wait_for_selector("#nav-compare", timeout=20_000)  # the listing refreshes every 5 s
+    assert not page.errors, page.errors

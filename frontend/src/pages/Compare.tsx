@@ -41,7 +41,7 @@ export function Compare(props: PageProps) {
 type Listed = ReturnType<typeof traceList>[number];
 /** What Compare may put side by side: profiler traces and nsys exports (both have a step
  * breakdown); TensorRT engines are compared with `stepscope diff A B`, not here. */
-const comparable = (t: Listed) => (t.kind ?? "trace") !== "tensorrt";
+export const comparable = (t: { kind?: string }) => (t.kind ?? "trace") !== "tensorrt";
 
 /** The default pair: the two newest inputs of `trace`'s run and kind (else of its kind in the
  * whole logdir), the older as base: before → after in time order. */
