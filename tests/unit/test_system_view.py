@@ -134,3 +134,14 @@ def test_gpu_series_one_per_reporting_gpu() -> None:
     assert sorted(series) == ["gpu0_mem_used", "gpu0_util", "gpu1_mem_used"]
     assert series["gpu0_util"] == {"unit": "%", "values": [60.0, 90.0]}  # buckets of 2 ticks
     assert series["gpu1_mem_used"]["values"] == [2e9, None]
+
+
+def test_the_text_report_starts_with_the_system_verdict(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(RUN / TRACE), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    written = json.loads((RUN / "monitor.json").read_text())["verdict"]
+    head = out[: out.index("Findings")]
+    assert "System (stepscope monitor beside the trace, 301 samples over 30.981 s): bound " \
+        "input (high confidence)" in " ".join(head.split())
+    assert " ".join(written["reason"].split()) in " ".join(head.split())
