@@ -128,7 +128,8 @@ export function Efficiency({ report }: PageProps) {
         {e.devices.map((d: D) => (
           <div class="card" key={d.device} data-device={d.device}><div class="label">device {d.device}: {d.name}</div>
             <div class="unit">peak: {d.peak_match ?? "unknown"} ({d.matched_by}); {d.peak_gbytes_per_s ?? "—"} GB/s;{" "}
-              {Object.entries(d.peak_tflops ?? {}).filter(([, v]) => v != null).map(([k, v]) => `${k} ${v}`).join(", ")} TFLOP/s</div></div>))}
+              {Object.entries(d.peak_tflops ?? {}).filter(([, v]) => v != null).map(([k, v]) => `${k} ${v}`).join(", ")} TFLOP/s</div>
+            {d.note && <p class="note" role="note" data-key="peak-note">{d.note}</p>}</div>))}
       </section>
       <h2>Roofline: <select id="roofline-points" aria-label="roofline points" value={which} onChange={(ev) => setWhich((ev.target as HTMLSelectElement).value as any)}>
         <option value="kernels">kernels</option><option value="operators">operators</option></select>
