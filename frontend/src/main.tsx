@@ -73,7 +73,7 @@ function App() {
       </header>
       <main>
         {/* one h1 per page: what is shown, and of which input */}
-        <h1 id="page-title">{route?.title ?? "stepscope"}{trace && <span class="dim"> · {label}</span>}</h1>
+        <h1 id="page-title">{route?.title ?? (error ? "Error" : report || !trace ? "stepscope" : "Loading")}{trace && <span class="dim"> · {label}</span>}</h1>
         {error ? <p class="error" id="load-error">Could not load {trace}: {error}</p>
           : !trace ? <p>{runs ? "No traces found in this logdir yet (the list refreshes every few seconds)." : "…"}</p>
           : report && config && Page ? <Page key={`${route!.path}:${trace}`} source={source} trace={trace} report={report} config={config} />

@@ -227,12 +227,15 @@ def test_pages_are_listed_only_with_their_data(page: Any, serve: Any, tmp_path: 
     page.wait_for_timeout(700)  # a few polls
     assert _nav(page) == []
     assert page.title() == f"loading · {tmp_path.name} / w / 1 · stepscope"
+    assert page.locator("h1").inner_text() == f"Loading · {tmp_path.name} / w / 1"
     page.unroute("**/api/report?trace=w.1*")
     # a trace that fails to load: the error, no pages
     page.goto(server.url + "#/overview?trace=bad.pt.trace.json")
     page.wait_for_selector("#load-error", timeout=60_000)
     assert _nav(page) == []
     assert "bad.pt.trace.json" in page.locator("#load-error").inner_text()
+    assert page.locator("h1").inner_text().startswith("Error · ")
+    assert page.locator("#load-error").get_attribute("class") == "error"
     shot(page, "conventions-load-error")
     # once loaded, the pages whose data the report has
     page.goto(server.url + "#/kernels?trace=w.1.pt.trace.json.gz")
