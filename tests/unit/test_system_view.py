@@ -145,3 +145,32 @@ def test_the_text_report_starts_with_the_system_verdict(
     assert "System (stepscope monitor beside the trace, 301 samples over 30.981 s): bound " \
         "input (high confidence)" in " ".join(head.split())
     assert " ".join(written["reason"].split()) in " ".join(head.split())
+
+
+def test_the_dashboard_reloads_a_trace_when_its_monitor_output_appears(tmp_path: Path) -> None:
+    """`stepscope run --monitor` writes the trace, then (when the program ends) the monitor
+    output: a trace loaded in between is loaded again, with its system view."""
+    import time
+
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+
+    from stepscope.server.app import ViewConfig, create_app
+
+    shutil.copyfile(RUN / TRACE, tmp_path / TRACE)
+
+    def report(c: Any) -> dict[str, Any]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r = c.get("/api/report", params={"trace": TRACE})
+            if r.status_code == 200:
+                return r.json()  # type: ignore[no-any-return]
+            time.sleep(0.05)
+        raise AssertionError("never loaded")
+
+    with TestClient(create_app(ViewConfig(root=str(tmp_path), use_cache=False)),
+                    base_url="http://127.0.0.1:6006") as c:
+        assert report(c)["system"] is None
+        for name in ("monitor.json", "monitor.parquet"):
+            shutil.copyfile(RUN / name, tmp_path / name)
+        assert report(c)["system"]["verdict"]["bound"] == "input"

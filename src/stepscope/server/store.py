@@ -50,6 +50,17 @@ def file_stamp(path: str) -> tuple[float, int]:
         return 0.0, 0
 
 
+def with_monitor(path: str, stamp: tuple[float, int]) -> tuple[float, int]:
+    """``stamp`` changed by the monitor samples beside ``path``, if any."""
+    from stepscope.formats.monitor.read import samples_beside
+
+    beside = samples_beside(path)
+    if beside is None:
+        return stamp
+    mtime, size = file_stamp(beside)
+    return max(stamp[0], mtime), stamp[1] + size + 1
+
+
 def load_into(entry: Entry, work: Callable[[], None]) -> None:
     """Run a background load; a failure becomes the entry's one-line error, never a raise."""
     try:
@@ -103,8 +114,10 @@ class TraceStore(BackgroundLoads[str]):
         self._use_cache = use_cache
 
     def get(self, path: str) -> Entry:
-        """The entry for ``path``, starting its load on first request or when the file changed."""
-        stamp = file_stamp(path)
+        """The entry for ``path``, starting its load on first request or when the file changed
+        (or a monitor output appeared or changed beside it: ``stepscope run --monitor``
+        writes it when the program ends, after the trace)."""
+        stamp = with_monitor(path, file_stamp(path))
         return self.entry(path, lambda: Entry(stamp=stamp),
                           lambda e: self._load(path, e), stale=lambda e: e.stamp != stamp)
 
