@@ -167,8 +167,10 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     mid_x = x0 + 200 + (box["width"] - 200) / 2
     s0, e0 = view(page)
     page.mouse.move(mid_x, y0 + 100)
+    page.keyboard.down("Control")  # Perfetto's convention: Ctrl+wheel zooms, the wheel scrolls
     for _ in range(5):
         page.mouse.wheel(0, -400)  # zoom in around the cursor
+    page.keyboard.up("Control")
     page.wait_for_timeout(200)
     s1, e1 = view(page)
     assert e1 - s1 < (e0 - s0) / 10
@@ -196,15 +198,17 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     page.click("#zoom-reset")
     # Zoom in, then click along the first stream's lane until a kernel is selected.
     sel = -1
+    page.keyboard.down("Control")
     for _ in range(6):
         page.mouse.move(mid_x, y0 + 100)
         page.mouse.wheel(0, -600)
         page.wait_for_timeout(150)
+    page.keyboard.up("Control")
     page.wait_for_timeout(400)
     stream = next(ln for ln in lanes(page) if ln[0] == "stream")
     y = y0 + stream[2] + 2 + 7
     for k in range(60):
-        cx = x0 + 205 + k * (box["width"] - 210) / 60
+        cx = x0 + 225 + k * (box["width"] - 240) / 60  # past the 220 px gutter
         page.mouse.click(cx, y)
         page.wait_for_timeout(30)
         sel = int(page.locator("#timeline-canvas").get_attribute("data-selected") or -1)

@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from stepscope.analysis.compare.step_series import StepSeries
 from stepscope.errors import StepscopeError, one_line
 from stepscope.report.build import Report
+from stepscope.report.counters import CounterTracks
 from stepscope.report.timeline import TimelineIndex
 
 DASHBOARD_TOP = 1000  # table rows the dashboard receives (the JSON report's top-N prefix)
@@ -29,6 +30,7 @@ class Entry:
     stamp: tuple[float, int] = (0.0, 0)  # (mtime, size) of the file when loading began
     report: dict[str, Any] | None = None
     timeline: TimelineIndex | None = None
+    counters: CounterTracks | None = None  # memory and monitor counter tracks
     series: StepSeries | None = None  # per-step samples for Compare's significance tests
 
     def progress(self) -> dict[str, Any]:
@@ -125,6 +127,7 @@ class TraceStore(BackgroundLoads[str]):
         from stepscope.analysis.compare.step_series import step_series
         from stepscope.formats import load_trace
         from stepscope.report.build import build_report
+        from stepscope.report.counters import read_monitor
         from stepscope.server.tensorrt import is_trtexec_run, load_trt_report
 
         def tick(done: int, total: int) -> None:
@@ -144,5 +147,6 @@ class TraceStore(BackgroundLoads[str]):
             entry.series = step_series(trace, a.steps, a.tree)
             entry.state = "indexing"
             entry.timeline = TimelineIndex(trace)
+            entry.counters = CounterTracks(trace, read_monitor(path))
 
         load_into(entry, work)
