@@ -36,7 +36,7 @@ export interface SearchResult {
 }
 export interface Progress { state: string; done: number; total: number; error: string | null; elapsed_s: number; }
 export interface Config { source_link: string; path_map: [string, string][]; mode: string; }
-export interface RunTree { root: string; runs: { run: string; workers: { worker: string; spans: { span: string; trace: string; size: number }[] }[] }[]; }
+export interface RunTree { root: string; runs: { run: string; workers: { worker: string; spans: { span: string; trace: string; size: number; kind?: string; time?: number }[] }[] }[]; }
 /** `stepscope diff --html` inlines a stepscope.diff/1 document as its report: only Compare shows. */
 export const isDiff = (r: Dict) => typeof r.schema === "string" && r.schema.startsWith("stepscope.diff/");
 /** `stepscope diff A B --html` on two TensorRT engines: only the engine comparison shows. */

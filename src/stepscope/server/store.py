@@ -39,12 +39,28 @@ class Entry:
 
 
 def file_stamp(path: str) -> tuple[float, int]:
-    """(mtime, size) of a file, (0, 0) when it cannot be read: a change means load again."""
+    """(mtime, size) of a file, (0, 0) when it cannot be read: a change means load again.
+    A folder (a trtexec output folder is one entry) stamps as its newest file and total size."""
     try:
         st = os.stat(path)
-        return st.st_mtime, st.st_size
+        if not os.path.isdir(path):
+            return st.st_mtime, st.st_size
+        with os.scandir(path) as it:
+            files = [e.stat() for e in it if e.is_file(follow_symlinks=False)]
+        return max((f.st_mtime for f in files), default=st.st_mtime), sum(f.st_size for f in files)
     except OSError:
         return 0.0, 0
+
+
+def with_monitor(path: str, stamp: tuple[float, int]) -> tuple[float, int]:
+    """``stamp`` changed by the monitor samples beside ``path``, if any."""
+    from stepscope.formats.monitor.read import samples_beside
+
+    beside = samples_beside(path)
+    if beside is None:
+        return stamp
+    mtime, size = file_stamp(beside)
+    return max(stamp[0], mtime), stamp[1] + size + 1
 
 
 def load_into(entry: Entry, work: Callable[[], None]) -> None:
@@ -100,8 +116,10 @@ class TraceStore(BackgroundLoads[str]):
         self._use_cache = use_cache
 
     def get(self, path: str) -> Entry:
-        """The entry for ``path``, starting its load on first request or when the file changed."""
-        stamp = file_stamp(path)
+        """The entry for ``path``, starting its load on first request or when the file changed
+        (or a monitor output appeared or changed beside it: ``stepscope run --monitor``
+        writes it when the program ends, after the trace)."""
+        stamp = with_monitor(path, file_stamp(path))
         return self.entry(path, lambda: Entry(stamp=stamp),
                           lambda e: self._load(path, e), stale=lambda e: e.stamp != stamp)
 
