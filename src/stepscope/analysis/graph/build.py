@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis.events.intervals import nest_sorted
+from stepscope.analysis.events.intervals import length, nest_sorted, union
 from stepscope.analysis.events.links import Links, gather
 from stepscope.analysis.graph import kinds as K
 from stepscope.classify import names
@@ -64,10 +64,11 @@ class Graph:
     def cat(self) -> I8:
         """Category of the edge into each chain position (NO_CATEGORY: zero-weight link)."""
         out = self.ev_cat[np.maximum(self.owner, 0)].copy()
-        out[(self.kind == K.DEPENDENCY) & (self.w == 0)] = K.NO_CATEGORY
+        out[self.owner < 0] = K.NO_CATEGORY
+        # a timed gap between top-level ranges is host time outside operators (Python)
+        out[(self.kind == K.DEPENDENCY) & (self.owner < 0) & (self.w > 0)] = K.CPU
         out[self.kind == K.KERNEL_KERNEL] = K.KERNEL_TO_KERNEL
         out[self.kind == K.ORDER] = K.NO_CATEGORY
-        out[self.owner < 0] = K.NO_CATEGORY
         return out
 
     @property
@@ -85,6 +86,8 @@ def _select(trace: Trace, links: Links, ws: int, we: int, mode: str) -> tuple[I6
     keep = (host.kind[h] == HOST_OP) & (host.dur[h] > 0)
     if mode == "replay":  # DataLoader ranges are annotations in torch 2.x: the wait itself
         keep |= names.mask(trace, names.is_dataloader)[host.name[h]] & (host.dur[h] > 0)
+        # ProfilerStep#N is a cpu_op in torch 1.x: a marker around the step, not work
+        keep &= ~names.mask(trace, names.is_profiler_step)[host.name[h]]
     h = h[keep]
     r = np.flatnonzero((rt.ts >= ws) & (rt.ts <= we) & (rt.dur > 0)).astype(np.int64)
     in_window = np.zeros(len(rt) + 1, dtype=bool)
@@ -199,7 +202,9 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta") -> Gr
     ev_cat[:n_h][_in_dataloader(trace, ev_ts[:n_h] + ws, ev_end[:n_h] + ws,
                                 np.concatenate((host.tid[h], rt.tid[r])))] = K.DATA_LOADING
 
-    ho, hf, hw, hk, hown = _host_chains(trace, n_h, ev_ts, ev_end, ev_lane, blocking, hta)
+    host_lane = ev_lane[:n_h] if hta else _merge_threads(ev_lane[:n_h], ev_ts[:n_h],
+                                                          ev_end[:n_h], len(h), r, links, d)
+    ho, hf, hw, hk, hown = _host_chains(trace, n_h, ev_ts, ev_end, host_lane, blocking, hta)
 
     # device chains: start_k (in-edge from end_{k-1}), end_k (in-edge from start_k)
     dev_ev = np.arange(n_h, n, dtype=np.int64)
@@ -441,4 +446,34 @@ def _stream_waits(trace: Trace, r: I64, base: int, dev_ev: I64, rt_local: I64, e
             q = np.searchsorted(l_ts[on], rec_ts[sel], side="left") - 1
             good = q >= 0
             out[dest[sel][good]] = dev_ev[on[q[good]]]
+    return out
+
+
+OVERLAP_TOLERANCE = 0.05  # launching threads busy at the same time for less than this share
+
+
+def _merge_threads(lane: I64, ts: I64, end: I64, n_host: int, r: I64, links: Links,
+                   d: I64) -> I64:
+    """For the replay: the threads that launch device work become one chain when they take
+    turns (PyTorch runs backward on an autograd thread while the main thread waits, then
+    the optimizer on the main thread again): the hand-over is then a dependency, not two
+    independent threads. Threads that run at the same time stay apart."""
+    launching = np.unique(lane[n_host + np.searchsorted(r, links.device_runtime[d])])
+    if len(launching) < 2:
+        return lane
+    sel = np.isin(lane, launching)
+    busy = 0
+    starts: list[I64] = []
+    ends: list[I64] = []
+    for ln in launching.tolist():  # one pass per thread
+        m = sel & (lane == ln)
+        u = union(ts[m], end[m])
+        busy += length(u)
+        starts.append(u[0])
+        ends.append(u[1])
+    together = length(union(np.concatenate(starts), np.concatenate(ends)))
+    if busy > (1 + OVERLAP_TOLERANCE) * together:
+        return lane
+    out = lane.copy()
+    out[sel] = launching[0]
     return out

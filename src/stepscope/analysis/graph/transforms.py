@@ -1,0 +1,238 @@
+"""What-if transformations of a replay graph (docs/whatif.md): each changes edge weights
+or removes cross edges, and says how many events it touched. Durations of untouched work
+are kept; the re-timing (solve.longest) then respects every remaining dependency."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.graph import kinds as K
+from stepscope.analysis.graph.build import Graph
+from stepscope.classify import names
+from stepscope.errors import UsageError
+from stepscope.model.trace import Trace
+
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+# With CUDA graphs the device runs captured kernels back to back: gaps of about a
+# microsecond remain (the graph's own scheduling); a gap already shorter stays as it was.
+GRAPH_GAP_NS = 1_000
+# GEMM/convolution kernels off the Tensor Cores, moved onto them (TF32/BF16/FP16): the peak
+# ratio is 8x or more (A100: 19.5 FP32 vs 156 TF32 TFLOP/s); achieved GEMM speed-ups are
+# lower, so the preset halves their time (override with scale_kernels:PATTERN=K).
+TENSOR_CORE_FACTOR = 0.5
+POINTWISE_TOKENS = ("elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise",
+                    "triton_poi")
+
+
+@dataclass
+class Edit:
+    """The mutable weights of one replay (copies of the graph's)."""
+
+    w: I64
+    xw: I64
+    xkeep: B
+    finish: list[tuple[I64, I64]]  # (start node, duration): work that must end in the step
+
+
+@dataclass(frozen=True)
+class Transform:
+    spec: str  # as given: "drop_sync", "scale_kernels:gemm=0.5", ...
+    name: str
+    apply: Callable[[Trace, Links, Graph, Edit], int]
+
+
+def _positions_into_end(g: Graph, events: I64) -> I64:
+    """Chain positions of the edge into each event's end node (its own time, for leaves)."""
+    pos = np.empty(2 * g.events, dtype=np.int64)
+    pos[g.order] = np.arange(len(g.order))
+    return pos[2 * events + 1]
+
+
+def _name_mask(trace: Trace, g: Graph, fam: int, pred: Callable[[str], object]) -> B:
+    out = np.zeros(g.events, dtype=bool)
+    sel = np.flatnonzero(g.fam == fam)
+    table = trace.host if fam == K.HOST else trace.runtime if fam == K.RUNTIME else trace.device
+    out[sel] = trace.string_ids(pred)[table.name[g.row[sel]]]
+    return out
+
+
+def _drop_dataloader(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+    owned = (g.owner >= 0) & (g.ev_cat[np.maximum(g.owner, 0)] == K.DATA_LOADING)
+    e.w[owned] = 0
+    return int(np.count_nonzero(_name_mask(trace, g, K.HOST, names.is_dataloader)))
+
+
+def _free_calls(g: Graph, e: Edit, calls: I64) -> None:
+    """The calls stop waiting: their sync edges go and they take no host time."""
+    if len(calls) == 0:
+        return
+    hit = np.zeros(g.events, dtype=bool)
+    hit[calls] = True
+    e.xkeep &= ~((g.xkind == K.SYNC) & hit[g.xd // 2])
+    e.w[_positions_into_end(g, calls)] = 0
+
+
+def _sync_filter(trace: Trace, links: Links, g: Graph, pattern: str | None) -> B:
+    if not pattern:
+        return np.ones(g.events, dtype=bool)
+    rx = _regex(pattern)
+    ok = _name_mask(trace, g, K.RUNTIME, rx.search)
+    rt = np.flatnonzero(g.fam == K.RUNTIME)
+    owner = links.runtime_host[g.row[rt]]
+    host_ok = trace.string_ids(rx.search)[trace.host.name[np.maximum(owner, 0)]] & (owner >= 0)
+    ok[rt] |= host_ok
+    return ok
+
+
+def _drop_sync(pattern: str | None) -> Callable[[Trace, Links, Graph, Edit], int]:
+    def apply(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+        pure = (g.fam == K.RUNTIME) & (g.ev_cat == K.SYNC_CAT)
+        dtoh = np.zeros(g.events, dtype=bool)  # blocking device->host copies (.item())
+        waiting = np.flatnonzero(g.waited >= 0)
+        own_copy = _name_mask(trace, g, K.DEVICE, _is_dtoh)[g.waited[waiting]]
+        dtoh[waiting[own_copy]] = True
+        calls = np.flatnonzero((pure | dtoh) & _sync_filter(trace, links, g, pattern))
+        _free_calls(g, e, calls)
+        return len(calls)
+    return apply
+
+
+def _is_dtoh(name: str) -> bool:
+    return "DtoH" in name or "Device -> Pageable" in name
+
+
+def _is_htod(name: str) -> bool:
+    return "HtoD" in name
+
+
+def _async_h2d(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+    waiting = np.flatnonzero(g.waited >= 0)
+    rt_rows = g.row[waiting]
+    own = _name_mask(trace, g, K.DEVICE, _is_htod)[g.waited[waiting]]
+    # only copies the call launched itself (a copy launched earlier is another call's)
+    dev_rows = g.row[g.waited[waiting]]
+    mine = links.device_runtime[dev_rows] == rt_rows
+    calls = waiting[own & mine]
+    _free_calls(g, e, calls)
+    return len(calls)
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"bad kernel pattern {pattern!r}: {exc}") from exc
+
+
+def _scale(pred: Callable[[str], object], factor: float) -> Callable[[Trace, Links, Graph, Edit],
+                                                                    int]:
+    def apply(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+        ops = np.flatnonzero(_name_mask(trace, g, K.DEVICE, pred))
+        p = _positions_into_end(g, ops)
+        e.w[p] = np.rint(e.w[p] * factor).astype(np.int64)
+        return len(ops)
+    return apply
+
+
+def _off_tensor_cores(name: str) -> bool:
+    return names.is_gemm_or_conv_kernel(name) and not names.is_tensor_core_kernel(name)
+
+
+def _launch_calls(trace: Trace, links: Links, g: Graph) -> I64:
+    launching = np.zeros(len(trace.runtime), dtype=bool)
+    dr = links.device_runtime[g.row[g.fam == K.DEVICE]]
+    launching[dr[dr >= 0]] = True
+    rt = np.flatnonzero(g.fam == K.RUNTIME)
+    return rt[launching[g.row[rt]]]
+
+
+def _remove_launch_overhead(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+    calls = _launch_calls(trace, links, g)
+    e.w[_positions_into_end(g, calls)] = 0
+    e.xw[g.xkind == K.LAUNCH] = 0
+    kk = g.kind == K.KERNEL_KERNEL
+    e.w[kk] = np.minimum(e.w[kk], GRAPH_GAP_NS)
+    return len(calls)
+
+
+def _is_pointwise(name: str) -> bool:
+    return any(t in name for t in POINTWISE_TOKENS)
+
+
+def _fuse_elementwise(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+    pw = _name_mask(trace, g, K.DEVICE, _is_pointwise)
+    pos = np.empty(2 * g.events, dtype=np.int64)
+    pos[g.order] = np.arange(len(g.order))
+    dev = np.flatnonzero(pw)
+    p_start = pos[2 * dev]
+    has_prev = ~g.first[p_start]
+    prev_ev = g.order[np.maximum(p_start - 1, 0)] // 2
+    fused = dev[has_prev & pw[prev_ev]]  # a pointwise op right after another on its stream
+    if len(fused) == 0:
+        return 0
+    e.w[pos[2 * fused]] = 0  # no gap: one kernel
+    f = np.zeros(g.events, dtype=bool)
+    f[fused] = True
+    e.xkeep &= ~((g.xkind == K.LAUNCH) & f[g.xd // 2])  # launched with the first
+    rt_rows = links.device_runtime[g.row[fused]]
+    rt_ev = np.flatnonzero(g.fam == K.RUNTIME)
+    calls = rt_ev[np.isin(g.row[rt_ev], rt_rows)]
+    e.w[_positions_into_end(g, calls)] = 0
+    return len(fused)
+
+
+def _overlap_comm(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+    comm = g.ev_cat == K.COMMUNICATION
+    src_comm = comm[g.xs // 2]
+    e.xkeep &= ~(src_comm & ((g.xkind == K.SYNC) | (g.xkind == K.WAIT)))
+    host = np.flatnonzero(comm & (g.fam != K.DEVICE))
+    owned = (g.owner >= 0) & comm[np.maximum(g.owner, 0)] & (g.fam[np.maximum(g.owner, 0)]
+                                                               != K.DEVICE)
+    e.w[owned] = 0
+    if len(host):  # the collective still runs: it must end before the step does
+        e.finish.append((2 * host, g.ts[2 * host + 1] - g.ts[2 * host]))
+    return int(np.count_nonzero(comm))
+
+
+PRESETS = {"tensor_cores": (_off_tensor_cores, TENSOR_CORE_FACTOR)}
+SIMPLE: dict[str, Callable[[Trace, Links, Graph, Edit], int]] = {
+    "drop_dataloader_wait": _drop_dataloader,
+    "async_h2d": _async_h2d,
+    "remove_launch_overhead": _remove_launch_overhead,
+    "fuse_elementwise": _fuse_elementwise,
+    "overlap_comm": _overlap_comm,
+}
+NAMES = ("drop_dataloader_wait", "drop_sync", "async_h2d", "scale_kernels",
+         "remove_launch_overhead", "fuse_elementwise", "overlap_comm")
+
+
+def parse(spec: str) -> Transform:
+    """``NAME`` or ``drop_sync:PATTERN`` or ``scale_kernels:PATTERN=K`` /
+    ``scale_kernels:tensor_cores``."""
+    name, _, arg = spec.partition(":")
+    if name in SIMPLE and not arg:
+        return Transform(spec, name, SIMPLE[name])
+    if name == "drop_sync":
+        return Transform(spec, name, _drop_sync(arg or None))
+    if name == "scale_kernels":
+        if arg in PRESETS:
+            pred, k = PRESETS[arg]
+            return Transform(spec, name, _scale(pred, k))
+        pattern, eq, factor = arg.rpartition("=")
+        try:
+            k = float(factor)
+        except ValueError:
+            k = -1.0
+        if not eq or not pattern or not k > 0:
+            raise UsageError(f"{spec!r}: expected scale_kernels:PATTERN=K (K > 0) or "
+                             f"scale_kernels:{'|'.join(PRESETS)}")
+        return Transform(spec, name, _scale(_regex(pattern).search, k))
+    raise UsageError(f"unknown transform {spec!r} (transforms: {', '.join(NAMES)})")

@@ -1,0 +1,137 @@
+"""Replays: the window's graph re-timed as recorded, then with transformations applied
+(docs/whatif.md). "Before" is the unmodified replay, which reproduces the trace's times;
+"after" keeps every duration and dependency the transformations leave."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.graph import kinds as K
+from stepscope.analysis.graph.build import Graph, build
+from stepscope.analysis.graph.critical import path_breakdown
+from stepscope.analysis.graph.solve import NEG, longest
+from stepscope.analysis.graph.transforms import Edit, Transform
+from stepscope.analysis.graph.window import Window
+from stepscope.model.trace import Trace
+
+I64 = npt.NDArray[np.int64]
+
+CATEGORY_KEYS = (*K.CATEGORIES, "other")  # other: window start to the path's first event
+
+
+@dataclass(frozen=True)
+class Timing:
+    step_ns: int
+    by_category_ns: dict[str, int]
+
+
+@dataclass(frozen=True)
+class WindowReplay:
+    window: Window
+    before: Timing
+    after: Timing
+    touched: tuple[int, ...]  # per transform
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    transforms: tuple[str, ...]
+    windows: tuple[WindowReplay, ...]
+
+    def mean(self, which: str) -> Timing:
+        rows = [getattr(w, which) for w in self.windows]
+        if not rows:
+            return Timing(0, {k: 0 for k in CATEGORY_KEYS})
+        by = {k: int(round(sum(r.by_category_ns.get(k, 0) for r in rows) / len(rows)))
+              for k in CATEGORY_KEYS}
+        return Timing(int(round(sum(r.step_ns for r in rows) / len(rows))), by)
+
+    @property
+    def touched(self) -> tuple[int, ...]:
+        return tuple(sum(w.touched[i] for w in self.windows)
+                     for i in range(len(self.transforms)))
+
+
+def _anchor(g: Graph, xkeep: npt.NDArray[np.bool_]) -> I64:
+    """Nodes with no incoming edge keep their recorded time; the others are placed by
+    their dependencies."""
+    n = 2 * g.events
+    has_in = np.zeros(n, dtype=bool)
+    has_in[g.order[~g.first]] = True
+    has_in[g.xd[xkeep]] = True
+    return np.where(has_in, NEG, g.ts)
+
+
+def _timing(trace: Trace, g: Graph, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_],
+            finish: list[tuple[I64, I64]], first_node: int, periods: int) -> Timing:
+    """Mean time per period from ``first_node``'s replayed time to the end of the last
+    event, and its breakdown along the longest path (divided by ``periods``)."""
+    xs, xd, xwk = g.xs[xkeep], g.xd[xkeep], xw[xkeep]
+    sol = longest(g.order, g.first, w, xs, xd, xwk, _anchor(g, xkeep))
+    end = int(np.argmax(sol.t))
+    last = int(sol.t[end])
+    # the breakdown reads the kept cross edges by their index in the full arrays
+    full = type(sol)(sol.t, sol.entry, np.where(sol.via >= 0, np.flatnonzero(xkeep)[
+        np.maximum(sol.via, 0)], -1), sol.pos, sol.rounds)
+    by, _, _ = path_breakdown(trace, g, full, end, w, xw)
+    for start, dur in finish:  # work taken off the chains must still end in the step
+        if len(start):
+            last = max(last, int((sol.t[start] + dur).max()))
+    begin = int(sol.t[first_node]) if first_node >= 0 else 0
+    span = max(last - begin, 0)
+    by = {k: v for k, v in by.items()}
+    by["other"] = max(last - sum(by.values()), 0)  # before the path's first event
+    # the path runs from the window start: what precedes the first step is not a step's
+    if begin > 0:
+        by["other"] = max(by["other"] - begin, 0)
+        excess = sum(by.values()) - span
+        if excess > 0:  # leading time of the path before the first step: take it off cpu
+            by["cpu"] = max(by["cpu"] - excess, 0)
+    return Timing(int(round(span / periods)),
+                  {k: int(round(v / periods)) for k, v in by.items()})
+
+
+def _first_node(g: Graph, start: int) -> int:
+    """Start node of the first host event at or after ``start`` (ns, absolute)."""
+    host = np.flatnonzero(g.fam != K.DEVICE)
+    if len(host) == 0:
+        return -1
+    ts = g.ts[2 * host]
+    after = host[ts >= start - g.t0]
+    pick = after[np.argmin(g.ts[2 * after])] if len(after) else host[np.argmin(ts)]
+    return int(2 * pick)
+
+
+def replay(trace: Trace, links: Links, windows: list[Window],
+           transforms: tuple[Transform, ...] = ()) -> WindowReplay:
+    """Replay consecutive windows (steps) as one graph: the device work of one step may
+    still run when the next begins, as in the trace. A step's replayed time is the mean
+    period from the first step's first host event to the end of the last event."""
+    span = Window(windows[0].label if len(windows) == 1 else
+                  f"{windows[0].label} .. {windows[-1].label}",
+                  windows[0].start, windows[-1].end)
+    g = build(trace, links, span.start, span.end, mode="replay")
+    keep = np.ones(len(g.xs), dtype=bool)
+    if g.events == 0:
+        empty = Timing(0, {k: 0 for k in CATEGORY_KEYS})
+        return WindowReplay(span, empty, empty, tuple(0 for _ in transforms))
+    first = _first_node(g, span.start)
+    n = len(windows)
+    before = _timing(trace, g, g.w, g.xw, keep, [], first, n)
+    edit = Edit(g.w.copy(), g.xw.copy(), keep.copy(), [])
+    touched = tuple(t.apply(trace, links, g, edit) for t in transforms)
+    after = (_timing(trace, g, edit.w, edit.xw, edit.xkeep, edit.finish, first, n)
+             if transforms else before)
+    return WindowReplay(span, before, after, touched)
+
+
+def what_if(trace: Trace, links: Links, windows: list[Window],
+            transforms: tuple[Transform, ...]) -> WhatIf:
+    """The steps replayed together (one graph, vectorised over its events)."""
+    if not windows:
+        return WhatIf(tuple(t.spec for t in transforms), ())
+    return WhatIf(tuple(t.spec for t in transforms), (replay(trace, links, windows, transforms),))
