@@ -12,6 +12,8 @@ from stepscope.analysis.events.links import Links
 from stepscope.analysis.events.optree import OpTree
 from stepscope.analysis.events.steps import Steps, find_steps, select_step
 from stepscope.analysis.events.warmup import Warmup, exclude_warmup, find_warmup
+from stepscope.analysis.graph.summary import CriticalPaths, critical_paths
+from stepscope.analysis.graph.window import Window, find, step_windows
 from stepscope.analysis.memory.records import MemoryResult, memory_analysis
 from stepscope.analysis.nsight.stats import NsysStats, nsys_stats
 from stepscope.analysis.trace.breakdown import Breakdown, step_breakdown
@@ -50,10 +52,15 @@ class Analyses:
     clock_skew: ClockSkew | None = None
     graphs: Graphs | None = None
     nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
+    # issue 22: the windows the critical path and the what-if replays use (the analysed
+    # steps, or --window), and the critical path of each
+    windows: tuple[Window, ...] = ()
+    critical: CriticalPaths | None = None
 
 
 def run_analyses(
-    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None
+    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None,
+    window: str | None = None,
 ) -> Analyses:
     links = Links(trace)
     tree = OpTree(trace, links)
@@ -63,6 +70,7 @@ def run_analyses(
         steps = select_step(steps, step)
     elif warm is not None:
         steps = exclude_warmup(steps, warm)
+    windows = [find(trace, window)] if window else step_windows(steps)
     return Analyses(
         trace=trace,
         links=links,
@@ -84,4 +92,6 @@ def run_analyses(
         clock_skew=clock_skew(trace, links),
         graphs=graphs(trace, links),
         nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
+        windows=tuple(windows),
+        critical=critical_paths(trace, links, windows),
     )

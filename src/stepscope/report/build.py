@@ -21,6 +21,7 @@ from stepscope.classify.gpu_peaks import match_peak
 from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import DeviceProperties, Trace
 from stepscope.report import DEFAULT_TOP
+from stepscope.report.json.critical import combined_json, critical_json
 from stepscope.report.json.efficiency import efficiency_json
 from stepscope.report.json.memory import memory_json, modules_json
 from stepscope.report.json.ncu import ncu_json
@@ -31,6 +32,7 @@ from stepscope.report.json.rounding import us as _us
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
+    from stepscope.advice.replay import Combined
     from stepscope.analysis.distributed.rank import RankSummary
     from stepscope.analysis.nsight.ncu_join import NcuJoin
     from stepscope.analysis.trace.kernel_ops import KernelOpRow
@@ -47,6 +49,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
     ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
+    combined: Combined | None = None  # every replayable finding's fix applied together
 
     @property
     def trace(self) -> Trace:
@@ -192,6 +195,8 @@ class Report:
                 "gpu_total_us": _us(a.launches.gpu_total_ns),
             },
             "findings": [f.to_json() for f in self.findings],
+            "critical_path": critical_json(a.critical),
+            "whatif": combined_json(self.combined, [w.label for w in a.windows]),
             "memory": memory_json(a.memory, self.top, self.memory_timeline),
             "modules": modules_json(a.modules),
             "efficiency": efficiency_json(a.efficiency),
@@ -278,12 +283,14 @@ def _op_stack_json(rows: list[StackRow], top: int) -> list[dict[str, Any]]:
 
 def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
                  memory_timeline: MemoryTimeline | None = None,
-                 peaks: Overrides | None = None, ncu: NcuReport | None = None) -> Report:
-    from stepscope.advice import advise  # the advisor imports the analysis layer, not us
+                 peaks: Overrides | None = None, ncu: NcuReport | None = None,
+                 window: str | None = None) -> Report:
+    from stepscope.advice import advise_replayed  # the advisor imports analysis, not us
     from stepscope.analysis.nsight.ncu_join import join_ncu
 
-    analyses = run_analyses(trace, step=step, peaks=peaks)
-    return Report(analyses=analyses, top=top, findings=advise(analyses),
+    analyses = run_analyses(trace, step=step, peaks=peaks, window=window)
+    findings, combined = advise_replayed(analyses)
+    return Report(analyses=analyses, top=top, findings=findings, combined=combined,
                   memory_timeline=None if memory_timeline is None
                   else category_timeline(memory_timeline),
                   ncu=None if ncu is None else join_ncu(ncu, trace))

@@ -78,7 +78,28 @@ class Graph:
         return out
 
 
-def _select(trace: Trace, links: Links, ws: int, we: int, mode: str) -> tuple[I64, I64, I64]:
+@dataclass(frozen=True)
+class Index:
+    """What every window of one trace shares, computed once: device ops ordered by their
+    launching call, HTA's queue lengths, the DataLoader ranges."""
+
+    dev_by_rt: I64  # device rows with a launching call, by that call's row
+    rt_of_sorted: I64  # their calls' rows, ascending
+    q_rt: I64
+    q_k: I64
+    dataloader: I64  # host rows of DataLoader ranges
+
+
+def index(trace: Trace, links: Links) -> Index:
+    d_rt = links.device_runtime
+    launched = np.flatnonzero(d_rt >= 0)
+    o = launched[np.argsort(d_rt[launched], kind="stable")]
+    q_rt, q_k = _queue_idle(trace, links)
+    dl = np.flatnonzero(names.mask(trace, names.is_dataloader)[trace.host.name])
+    return Index(o.astype(np.int64), d_rt[o], q_rt, q_k, dl.astype(np.int64))
+
+
+def _select(trace: Trace, ix: Index, ws: int, we: int, mode: str) -> tuple[I64, I64, I64]:
     host, rt, dev = trace.host, trace.runtime, trace.device
     lo, hi = np.searchsorted(host.ts, [ws, we], side="left")[0], np.searchsorted(
         host.ts, we, side="right")
@@ -89,11 +110,13 @@ def _select(trace: Trace, links: Links, ws: int, we: int, mode: str) -> tuple[I6
         # ProfilerStep#N is a cpu_op in torch 1.x: a marker around the step, not work
         keep &= ~names.mask(trace, names.is_profiler_step)[host.name[h]]
     h = h[keep]
-    r = np.flatnonzero((rt.ts >= ws) & (rt.ts <= we) & (rt.dur > 0)).astype(np.int64)
-    in_window = np.zeros(len(rt) + 1, dtype=bool)
-    in_window[r] = True
-    d_rt = links.device_runtime
-    d = np.flatnonzero(in_window[np.where(d_rt >= 0, d_rt, len(rt))]).astype(np.int64)
+    r0, r1 = int(np.searchsorted(rt.ts, ws, side="left")), int(np.searchsorted(rt.ts, we,
+                                                                              side="right"))
+    r = np.arange(r0, r1, dtype=np.int64)
+    r = r[rt.dur[r] > 0]
+    a, b = np.searchsorted(ix.rt_of_sorted, [r0, r1], side="left")
+    d = ix.dev_by_rt[a:b]
+    d = d[rt.dur[ix.rt_of_sorted[a:b]] > 0]
     d = d[np.lexsort((dev.ts[d], dev.stream[d], dev.device[d]))]
     return h, r, d
 
@@ -172,12 +195,14 @@ def _queue_idle(trace: Trace, links: Links) -> tuple[I64, I64]:
     return q_rt, q_k
 
 
-def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta") -> Graph:
+def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta",
+          ix: Index | None = None) -> Graph:
     """The graph of the events in ``[ws, we]`` (host ranges and runtime calls starting in
     it, device ops launched by those calls), as HTA 0.5.0 clips a window."""
     hta = mode == "hta"
     host, rt, dev = trace.host, trace.runtime, trace.device
-    h, r, d = _select(trace, links, ws, we, mode)
+    ix = ix or index(trace, links)
+    h, r, d = _select(trace, ix, ws, we, mode)
     n_h = len(h) + len(r)
     fam = np.concatenate((np.full(len(h), K.HOST), np.full(len(r), K.RUNTIME),
                           np.full(len(d), K.DEVICE))).astype(np.int8)
@@ -199,7 +224,7 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta") -> Gr
     ev_cat[: len(h)][is_comm] = K.COMMUNICATION
     ev_cat[n_h:] = np.where(names.mask(trace, names.is_collective_kernel)[dev.name[d]],
                             K.COMMUNICATION, K.GPU_COMPUTE)
-    ev_cat[:n_h][_in_dataloader(trace, ev_ts[:n_h] + ws, ev_end[:n_h] + ws,
+    ev_cat[:n_h][_in_dataloader(trace, ix.dataloader, ev_ts[:n_h] + ws, ev_end[:n_h] + ws,
                                 np.concatenate((host.tid[h], rt.tid[r])))] = K.DATA_LOADING
 
     host_lane = ev_lane[:n_h] if hta else _merge_threads(ev_lane[:n_h], ev_ts[:n_h],
@@ -225,7 +250,7 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta") -> Gr
     # gap only counts when the awaited op finished before the previous op
     idle &= wait_end < launch_ts
     if hta:
-        q_rt, q_k = _queue_idle(trace, links)
+        q_rt, q_k = ix.q_rt, ix.q_k
         launch_rt_names = trace.string_ids(_hta_launch_name)[rt.name[rt_of]]
         use_launch = idle & (q_rt[d] == 1) & (q_k[d] == 0) & launch_rt_names
         link_prev = ~use_launch & ~new_lane & (wait_end < prev_end)
@@ -308,10 +333,9 @@ def _hta_launch_name(name: str) -> bool:
     return name in _HTA_LAUNCH
 
 
-def _in_dataloader(trace: Trace, ts: I64, end: I64, tid: npt.NDArray[np.int32]) -> B:
+def _in_dataloader(trace: Trace, dl: I64, ts: I64, end: I64, tid: npt.NDArray[np.int32]) -> B:
     """Host events inside a DataLoader range on their thread (the range included)."""
     host = trace.host
-    dl = np.flatnonzero(names.mask(trace, names.is_dataloader)[host.name])
     if len(dl) == 0 or len(ts) == 0:
         return np.zeros(len(ts), dtype=bool)
     k = np.searchsorted(host.ts[dl], ts, side="right") - 1
@@ -327,6 +351,8 @@ def _hta_syncs(trace: Trace, r: I64, base: int, dev_ev: I64, lane_d: I64, ev_ts:
     sy = trace.syncs
     if len(sy) == 0 or len(dev_ev) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
+    lo, hi = np.searchsorted(sy.ts, [ws, ws + int(ev_end.max(initial=0)) + 1])
+    sy = type(sy).from_columns({k: v[lo:hi] for k, v in sy.columns().items()})
     rt_corr = trace.runtime.correlation[r]
     o = np.argsort(rt_corr, kind="stable")
     pos = np.searchsorted(rt_corr[o], sy.correlation)

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
-from stepscope.analysis.graph.build import Graph, build
+from stepscope.analysis.graph.build import Graph, Index, build
 from stepscope.analysis.graph.solve import NEG, Solution, backtrack, longest
 from stepscope.analysis.graph.window import Window
 from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, Trace
@@ -28,7 +28,8 @@ class PathEvent:
     kind: str  # cpu_op | runtime | kernel | memcpy | memset
     ts_ns: int  # absolute, as in the trace
     dur_ns: int
-    lane: str  # "thread N" or "stream N"
+    stream: int | None  # device ops
+    thread: str | None  # host events: the thread id as written
     on_path_ns: int  # time of the path attributed to the event
     category: str
 
@@ -65,8 +66,7 @@ def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int,
         by_category["other"] = lead_ns
     has = (all_o >= 0) & keep
     per_ev = np.bincount(all_o[has], weights=all_w[has], minlength=g.events)
-    ev_cat = np.full(g.events, -1, dtype=np.int64)
-    ev_cat[all_o[has]] = all_cat[has]
+    ev_cat = g.ev_cat.astype(np.int64)
     touched = np.flatnonzero(per_ev > 0)
     top = touched[np.argsort(-per_ev[touched], kind="stable")][:PATH_EVENTS]
     events = [_event(trace, g, int(e), int(per_ev[e]), int(ev_cat[e])) for e in top.tolist()]
@@ -81,17 +81,18 @@ def _event(trace: Trace, g: Graph, e: int, on_path: int, cat: int) -> PathEvent:
         k = int(dev.kind[row])
         kind = "kernel" if k == DEV_KERNEL else "memcpy" if k == DEV_MEMCPY else "memset"
         return PathEvent(trace.name(int(dev.name[row])), kind, int(dev.ts[row]),
-                         int(dev.dur[row]), f"stream {int(dev.stream[row])}", on_path,
+                         int(dev.dur[row]), int(dev.stream[row]), None, on_path,
                          K.CATEGORIES[cat])
     table = trace.host if fam == K.HOST else trace.runtime
     return PathEvent(trace.name(int(table.name[row])), "cpu_op" if fam == K.HOST else "runtime",
                      int(table.ts[row]), int(table.dur[row]),
-                     f"thread {trace.name(int(table.tid[row]))}", on_path, K.CATEGORIES[cat])
+                     None, trace.name(int(table.tid[row])), on_path, K.CATEGORIES[cat])
 
 
-def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta") -> PathResult:
+def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",
+                  ix: Index | None = None) -> PathResult:
     """HTA's longest path: it may start at any node (every node anchored at 0)."""
-    g = build(trace, links, window.start, window.end, mode)
+    g = build(trace, links, window.start, window.end, mode, ix=ix)
     n = 2 * g.events
     if g.events == 0:
         return PathResult(window, 0, 0, {k: 0 for k in K.CATEGORIES}, (), 0, 0)

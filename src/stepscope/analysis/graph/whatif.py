@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
-from stepscope.analysis.graph.build import Graph, build
+from stepscope.analysis.graph.build import Graph, Index, build
 from stepscope.analysis.graph.critical import path_breakdown
 from stepscope.analysis.graph.solve import NEG, longest
 from stepscope.analysis.graph.transforms import Edit, Transform
@@ -106,27 +106,38 @@ def _first_node(g: Graph, start: int) -> int:
     return int(2 * pick)
 
 
-def replay(trace: Trace, links: Links, windows: list[Window],
-           transforms: tuple[Transform, ...] = ()) -> WindowReplay:
-    """Replay consecutive windows (steps) as one graph: the device work of one step may
-    still run when the next begins, as in the trace. A step's replayed time is the mean
-    period from the first step's first host event to the end of the last event."""
-    span = Window(windows[0].label if len(windows) == 1 else
-                  f"{windows[0].label} .. {windows[-1].label}",
-                  windows[0].start, windows[-1].end)
-    g = build(trace, links, span.start, span.end, mode="replay")
-    keep = np.ones(len(g.xs), dtype=bool)
-    if g.events == 0:
-        empty = Timing(0, {k: 0 for k in CATEGORY_KEYS})
-        return WindowReplay(span, empty, empty, tuple(0 for _ in transforms))
-    first = _first_node(g, span.start)
-    n = len(windows)
-    before = _timing(trace, g, g.w, g.xw, keep, [], first, n)
-    edit = Edit(g.w.copy(), g.xw.copy(), keep.copy(), [])
-    touched = tuple(t.apply(trace, links, g, edit) for t in transforms)
-    after = (_timing(trace, g, edit.w, edit.xw, edit.xkeep, edit.finish, first, n)
-             if transforms else before)
-    return WindowReplay(span, before, after, touched)
+class Replayer:
+    """One graph over consecutive windows (steps), replayed as recorded (``before``) and
+    with any set of transformations (``run``): the device work of one step may still run
+    when the next begins, as in the trace. A step's replayed time is the mean period from
+    the first step's first host event to the end of the last event."""
+
+    def __init__(self, trace: Trace, links: Links, windows: list[Window],
+                 ix: Index | None = None) -> None:
+        self.trace, self.links, self.periods = trace, links, max(len(windows), 1)
+        self.window = Window(windows[0].label if len(windows) == 1 else
+                             f"{windows[0].label} .. {windows[-1].label}",
+                             windows[0].start, windows[-1].end)
+        self.graph = build(trace, links, self.window.start, self.window.end, mode="replay",
+                           ix=ix)
+        self.first = _first_node(self.graph, self.window.start)
+        g = self.graph
+        self.before = (self._timing(g.w, g.xw, np.ones(len(g.xs), dtype=bool), [])
+                       if g.events else Timing(0, {k: 0 for k in CATEGORY_KEYS}))
+
+    def _timing(self, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_],
+                finish: list[tuple[I64, I64]]) -> Timing:
+        return _timing(self.trace, self.graph, w, xw, xkeep, finish, self.first, self.periods)
+
+    def run(self, transforms: tuple[Transform, ...]) -> WindowReplay:
+        g = self.graph
+        if g.events == 0 or not transforms:
+            return WindowReplay(self.window, self.before, self.before,
+                                tuple(0 for _ in transforms))
+        edit = Edit(g.w.copy(), g.xw.copy(), np.ones(len(g.xs), dtype=bool), [])
+        touched = tuple(t.apply(self.trace, self.links, g, edit) for t in transforms)
+        after = self._timing(edit.w, edit.xw, edit.xkeep, edit.finish)
+        return WindowReplay(self.window, self.before, after, touched)
 
 
 def what_if(trace: Trace, links: Links, windows: list[Window],
@@ -134,4 +145,5 @@ def what_if(trace: Trace, links: Links, windows: list[Window],
     """The steps replayed together (one graph, vectorised over its events)."""
     if not windows:
         return WhatIf(tuple(t.spec for t in transforms), ())
-    return WhatIf(tuple(t.spec for t in transforms), (replay(trace, links, windows, transforms),))
+    return WhatIf(tuple(t.spec for t in transforms),
+                  (Replayer(trace, links, windows).run(transforms),))

@@ -28,7 +28,8 @@ def render_findings(console: Console, findings: Sequence[Finding], *,
     head = Text("Findings", style="bold")
     head.append(f" ranked by estimated saving per {unit}", style="")
     if len(findings) > 1:
-        head.append("; the savings overlap, so they do not add up", style="")
+        head.append("; each saving is one fix on its own (replayed, or an upper bound), so "
+                    "they do not add up: the fixes together are below", style="")
     hanging(console, "", head)
     for i, finding in enumerate(findings, 1):
         render_finding(console, finding, i, unit=unit)
@@ -41,9 +42,15 @@ def render_finding(console: Console, f: Finding, index: int, *, unit: str = "ste
     title.append(" ")
     title.append(f.title, style="bold")
     hanging(console, f"{index}. ", title)
-    saving = Text("saves up to ")
+    replayed = f.method == "replay" and f.predicted_step_us is not None
+    saving = Text("saves " if replayed else "saves up to ")
     saving.append(format_us(f.saving_us), style="bold")
-    saving.append(f" per {unit} ({f.saving_pct:.1f} % of the {unit}) · ")
+    saving.append(f" per {unit} ({f.saving_pct:.1f} % of the {unit}")
+    if replayed:
+        saving.append(f"; replayed step {format_us(f.predicted_step_us or 0.0)}")
+    else:
+        saving.append("; an upper bound: the replay cannot model this fix")
+    saving.append(") · ")
     saving.append(f.id, style="dim")
     hanging(console, "   ", saving)
     hanging(console, "   ", Text("estimate: " + f.estimate, style="dim"))

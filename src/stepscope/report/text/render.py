@@ -30,6 +30,7 @@ from stepscope.report.text.layout import (
 from stepscope.report.text.ncu import render_ncu
 from stepscope.report.text.nsys import render_nsys
 from stepscope.report.text.real_traces import render_real_traces
+from stepscope.report.text.whatif import render_critical, render_whatif
 from stepscope.report.text.views import VIEWS
 from stepscope.units import column_unit
 from stepscope.units import format_us as format_us
@@ -59,6 +60,8 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
         from stepscope.advice import skipped_rules
 
         render_findings(console, report.findings, skipped=len(skipped_rules(report.analyses)))
+        render_whatif(data.get("whatif"), console, title="All modelled fixes together")
+        render_critical(console, data.get("critical_path"))
         _breakdown(console, data)
         _gpu(console, data)
     if view in ("summary", "operators", "all"):
