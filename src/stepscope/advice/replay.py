@@ -42,6 +42,7 @@ def replay_findings(analyses: Analyses,
     if rp is None or rp.before.step_ns <= 0:
         return findings, None
     before_us = rp.before.step_ns / 1000.0
+    step_us = analyses.breakdown.avg_step_ns / 1000.0 or before_us  # pct_of_step's base
     out: list[Finding] = []
     for f in findings:
         spec = RULE_TRANSFORMS.get(f.id)
@@ -50,7 +51,7 @@ def replay_findings(analyses: Analyses,
             continue
         after_us = rp.run((parse(spec),)).after.step_ns / 1000.0
         saving = max(before_us - after_us, 0.0)
-        pct = 100.0 * saving / before_us
+        pct = min(100.0 * saving / step_us, 100.0)
         out.append(dataclasses.replace(
             f, saving_us=saving, saving_pct=pct, method="replay", predicted_step_us=after_us,
             estimate=(f"replayed: the steps' dependency graph re-timed with `{spec}` "

@@ -52,8 +52,8 @@ class Analyses:
     clock_skew: ClockSkew | None = None
     graphs: Graphs | None = None
     nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
-    # issue 22: the windows the critical path and the what-if replays use (the analysed
-    # steps, or --window), and the critical path of each
+    # issue 22: the analysed steps as windows (the findings' replays use them), and the
+    # critical path of each step, or of the one --window
     windows: tuple[Window, ...] = ()
     critical: CriticalPaths | None = None
 
@@ -70,7 +70,7 @@ def run_analyses(
         steps = select_step(steps, step)
     elif warm is not None:
         steps = exclude_warmup(steps, warm)
-    windows = [find(trace, window)] if window else step_windows(steps)
+    windows = step_windows(steps)
     return Analyses(
         trace=trace,
         links=links,
@@ -93,5 +93,5 @@ def run_analyses(
         graphs=graphs(trace, links),
         nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
         windows=tuple(windows),
-        critical=critical_paths(trace, links, windows),
+        critical=critical_paths(trace, links, [find(trace, window)] if window else windows),
     )

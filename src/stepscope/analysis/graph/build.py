@@ -55,6 +55,7 @@ class Graph:
     xkind: I8
     xowner: I64
     waited: I64  # per event: the device event a waiting runtime call waited for, else -1
+    launch_ns: int = 0  # replay: the median launch latency onto an idle stream
 
     @property
     def events(self) -> int:
@@ -256,10 +257,14 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta",
         link_prev = ~use_launch & ~new_lane & (wait_end < prev_end)
         launch_w = ev_ts[dev_ev] - launch_ts
         has_launch = use_launch
+        typical = 0
     else:
         link_prev = ~new_lane
         delay = ev_ts[dev_ev] - launch_ts
-        typical = int(np.median(delay[idle])) if idle.any() else 0
+        # the launch latency of the trace: ops launched onto an idle stream, collectives
+        # left out (they also wait for their peers)
+        plain = idle & (ev_cat[dev_ev] != K.COMMUNICATION)
+        typical = int(np.median(delay[plain])) if plain.any() else 0
         launch_w = np.where(idle, delay, np.minimum(delay, typical))
         has_launch = np.ones(len(d), dtype=bool)
     kk_w = np.where(link_prev & (hta | ~idle), np.maximum(gap, 0), 0)
@@ -319,7 +324,7 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta",
         owner=np.concatenate((hown, down)),
         xs=np.concatenate(xs).astype(np.int64), xd=np.concatenate(xd).astype(np.int64),
         xw=np.concatenate(xw).astype(np.int64), xkind=np.concatenate(xk).astype(np.int8),
-        xowner=np.concatenate(xo).astype(np.int64), waited=waited)
+        xowner=np.concatenate(xo).astype(np.int64), waited=waited, launch_ns=typical)
 
 
 _HTA_LAUNCH = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",

@@ -190,9 +190,15 @@ def _fuse_elementwise(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
 
 
 def _overlap_comm(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+    """Collectives stop holding up compute (no sync or wait edges out of them), start as
+    soon as they are launched (a launch delay longer than the trace's median launch latency
+    is a wait for the compute before them: dropped), and must still end within the step."""
     comm = g.ev_cat == K.COMMUNICATION
     src_comm = comm[g.xs // 2]
     e.xkeep &= ~(src_comm & ((g.xkind == K.SYNC) | (g.xkind == K.WAIT)))
+    into = (g.xkind == K.LAUNCH) & comm[g.xd // 2]
+    e.xw[into] = np.minimum(e.xw[into], g.launch_ns)
+    e.xkeep &= ~((g.xkind == K.WAIT) & comm[g.xd // 2])
     host = np.flatnonzero(comm & (g.fam != K.DEVICE))
     owned = (g.owner >= 0) & comm[np.maximum(g.owner, 0)] & (g.fam[np.maximum(g.owner, 0)]
                                                                != K.DEVICE)

@@ -66,6 +66,8 @@ class _Contains:
 
 
 def step_windows(steps: Steps) -> list[Window]:
-    """One window per step: its host range (ProfilerStep#N), or the whole trace."""
+    """One window per step: its host range (ProfilerStep#N), or the whole trace; a start
+    moved later (warm-up left out of a single step) moves the window's start too."""
     return [Window(f"ProfilerStep#{s.name}" if steps.profiler_steps else "trace",
-                   s.host_start, s.host_end) for s in steps.steps]
+                   max(s.host_start, min(s.start, s.host_end)), s.host_end)
+            for s in steps.steps]
