@@ -13,12 +13,12 @@ length (sum of path edge weights) 35834 us; cpu_bound 89.417871 %, gpu_compute_b
 from __future__ import annotations
 
 import pytest
+from tests.conftest import shared_trace
 
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph.critical import critical_path, shares
 from stepscope.analysis.graph.window import find
 from stepscope.formats.load import load_trace
-from tests.conftest import shared_trace
 
 TRACE = "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
 ANNOTATION = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"

@@ -372,7 +372,8 @@ def _launch_bound(tmp_path: Path, *, amd: bool = False, compiled: bool = False) 
             t = 5 + i * 10
             o = b.op("aten::add", t, 8)
             b.launch(o, api, t + 1, 6, kernel="void kernel_small", k_ts=t + 8, k_dur=2)
-    (f,) = [f for f in advise(run_analyses(b.load(tmp_path)), replay=False) if f.id == "launch-bound"]
+    fs = advise(run_analyses(b.load(tmp_path)), replay=False)
+    (f,) = [f for f in fs if f.id == "launch-bound"]
     return f
 
 
@@ -486,7 +487,8 @@ def _unfused(tmp_path: Path, cls: str, *, mtia: bool = False) -> Finding:
             o = b.op("aten::addcmul_", t, 20)
             rt = b.runtime(api, t + 1, 5, owner=o, cat=rt_cat)
             b.device_op(rt, "void at::native::addcmul_kernel", t + 8, 2)
-    (f,) = [f for f in advise(run_analyses(b.load(tmp_path)), replay=False) if f.id == "unfused-optimizer"]
+    fs = advise(run_analyses(b.load(tmp_path)), replay=False)
+    (f,) = [f for f in fs if f.id == "unfused-optimizer"]
     return f
 
 
@@ -521,7 +523,8 @@ def test_launch_bound_caps_by_launch_overhead_not_a_first_launch_stall(tmp_path:
         o = b.op("aten::add", 5100, 3010)
         b.launch(o, "cudaLaunchKernel", 5101, 3000, kernel="void kernel_small", k_ts=8102,
                  k_dur=2)
-    (f,) = [f for f in advise(run_analyses(b.load(tmp_path)), replay=False) if f.id == "launch-bound"]
+    fs = advise(run_analyses(b.load(tmp_path)), replay=False)
+    (f,) = [f for f in fs if f.id == "launch-bound"]
     assert f.saving_us == pytest.approx(600, abs=1)  # 100 calls × 6 µs, not 3.6 ms
     assert any("101 kernel launches per step, 600.0 µs of CPU time" in e
                and "not counting 3.00 ms" in e for e in f.evidence)

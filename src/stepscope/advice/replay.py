@@ -28,7 +28,7 @@ class Combined:
 
 
 def _replayer(analyses: Analyses) -> Replayer | None:
-    if not analyses.windows or not analyses.trace.has_gpu and not len(analyses.trace.host):
+    if not analyses.windows or (not analyses.trace.has_gpu and not len(analyses.trace.host)):
         return None
     return Replayer(analyses.trace, analyses.links, list(analyses.windows))
 

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.events.intervals import length, nest_sorted, union
-from stepscope.analysis.events.links import Links, gather
+from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
 from stepscope.classify import names
 from stepscope.model.trace import HOST_OP, Trace
@@ -64,7 +64,7 @@ class Graph:
     @property
     def cat(self) -> I8:
         """Category of the edge into each chain position (NO_CATEGORY: zero-weight link)."""
-        out = self.ev_cat[np.maximum(self.owner, 0)].copy()
+        out: I8 = self.ev_cat[np.maximum(self.owner, 0)].copy()
         out[self.owner < 0] = K.NO_CATEGORY
         # a timed gap between top-level ranges is host time outside operators (Python)
         out[(self.kind == K.DEPENDENCY) & (self.owner < 0) & (self.w > 0)] = K.CPU
@@ -345,7 +345,8 @@ def _in_dataloader(trace: Trace, dl: I64, ts: I64, end: I64, tid: npt.NDArray[np
         return np.zeros(len(ts), dtype=bool)
     k = np.searchsorted(host.ts[dl], ts, side="right") - 1
     kc = dl[np.maximum(k, 0)]
-    return (k >= 0) & (host.end[kc] >= end) & (host.tid[kc] == tid)
+    inside: B = (k >= 0) & (host.end[kc] >= end) & (host.tid[kc] == tid)
+    return inside
 
 
 def _hta_syncs(trace: Trace, r: I64, base: int, dev_ev: I64, lane_d: I64, ev_ts: I64,
@@ -505,6 +506,6 @@ def _merge_threads(lane: I64, ts: I64, end: I64, n_host: int, r: I64, links: Lin
     together = length(union(np.concatenate(starts), np.concatenate(ends)))
     if busy > (1 + OVERLAP_TOLERANCE) * together:
         return lane
-    out = lane.copy()
+    out: I64 = lane.copy()
     out[sel] = launching[0]
     return out

@@ -45,8 +45,8 @@ class PathResult:
     rounds: int
 
 
-def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int,
-                   w: I64, xw: I64, lead_ns: int = 0) -> tuple[dict[str, int], list[PathEvent], int]:
+def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
+                   lead_ns: int = 0) -> tuple[dict[str, int], list[PathEvent], int]:
     """Categories and events of the path ending at ``end_node`` (``lead_ns``: time before
     the path's first node, counted as ``other``)."""
     pos, cross = backtrack(sol, g.order, g.xs, end_node)

@@ -35,7 +35,7 @@ class CriticalPaths:
 
     @property
     def bound_by_pct(self) -> dict[str, float]:
-        return shares({k: int(round(v)) for k, v in self.by_category_ns.items()})
+        return shares({k: round(v) for k, v in self.by_category_ns.items()})
 
 
 def critical_paths(trace: Trace, links: Links, windows: list[Window]) -> CriticalPaths | None:

@@ -37,25 +37,6 @@ class WindowReplay:
     touched: tuple[int, ...]  # per transform
 
 
-@dataclass(frozen=True)
-class WhatIf:
-    transforms: tuple[str, ...]
-    windows: tuple[WindowReplay, ...]
-
-    def mean(self, which: str) -> Timing:
-        rows = [getattr(w, which) for w in self.windows]
-        if not rows:
-            return Timing(0, {k: 0 for k in CATEGORY_KEYS})
-        by = {k: int(round(sum(r.by_category_ns.get(k, 0) for r in rows) / len(rows)))
-              for k in CATEGORY_KEYS}
-        return Timing(int(round(sum(r.step_ns for r in rows) / len(rows))), by)
-
-    @property
-    def touched(self) -> tuple[int, ...]:
-        return tuple(sum(w.touched[i] for w in self.windows)
-                     for i in range(len(self.transforms)))
-
-
 def _anchor(g: Graph, xkeep: npt.NDArray[np.bool_]) -> I64:
     """Nodes with no incoming edge keep their recorded time; the others are placed by
     their dependencies."""
@@ -91,8 +72,8 @@ def _timing(trace: Trace, g: Graph, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_
         excess = sum(by.values()) - span
         if excess > 0:  # leading time of the path before the first step: take it off cpu
             by["cpu"] = max(by["cpu"] - excess, 0)
-    return Timing(int(round(span / periods)),
-                  {k: int(round(v / periods)) for k, v in by.items()})
+    return Timing(round(span / periods),
+                  {k: round(v / periods) for k, v in by.items()})
 
 
 def _first_node(g: Graph, start: int) -> int:
@@ -141,9 +122,6 @@ class Replayer:
 
 
 def what_if(trace: Trace, links: Links, windows: list[Window],
-            transforms: tuple[Transform, ...]) -> WhatIf:
-    """The steps replayed together (one graph, vectorised over its events)."""
-    if not windows:
-        return WhatIf(tuple(t.spec for t in transforms), ())
-    return WhatIf(tuple(t.spec for t in transforms),
-                  (Replayer(trace, links, windows).run(transforms),))
+            transforms: tuple[Transform, ...]) -> WindowReplay:
+    """The windows (steps) replayed together, before and after ``transforms``."""
+    return Replayer(trace, links, windows).run(transforms)

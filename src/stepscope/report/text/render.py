@@ -30,8 +30,8 @@ from stepscope.report.text.layout import (
 from stepscope.report.text.ncu import render_ncu
 from stepscope.report.text.nsys import render_nsys
 from stepscope.report.text.real_traces import render_real_traces
-from stepscope.report.text.whatif import render_critical, render_whatif
 from stepscope.report.text.views import VIEWS
+from stepscope.report.text.whatif import render_critical, render_whatif
 from stepscope.units import column_unit
 from stepscope.units import format_us as format_us
 
