@@ -114,15 +114,48 @@ def _is_htod(name: str) -> bool:
 
 
 def _async_h2d(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
-    waiting = np.flatnonzero(g.waited >= 0)
-    rt_rows = g.row[waiting]
-    own = _name_mask(trace, g, K.DEVICE, _is_htod)[g.waited[waiting]]
-    # only copies the call launched itself (a copy launched earlier is another call's)
-    dev_rows = g.row[g.waited[waiting]]
-    mine = links.device_runtime[dev_rows] == rt_rows
-    calls = waiting[own & mine]
-    _free_calls(g, e, calls)
+    """Host->device copies made asynchronous from pinned memory: the calls that launched a
+    pageable host->device copy, or waited for their own host->device copy, stop waiting and
+    cost the host what a launch costs in this window (the median launching call); the copy
+    keeps its duration."""
+    rt = np.flatnonzero(g.fam == K.RUNTIME)
+    dev = np.flatnonzero(g.fam == K.DEVICE)
+    htod = _name_mask(trace, g, K.DEVICE, _is_htod)
+    pageable = _name_mask(trace, g, K.DEVICE, names.is_pageable_copy)
+    # the runtime event of each device op (rows -> events)
+    rt_event = np.full(len(trace.runtime), -1, dtype=np.int64)
+    rt_event[g.row[rt]] = rt
+    launcher = rt_event[np.maximum(links.device_runtime[g.row[dev]], 0)]
+    waited_own = np.zeros(g.events, dtype=bool)
+    w = np.flatnonzero(g.waited >= 0)
+    waited_own[w[g.waited[w] >= 0]] = True
+    target = htod[dev] & (launcher >= 0)
+    target &= pageable[dev] | (waited_own[np.maximum(launcher, 0)]
+                               & (g.waited[np.maximum(launcher, 0)] == dev))
+    calls = np.unique(launcher[target])
+    if len(calls) == 0:
+        return 0
+    cost = _launch_cost(trace, links, g)
+    hit = np.zeros(g.events, dtype=bool)
+    hit[calls] = True
+    e.xkeep &= ~((g.xkind == K.SYNC) & hit[g.xd // 2])
+    p = _positions_into_end(g, calls)
+    e.w[p] = np.minimum(e.w[p], cost)
     return len(calls)
+
+
+def _launch_cost(trace: Trace, links: Links, g: Graph) -> int:
+    """Median host time of the window's kernel launches (cudaLaunchKernel and the like)."""
+    calls = _launch_calls(trace, links, g)
+    kernel_calls = calls[_name_mask(trace, g, K.RUNTIME, names.is_launch_call)[calls]
+                         & ~_name_mask(trace, g, K.RUNTIME, _is_copy_call)[calls]]
+    if len(kernel_calls) == 0:
+        return 0
+    return int(np.median(g.ts[2 * kernel_calls + 1] - g.ts[2 * kernel_calls]))
+
+
+def _is_copy_call(name: str) -> bool:
+    return name in names.COPY_CALLS
 
 
 def _regex(pattern: str) -> re.Pattern[str]:

@@ -66,8 +66,9 @@ class _Contains:
 
 
 def step_windows(steps: Steps) -> list[Window]:
-    """One window per step: its host range (ProfilerStep#N), or the whole trace; a start
-    moved later (warm-up left out of a single step) moves the window's start too."""
+    """One window per step (docs/metrics.md, Steps): host events from its host start (or
+    the later start warm-up exclusion gives it) to its end, which covers the device work
+    it launched, so host calls made while that work finishes (a final synchronize) count."""
     return [Window(f"ProfilerStep#{s.name}" if steps.profiler_steps else "trace",
-                   max(s.host_start, min(s.start, s.host_end)), s.host_end)
+                   max(s.host_start, min(s.start, s.host_end)), max(s.end, s.host_end))
             for s in steps.steps]
