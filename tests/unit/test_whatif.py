@@ -208,3 +208,32 @@ def test_cli_refuses_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert err.count("\n") == 1 and "unknown transform 'nope'" in err
     assert main(["whatif", str(path), "--apply", "drop_sync", "--window", "missing#0"]) == 2
     assert "--window 'missing#0'" in capsys.readouterr().err
+
+
+def test_fuse_optimizer_only_fuses_kernels_of_the_optimizer_step(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    o = b.op("aten::mul", 0, 10)
+    b.launch(o, "cudaLaunchKernel", 2, 5, kernel="mul_kernel", k_ts=10, k_dur=10)
+    b.launch(o, "cudaLaunchKernel", 8, 1, kernel="mul_kernel", k_ts=25, k_dur=10)
+    step = b.annotation("Optimizer.step#SGD.step", 40, 40)
+    del step
+    for i in range(3):
+        o = b.op("aten::add_", 42 + 10 * i, 8)
+        b.launch(o, "cudaLaunchKernel", 43 + 10 * i, 5, kernel="add_kernel",
+                 k_ts=50 + 12 * i, k_dur=10)
+    r = _replay(b, tmp_path, "fuse_optimizer")
+    # the two optimizer kernels after the first join it (gaps of 2 µs go); the host's
+    # launch calls inside the step cost nothing: the GPU ends at 50 + 30 = 80
+    assert r.touched == (2,)
+    assert _steps(r) == (84.0, 80.0)
+
+
+def test_remove_launch_overhead_keeps_a_first_launch(tmp_path: Path) -> None:
+    """A 3 ms launch is module loading, not overhead: it stays."""
+    b = TraceBuilder()
+    o = b.op("aten::first", 0, 3100)
+    b.launch(o, "cudaLaunchKernel", 10, 3000, kernel="k", k_ts=3015, k_dur=2)
+    b.launch(o, "cudaLaunchKernel", 3020, 15, kernel="k", k_ts=3040, k_dur=2)
+    r = _replay(b, tmp_path, "remove_launch_overhead")
+    assert r.touched == (1,)
+    assert _steps(r) == (3100.0, 3085.0)

@@ -70,7 +70,7 @@ def run_analyses(
         steps = select_step(steps, step)
     elif warm is not None:
         steps = exclude_warmup(steps, warm)
-    windows = step_windows(steps)
+    windows = step_windows(steps, device_end=True)
     return Analyses(
         trace=trace,
         links=links,
@@ -93,5 +93,6 @@ def run_analyses(
         graphs=graphs(trace, links),
         nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
         windows=tuple(windows),
-        critical=critical_paths(trace, links, [find(trace, window)] if window else windows),
+        critical=critical_paths(trace, links,
+                                [find(trace, window)] if window else step_windows(steps)),
     )

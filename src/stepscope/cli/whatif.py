@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         steps = find_steps(trace, links)
         warm = find_warmup(trace, steps, links)
-        windows = step_windows(exclude_warmup(steps, warm) if warm is not None else steps)
+        windows = step_windows(exclude_warmup(steps, warm) if warm is not None else steps,
+                               device_end=True)
     result = Replayer(trace, links, windows).run(transforms)
     applied = [{"apply": given, "transform": t.spec, "events": n}
                for given, t, n in zip(args.apply, transforms, result.touched, strict=True)]

@@ -28,6 +28,7 @@ GRAPH_GAP_NS = 1_000
 # ratio is 8x or more (A100: 19.5 FP32 vs 156 TF32 TFLOP/s); achieved GEMM speed-ups are
 # lower, so the preset halves their time (override with scale_kernels:PATTERN=K).
 TENSOR_CORE_FACTOR = 0.5
+FIRST_LAUNCH_NS = 1_000_000
 POINTWISE_TOKENS = ("elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise",
                     "triton_poi")
 
@@ -189,6 +190,9 @@ def _launch_calls(trace: Trace, links: Links, g: Graph) -> I64:
 
 def _remove_launch_overhead(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
     calls = _launch_calls(trace, links, g)
+    # a launch call of a millisecond or more is a first launch (module loading, JIT), not
+    # launch overhead (the launch-bound rule's cut, docs/advice.md rule 6): it stays
+    calls = calls[g.ts[2 * calls + 1] - g.ts[2 * calls] < FIRST_LAUNCH_NS]
     e.w[_positions_into_end(g, calls)] = 0
     e.xw[g.xkind == K.LAUNCH] = 0
     kk = g.kind == K.KERNEL_KERNEL
@@ -200,26 +204,54 @@ def _is_pointwise(name: str) -> bool:
     return any(t in name for t in POINTWISE_TOKENS)
 
 
-def _fuse_elementwise(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
-    pw = _name_mask(trace, g, K.DEVICE, _is_pointwise)
-    pos = np.empty(2 * g.events, dtype=np.int64)
-    pos[g.order] = np.arange(len(g.order))
-    dev = np.flatnonzero(pw)
-    p_start = pos[2 * dev]
-    has_prev = ~g.first[p_start]
-    prev_ev = g.order[np.maximum(p_start - 1, 0)] // 2
-    fused = dev[has_prev & pw[prev_ev]]  # a pointwise op right after another on its stream
-    if len(fused) == 0:
-        return 0
-    e.w[pos[2 * fused]] = 0  # no gap: one kernel
-    f = np.zeros(g.events, dtype=bool)
-    f[fused] = True
-    e.xkeep &= ~((g.xkind == K.LAUNCH) & f[g.xd // 2])  # launched with the first
-    rt_rows = links.device_runtime[g.row[fused]]
-    rt_ev = np.flatnonzero(g.fam == K.RUNTIME)
-    calls = rt_ev[np.isin(g.row[rt_ev], rt_rows)]
-    e.w[_positions_into_end(g, calls)] = 0
-    return len(fused)
+def _fuse(select: Callable[[Trace, Links, Graph], B]) -> Callable[[Trace, Links, Graph, Edit],
+                                                                 int]:
+    """Ops ``select`` picks that follow another picked op on their stream join it: no gap,
+    no launch of their own (the call takes no host time, the launch edge goes), the same
+    duration (the same bytes)."""
+    def apply(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
+        pick = select(trace, links, g)
+        pos = np.empty(2 * g.events, dtype=np.int64)
+        pos[g.order] = np.arange(len(g.order))
+        dev = np.flatnonzero(pick)
+        p_start = pos[2 * dev]
+        has_prev = ~g.first[p_start]
+        prev_ev = g.order[np.maximum(p_start - 1, 0)] // 2
+        fused = dev[has_prev & pick[prev_ev]]
+        if len(fused) == 0:
+            return 0
+        e.w[pos[2 * fused]] = 0  # no gap: one kernel
+        f = np.zeros(g.events, dtype=bool)
+        f[fused] = True
+        e.xkeep &= ~((g.xkind == K.LAUNCH) & f[g.xd // 2])  # launched with the first
+        rt_rows = links.device_runtime[g.row[fused]]
+        rt_ev = np.flatnonzero(g.fam == K.RUNTIME)
+        calls = rt_ev[np.isin(g.row[rt_ev], rt_rows)]
+        e.w[_positions_into_end(g, calls)] = 0
+        return len(fused)
+    return apply
+
+
+def _pointwise_ops(trace: Trace, links: Links, g: Graph) -> B:
+    return _name_mask(trace, g, K.DEVICE, _is_pointwise)
+
+
+def _optimizer_ops(trace: Trace, links: Links, g: Graph) -> B:
+    """Device ops launched inside an ``Optimizer.step#`` range on the launching thread: a
+    foreach or fused optimizer runs them as a few multi-tensor kernels."""
+    host, rt = trace.host, trace.runtime
+    out = np.zeros(g.events, dtype=bool)
+    opt = np.flatnonzero(names.mask(trace, names.is_optimizer_step)[host.name])
+    dev = np.flatnonzero(g.fam == K.DEVICE)
+    if len(opt) == 0 or len(dev) == 0:
+        return out
+    call = links.device_runtime[g.row[dev]]
+    ok = call >= 0
+    c = np.maximum(call, 0)
+    k = np.searchsorted(host.ts[opt], rt.ts[c], side="right") - 1
+    kc = opt[np.maximum(k, 0)]
+    out[dev] = ok & (k >= 0) & (host.end[kc] >= rt.end[c]) & (host.tid[kc] == rt.tid[c])
+    return out
 
 
 def _overlap_comm(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
@@ -246,11 +278,12 @@ SIMPLE: dict[str, Callable[[Trace, Links, Graph, Edit], int]] = {
     "drop_dataloader_wait": _drop_dataloader,
     "async_h2d": _async_h2d,
     "remove_launch_overhead": _remove_launch_overhead,
-    "fuse_elementwise": _fuse_elementwise,
+    "fuse_elementwise": _fuse(_pointwise_ops),
+    "fuse_optimizer": _fuse(_optimizer_ops),
     "overlap_comm": _overlap_comm,
 }
 NAMES = ("drop_dataloader_wait", "drop_sync", "async_h2d", "scale_kernels",
-         "remove_launch_overhead", "fuse_elementwise", "overlap_comm")
+         "remove_launch_overhead", "fuse_elementwise", "fuse_optimizer", "overlap_comm")
 
 
 def parse(spec: str) -> Transform:

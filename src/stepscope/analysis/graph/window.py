@@ -65,10 +65,12 @@ class _Contains:
         return isinstance(other, _Contains) and other.text == self.text
 
 
-def step_windows(steps: Steps) -> list[Window]:
-    """One window per step (docs/metrics.md, Steps): host events from its host start (or
-    the later start warm-up exclusion gives it) to its end, which covers the device work
-    it launched, so host calls made while that work finishes (a final synchronize) count."""
+def step_windows(steps: Steps, *, device_end: bool = False) -> list[Window]:
+    """One window per step: its host range (ProfilerStep#N, HTA's window), from the later
+    start warm-up exclusion may give it. ``device_end``: to the step's end instead, which
+    covers the device work it launched and the host calls made meanwhile (a final
+    synchronize): the replay's windows (docs/metrics.md, Steps)."""
     return [Window(f"ProfilerStep#{s.name}" if steps.profiler_steps else "trace",
-                   max(s.host_start, min(s.start, s.host_end)), max(s.end, s.host_end))
+                   max(s.host_start, min(s.start, s.host_end)),
+                   max(s.end, s.host_end) if device_end else s.host_end)
             for s in steps.steps]
