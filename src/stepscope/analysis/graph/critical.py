@@ -11,7 +11,7 @@ import numpy.typing as npt
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.build import Graph, Index, build
-from stepscope.analysis.graph.solve import NEG, Solution, backtrack, longest
+from stepscope.analysis.graph.solve import NEG, Solution, backtrack, longest_sliced
 from stepscope.analysis.graph.window import Window
 from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, Trace
 
@@ -96,7 +96,9 @@ def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",
     n = 2 * g.events
     if g.events == 0:
         return PathResult(window, 0, 0, {k: 0 for k in K.CATEGORIES}, (), 0, 0)
-    sol = longest(g.order, g.first, g.w, g.xs, g.xd, g.xw, np.zeros(n, dtype=np.int64))
+    cuts = g.ts[g.xd[g.xkind == K.SYNC]] + 1  # after each waiting call's end
+    sol = longest_sliced(g.order, g.first, g.w, g.xs, g.xd, g.xw, np.zeros(n, dtype=np.int64),
+                         g.ts, cuts)
     t = np.where(sol.t > NEG, sol.t, -1)
     end = int(np.argmax(t))
     by, events, edges = path_breakdown(trace, g, sol, end, g.w, g.xw)

@@ -13,7 +13,7 @@ from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.build import Graph, Index, build
 from stepscope.analysis.graph.critical import path_breakdown
-from stepscope.analysis.graph.solve import NEG, longest
+from stepscope.analysis.graph.solve import NEG, longest_sliced
 from stepscope.analysis.graph.transforms import Edit, Transform
 from stepscope.analysis.graph.window import Window
 from stepscope.model.trace import Trace
@@ -52,7 +52,8 @@ def _timing(trace: Trace, g: Graph, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_
     """Mean time per period from ``first_node``'s replayed time to the end of the last
     event, and its breakdown along the longest path (divided by ``periods``)."""
     xs, xd, xwk = g.xs[xkeep], g.xd[xkeep], xw[xkeep]
-    sol = longest(g.order, g.first, w, xs, xd, xwk, _anchor(g, xkeep))
+    cuts = g.ts[xd[g.xkind[xkeep] == K.SYNC]]  # after each waiting call's end
+    sol = longest_sliced(g.order, g.first, w, xs, xd, xwk, _anchor(g, xkeep), g.ts, cuts + 1)
     end = int(np.argmax(sol.t))
     last = int(sol.t[end])
     # the breakdown reads the kept cross edges by their index in the full arrays
