@@ -166,19 +166,20 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
         xe = x_sort[x_bounds[k]:x_bounds[k + 1]]
         inner = xe[sl[xs[xe]] == k]
         outer = xe[sl[xs[xe]] < k]
-        local = np.full(n, -1, dtype=np.int64)
-        local[nodes] = np.arange(len(p))
+        def local(v: I64, p: I64 = p) -> I64:  # nodes of this slice -> their sub index
+            out: I64 = np.searchsorted(p, pos[v])
+            return out
         if len(outer):
             arr = t[xs[outer]] + xw[outer]
             ok = t[xs[outer]] > NEG
-            d = local[xd[outer]]
+            d = local(xd[outer])
             best = np.full(len(p), NEG, dtype=np.int64)
             np.maximum.at(best, d[ok], arr[ok])
             win = ok & (arr == best[d]) & (arr > a[d])
             a[d[win]] = arr[win]
             kind[d[win]] = 2
             ext_edge[d[win]] = outer[win]
-        sub = longest(np.arange(len(p)), sub_first, w[p], local[xs[inner]], local[xd[inner]],
+        sub = longest(np.arange(len(p)), sub_first, w[p], local(xs[inner]), local(xd[inner]),
                       xw[inner], a)
         rounds = max(rounds, sub.rounds)
         t[nodes] = sub.t

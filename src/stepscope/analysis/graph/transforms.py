@@ -96,14 +96,24 @@ def _sync_filter(trace: Trace, links: Links, g: Graph, pattern: str | None) -> B
 def _drop_sync(pattern: str | None) -> Callable[[Trace, Links, Graph, Edit], int]:
     def apply(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
         pure = (g.fam == K.RUNTIME) & (g.ev_cat == K.SYNC_CAT)
-        dtoh = np.zeros(g.events, dtype=bool)  # blocking device->host copies (.item())
-        waiting = np.flatnonzero(g.waited >= 0)
-        own_copy = _name_mask(trace, g, K.DEVICE, _is_dtoh)[g.waited[waiting]]
-        dtoh[waiting[own_copy]] = True
+        # calls that copy device -> host (.item(), .cpu()): they wait for the stream
+        dtoh = np.zeros(g.events, dtype=bool)
+        dtoh[_launchers(trace, links, g, _name_mask(trace, g, K.DEVICE, _is_dtoh))] = True
         calls = np.flatnonzero((pure | dtoh) & _sync_filter(trace, links, g, pattern))
         _free_calls(g, e, calls)
         return len(calls)
     return apply
+
+
+def _launchers(trace: Trace, links: Links, g: Graph, ops: B) -> I64:
+    """Runtime events (of the graph) that launched the device events ``ops``."""
+    rt = np.flatnonzero(g.fam == K.RUNTIME)
+    rt_event = np.full(len(trace.runtime) + 1, -1, dtype=np.int64)
+    rt_event[g.row[rt]] = rt
+    dev = np.flatnonzero(ops & (g.fam == K.DEVICE))
+    call = links.device_runtime[g.row[dev]]
+    ev = rt_event[np.where(call >= 0, call, len(trace.runtime))]
+    return np.unique(ev[ev >= 0])
 
 
 def _is_dtoh(name: str) -> bool:
