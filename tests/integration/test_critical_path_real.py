@@ -5,12 +5,12 @@ report's step (docs/metrics.md "Critical path", docs/whatif.md)."""
 from __future__ import annotations
 
 import pytest
+from tests.conftest import shared_trace
 
 from stepscope.analysis.graph.critical import shares
 from stepscope.analysis.graph.whatif import Replayer
 from stepscope.analysis.suite import run_analyses
 from stepscope.formats.load import load_trace
-from tests.conftest import shared_trace
 
 TRACES = [
     "kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz",
