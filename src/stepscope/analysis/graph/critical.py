@@ -102,7 +102,7 @@ def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",
     t = np.where(sol.t > NEG, sol.t, -1)
     end = int(np.argmax(t))
     by, events, edges = path_breakdown(trace, g, sol, end, g.w, g.xw)
-    span = int(g.ts.max() - g.ts.min())
+    span = int(g.ts.max()) - int(g.ts.min())  # Python ints: no wrap on odd timestamps
     return PathResult(window, int(t[end]), span, by, tuple(events), edges, sol.rounds)
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 from stepscope.report.text.layout import hanging
 from stepscope.units import format_us
 
+NAME_CHARS = 90  # kernel names run to hundreds of characters: the JSON has them whole
 LABELS = {"cpu": "CPU", "gpu_compute": "GPU compute", "launch_overhead": "launch overhead",
           "kernel_to_kernel": "kernel-to-kernel", "sync": "synchronisation",
           "communication": "communication", "data_loading": "data loading",
@@ -31,7 +32,8 @@ def render_critical(console: Console, cp: dict[str, Any] | None) -> None:
     hanging(console, "  ", Text("bound by: " + ", ".join(f"{LABELS[k]} {v:.1f} %"
                                                          for v, k in shares)))
     for e in cp["top_events"][:5]:
-        hanging(console, "  • ", Text(f"{format_us(e['on_path_us'])} {e['name']} "
+        name = e["name"] if len(e["name"]) <= NAME_CHARS else e["name"][:NAME_CHARS - 1] + "…"
+        hanging(console, "  • ", Text(f"{format_us(e['on_path_us'])} {name} "
                                       f"({LABELS.get(e['category'], e['category'])})"))
 
 
