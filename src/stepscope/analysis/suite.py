@@ -16,6 +16,7 @@ from stepscope.analysis.graph.summary import CriticalPaths, critical_paths
 from stepscope.analysis.graph.window import Window, find, step_windows
 from stepscope.analysis.memory.records import MemoryResult, memory_analysis
 from stepscope.analysis.nsight.stats import NsysStats, nsys_stats
+from stepscope.analysis.system.series import SystemRun
 from stepscope.analysis.trace.breakdown import Breakdown, step_breakdown
 from stepscope.analysis.trace.gpu import GpuMetrics, gpu_metrics
 from stepscope.analysis.trace.idle import StreamIdle, idle_breakdown
@@ -52,6 +53,7 @@ class Analyses:
     clock_skew: ClockSkew | None = None
     graphs: Graphs | None = None
     nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
+    system: SystemRun | None = None  # a monitor output beside the trace (report.build)
     # issue 22: the analysed steps as windows (the findings' replays use them), and the
     # critical path of each step, or of the one --window
     windows: tuple[Window, ...] = ()
