@@ -19,7 +19,7 @@ from stepscope.errors import TraceFormatError
 from stepscope.formats import load_trace
 from stepscope.report.json.critical import whatif_json
 from stepscope.report.json.render import strict_json
-from stepscope.report.text.whatif import render_whatif
+from stepscope.report.text.findings import render_whatif
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

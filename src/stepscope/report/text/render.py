@@ -16,7 +16,7 @@ from stepscope.analysis.trace.launches import LAUNCH_DELAY_CUTOFF_NS, RUNTIME_CU
 from stepscope.report.build import Report
 from stepscope.report.text.distributed import render_rank_part
 from stepscope.report.text.efficiency import render_efficiency
-from stepscope.report.text.findings import render_findings
+from stepscope.report.text.findings import render_critical, render_findings, render_whatif
 from stepscope.report.text.layout import (
     MISSING,
     Column,
@@ -31,7 +31,6 @@ from stepscope.report.text.ncu import render_ncu
 from stepscope.report.text.nsys import render_nsys
 from stepscope.report.text.real_traces import render_real_traces
 from stepscope.report.text.views import VIEWS
-from stepscope.report.text.whatif import render_critical, render_whatif
 from stepscope.units import column_unit
 from stepscope.units import format_us as format_us
 
