@@ -52,8 +52,9 @@ def test_num_workers_0_keeps_its_dataloader_finding() -> None:
     assert isinstance(report, SpansReport)
     top = report.findings[0]
     assert (top.id, top.severity) == ("input-pipeline", "high")
-    assert top.saving_us == pytest.approx(59261.833, abs=0.01)  # capture 1's, the larger
-    assert top.evidence[0] == ("found in 2 of 2 captures (saving 59.26 ms, 35.50 ms per step); "
+    # replayed (docs/whatif.md): batches ready, capture 1's step 177.59 -> 118.61 ms
+    assert top.saving_us == pytest.approx(58984.667, abs=0.01)  # capture 1's, the larger
+    assert top.evidence[0] == ("found in 2 of 2 captures (saving 58.98 ms, 35.19 ms per step); "
                                "evidence below from capture 1 "
                                "(worker0.1623143089861.pt.trace.json.gz), where it saves most")
     doc = report.to_json()

@@ -73,7 +73,7 @@ def _trace(tmp_path: Path, kernel: str, *, dtype: str = BF16, amd: bool = False,
 
 
 def _get(a: Analyses, rule: str) -> Finding | None:
-    return next((f for f in advise(a) if f.id == rule), None)
+    return next((f for f in advise(a, replay=False) if f.id == rule), None)
 
 
 # ---- matrix-core share and the MFU dtype ------------------------------------------------
@@ -270,7 +270,7 @@ def _busy(tmp_path: Path, op: str, kernel: str, *, compiled: bool = False) -> li
             o = b.op(op, 10 + i * 50, 40)
             b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=kernel, k_ts=100 + i * 99,
                      k_dur=99)
-    return advise(run_analyses(b.load(tmp_path)))
+    return advise(run_analyses(b.load(tmp_path)), replay=False)
 
 
 EAGER_MUL = "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>"
@@ -341,7 +341,7 @@ def test_dtoh_pageable_copy_waiting_for_queued_work_is_a_sync(tmp_path: Path) ->
     # so its 4 ms are a wait for the GEMM queued before it, which pinning would not remove
     b = TraceBuilder()
     _copy_after_gemm(b, "Memcpy DtoH (Device -> Pageable)", call_end=4150, copy_ts=4110)
-    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)))}
+    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)), replay=False)}
     assert "async-memcpy-pageable" not in fs
     sync = fs["host-sync"]
     assert sync.saving_us == pytest.approx(4100, abs=5)
@@ -353,7 +353,7 @@ def test_htod_pageable_copy_staging_is_not_a_sync(tmp_path: Path) -> None:
     # its blocked time is the pageable cost, not a wait for the GPU
     b = TraceBuilder()
     _copy_after_gemm(b, "Memcpy HtoD (Pageable -> Device)", call_end=3050, copy_ts=4110)
-    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)))}
+    fs = {f.id: f for f in advise(run_analyses(b.load(tmp_path)), replay=False)}
     assert "host-sync" not in fs
     assert fs["async-memcpy-pageable"].saving_us == pytest.approx(3000, abs=5)
 
@@ -372,7 +372,8 @@ def _launch_bound(tmp_path: Path, *, amd: bool = False, compiled: bool = False) 
             t = 5 + i * 10
             o = b.op("aten::add", t, 8)
             b.launch(o, api, t + 1, 6, kernel="void kernel_small", k_ts=t + 8, k_dur=2)
-    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "launch-bound"]
+    fs = advise(run_analyses(b.load(tmp_path)), replay=False)
+    (f,) = [f for f in fs if f.id == "launch-bound"]
     return f
 
 
@@ -405,7 +406,7 @@ def _low_occupancy_gemm(tmp_path: Path, blocks_per_sm: float) -> list[str]:
             b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=FFMA, k_ts=100 + i * 99,
                      k_dur=99, **{"est. achieved occupancy %": 6.0,
                                   "blocks per SM": blocks_per_sm, "registers per thread": 244})
-    return [f.id for f in advise(run_analyses(b.load(tmp_path)))]
+    return [f.id for f in advise(run_analyses(b.load(tmp_path)), replay=False)]
 
 
 def test_low_occupancy_ignores_a_gemm_whose_grid_fills_the_gpu(tmp_path: Path) -> None:
@@ -440,7 +441,7 @@ def _gap_in_conv(tmp_path: Path, first_ms: float, *, dims: list[list[int]] | Non
             b.launch(conv, "cudaLaunchKernel", t0 + 10 + dur - 10, 5,
                      kernel="void implicit_convolve_sgemm<float, float, 1024>",
                      k_ts=t0 + 10 + dur, k_dur=60_000 - dur - 20)
-    return [f.id for f in advise(run_analyses(b.load(tmp_path)))]
+    return [f.id for f in advise(run_analyses(b.load(tmp_path)), replay=False)]
 
 
 def test_gpu_gaps_leaves_a_slow_first_call_to_warm_up(tmp_path: Path) -> None:
@@ -486,7 +487,8 @@ def _unfused(tmp_path: Path, cls: str, *, mtia: bool = False) -> Finding:
             o = b.op("aten::addcmul_", t, 20)
             rt = b.runtime(api, t + 1, 5, owner=o, cat=rt_cat)
             b.device_op(rt, "void at::native::addcmul_kernel", t + 8, 2)
-    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "unfused-optimizer"]
+    fs = advise(run_analyses(b.load(tmp_path)), replay=False)
+    (f,) = [f for f in fs if f.id == "unfused-optimizer"]
     return f
 
 
@@ -521,7 +523,8 @@ def test_launch_bound_caps_by_launch_overhead_not_a_first_launch_stall(tmp_path:
         o = b.op("aten::add", 5100, 3010)
         b.launch(o, "cudaLaunchKernel", 5101, 3000, kernel="void kernel_small", k_ts=8102,
                  k_dur=2)
-    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "launch-bound"]
+    fs = advise(run_analyses(b.load(tmp_path)), replay=False)
+    (f,) = [f for f in fs if f.id == "launch-bound"]
     assert f.saving_us == pytest.approx(600, abs=1)  # 100 calls × 6 µs, not 3.6 ms
     assert any("101 kernel launches per step, 600.0 µs of CPU time" in e
                and "not counting 3.00 ms" in e for e in f.evidence)

@@ -16,7 +16,7 @@ GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsiz
 
 
 def _findings(b: TraceBuilder, tmp_path: Path) -> list[Finding]:
-    return advise(run_analyses(b.load(tmp_path)))
+    return advise(run_analyses(b.load(tmp_path)), replay=False)
 
 
 def _cpu_between_kernels(b: TraceBuilder, *, capture: bool) -> None:

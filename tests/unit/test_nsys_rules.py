@@ -35,7 +35,7 @@ def _steps(extra: Callable[[NsysBuilder, int], None], n: int = 4,
 
 def _findings(b: NsysBuilder, tmp_path: Path) -> list[Finding]:
     t = load_trace(str(b.write(tmp_path / "r.sqlite")), use_cache=False)
-    return advise(run_analyses(t))
+    return advise(run_analyses(t), replay=False)
 
 
 def _get(fs: list[Finding], rule: str) -> Finding | None:

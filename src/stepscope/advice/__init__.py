@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
+from stepscope.advice.replay import Combined, replay_findings
 from stepscope.advice.rules import RULES
 from stepscope.advice.rules import RuleFn as Rule
 from stepscope.analysis.suite import Analyses
 
-__all__ = ["CAPTURE_ONLY_REASON", "NEEDS_EXECUTED_WORK", "RULES", "Finding", "Rule", "advise",
-           "skipped_rules"]
+__all__ = ["CAPTURE_ONLY_REASON", "NEEDS_EXECUTED_WORK", "RULES", "Combined", "Finding", "Rule",
+           "advise", "advise_replayed", "skipped_rules"]
 
 MIN_SAVING_PCT = 0.5  # findings saving less than this share of the step are dropped
 
@@ -41,7 +42,16 @@ def skipped_rules(analyses: Analyses) -> frozenset[str]:
     return NEEDS_EXECUTED_WORK if g is not None and g.capture_only else frozenset()
 
 
-def advise(analyses: Analyses, rules: dict[str, Rule] | None = None) -> list[Finding]:
+def advise(analyses: Analyses, rules: dict[str, Rule] | None = None, *,
+           replay: bool = True) -> list[Finding]:
+    return advise_replayed(analyses, rules, replay=replay)[0]
+
+
+def advise_replayed(analyses: Analyses, rules: dict[str, Rule] | None = None, *,
+                    replay: bool = True) -> tuple[list[Finding], Combined | None]:
+    """The findings, their savings replayed where the graph models the fix, and the step
+    with every such fix applied together. ``replay=False``: the rules' own bounds only
+    (their unit tests check the rules' premises and bounds on their own)."""
     ctx = Context(analyses)
     findings: list[Finding] = []
     failed: list[str] = []
@@ -56,10 +66,16 @@ def advise(analyses: Analyses, rules: dict[str, Rule] | None = None) -> list[Fin
             continue
         if out is None:
             continue
-        # memory findings save no time (saving 0) but carry their own severity
-        findings.extend(f for f in (out if isinstance(out, list) else [out])
-                        if f.saving_pct >= MIN_SAVING_PCT
-                        or (f.saving_us == 0.0 and f.severity != "low"))
+        findings.extend(out if isinstance(out, list) else [out])
+    combined = None
+    try:
+        if replay:
+            findings, combined = replay_findings(analyses, findings)
+    except Exception as exc:  # the bounds stand; the report says why
+        failed.append(f"replay: {type(exc).__name__}: {exc}")
+    # memory findings save no time (saving 0) but carry their own severity
+    findings = [f for f in findings if f.saving_pct >= MIN_SAVING_PCT
+                or (f.saving_us == 0.0 and f.severity != "low")]
     findings.sort(key=lambda f: (-f.saving_us, f.id))
     if failed:
         findings.append(Finding(
@@ -68,4 +84,4 @@ def advise(analyses: Analyses, rules: dict[str, Rule] | None = None) -> list[Fin
             estimate="not applicable", evidence=tuple(failed),
             fix="Please report this with the trace; the other findings are unaffected.",
         ))
-    return findings
+    return findings, combined

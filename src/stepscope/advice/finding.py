@@ -29,7 +29,10 @@ def severity_for(saving_pct: float, saving_us: float) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """One advisor result. Savings are per (average) step and are upper bounds."""
+    """One advisor result. Savings are per (average) step: a replay of the trace's
+    dependency graph with the fix applied (``method`` "replay", ``predicted_step_us`` the
+    replayed step), or the rule's upper bound where the graph cannot model the fix
+    ("bound")."""
 
     id: str
     title: str
@@ -42,6 +45,8 @@ class Finding:
     source_lines: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     severity: str = field(default="")
+    method: str = "bound"  # "replay" | "bound" (docs/whatif.md)
+    predicted_step_us: float | None = None  # the replayed step with this fix applied
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -54,7 +59,10 @@ class Finding:
             "id": self.id, "title": self.title, "severity": self.severity,
             "estimated_saving": {"us_per_step": round(float(self.saving_us), 3),
                                  "pct_of_step": round(float(self.saving_pct), 2),
-                                 "how": self.estimate},
+                                 "how": self.estimate,
+                                 "method": self.method,
+                                 "predicted_step_us": None if self.predicted_step_us is None
+                                 else round(float(self.predicted_step_us), 3)},
             "evidence": list(self.evidence),
             "source_lines": list(self.source_lines),
             "fix": {"text": self.fix, "code": self.code},

@@ -12,6 +12,8 @@ from stepscope.analysis.events.links import Links
 from stepscope.analysis.events.optree import OpTree
 from stepscope.analysis.events.steps import Steps, find_steps, select_step
 from stepscope.analysis.events.warmup import Warmup, exclude_warmup, find_warmup
+from stepscope.analysis.graph.summary import CriticalPaths, critical_paths
+from stepscope.analysis.graph.window import Window, find, step_windows
 from stepscope.analysis.memory.records import MemoryResult, memory_analysis
 from stepscope.analysis.nsight.stats import NsysStats, nsys_stats
 from stepscope.analysis.system.series import SystemRun
@@ -52,10 +54,15 @@ class Analyses:
     graphs: Graphs | None = None
     nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
     system: SystemRun | None = None  # a monitor output beside the trace (report.build)
+    # issue 22: the analysed steps as windows (the findings' replays use them), and the
+    # critical path of each step, or of the one --window
+    windows: tuple[Window, ...] = ()
+    critical: CriticalPaths | None = None
 
 
 def run_analyses(
-    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None
+    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None,
+    window: str | None = None,
 ) -> Analyses:
     links = Links(trace)
     tree = OpTree(trace, links)
@@ -65,6 +72,7 @@ def run_analyses(
         steps = select_step(steps, step)
     elif warm is not None:
         steps = exclude_warmup(steps, warm)
+    windows = step_windows(steps, device_end=True)
     return Analyses(
         trace=trace,
         links=links,
@@ -86,4 +94,7 @@ def run_analyses(
         clock_skew=clock_skew(trace, links),
         graphs=graphs(trace, links),
         nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
+        windows=tuple(windows),
+        critical=critical_paths(trace, links,
+                                [find(trace, window)] if window else step_windows(steps)),
     )

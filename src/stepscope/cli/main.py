@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "sql": "stepscope.cli.sql",
     "mcp": "stepscope.cli.mcp",
     "monitor": "stepscope.cli.monitor",
+    "whatif": "stepscope.cli.whatif",
 }
 
 HELPS: dict[str, str] = {
@@ -47,6 +48,7 @@ HELPS: dict[str, str] = {
     "mcp": "serve report, findings, diff, sql and explain_metric to AI assistants (MCP, stdio)",
     "monitor": "monitor a run's system use and say what bounds it: "
                "stepscope monitor -- python train.py ARGS",
+    "whatif": "replay a trace's steps with fixes applied: the predicted step before/after",
 }
 INTERRUPTED = "stepscope: interrupted"
 

@@ -45,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step", type=int, default=None, metavar="N", help="analyse only ProfilerStep#N"
     )
     parser.add_argument(
+        "--window", default=None, metavar="NAME[#N]",
+        help="critical path and replays over the N-th (from 0) host range whose name "
+        "contains NAME (an annotation, ProfilerStep#2, ...) instead of every step")
+    parser.add_argument(
         "--html", default=None, metavar="OUT.html",
         help="also write a single-file HTML report (opens offline from file://)",
     )
@@ -84,6 +88,7 @@ PIPELINE_WORDS = {TRACE: "one trace", TENSORRT: "TensorRT engine outputs",
 # ignored without a word, and the user would believe e.g. that --step 5 was analysed
 ONLY_FOR: tuple[tuple[str, str, object, frozenset[str]], ...] = (
     ("step", "--step", None, frozenset({TRACE})),
+    ("window", "--window", None, frozenset({TRACE})),
     ("view", "--view", "summary", frozenset({TRACE})),
     ("peak_tflops", "--peak-tflops", None, frozenset({TRACE})),
     ("peak_gbps", "--peak-gbps", None, frozenset({TRACE})),
@@ -188,7 +193,7 @@ def _run_trace(args: argparse.Namespace) -> int:
 
     trace, timeline = timeline_beside(trace)
     report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
-                          memory_timeline=timeline)
+                          memory_timeline=timeline, window=args.window)
     if args.html:
         from stepscope.cli.options import tell_written
         from stepscope.report.html import write_html

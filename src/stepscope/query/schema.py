@@ -207,9 +207,14 @@ TABLES: tuple[TableDef, ...] = (
         _c("id", "VARCHAR", "rule id"),
         _c("title", "VARCHAR", "one line"),
         _c("severity", "VARCHAR", "high | medium | low"),
-        _c("saving_us", "DOUBLE", "estimated saving per step, µs (upper bound)"),
+        _c("saving_us", "DOUBLE", "estimated saving per step, µs (replayed, or the rule's "
+           "upper bound: `method`)"),
         _c("saving_pct", "DOUBLE", "the same in % of the step"),
         _c("estimate", "VARCHAR", "how the saving was estimated"),
+        _c("method", "VARCHAR", "replay (the step replayed with the fix, docs/whatif.md) | "
+           "bound"),
+        _c("predicted_step_us", "DOUBLE", "the replayed step with the fix, µs (NULL for "
+           "bounds)"),
         _c("fix", "VARCHAR", "the change to make"),
         _c("evidence", "VARCHAR[]", "evidence lines"),
     ), frozenset({TRACE, NSYS, TENSORRT})),

@@ -304,6 +304,9 @@ def findings_columns(findings: list[Any]) -> Columns:
             "saving_us": pa.array([float(f.saving_us) for f in findings], pa.float64()),
             "saving_pct": pa.array([float(f.saving_pct) for f in findings], pa.float64()),
             "estimate": pa.array([f.estimate for f in findings], pa.string()),
+            "method": pa.array([f.method for f in findings], pa.string()),
+            "predicted_step_us": pa.array([f.predicted_step_us for f in findings],
+                                          pa.float64()),
             "fix": pa.array([f.fix for f in findings], pa.string()),
             "evidence": pa.array([list(f.evidence) for f in findings], pa.list_(pa.string()))}
 

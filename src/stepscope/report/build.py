@@ -22,6 +22,7 @@ from stepscope.classify.gpu_peaks import match_peak
 from stepscope.model.memory_files import MemoryTimeline
 from stepscope.model.trace import DeviceProperties, Trace
 from stepscope.report import DEFAULT_TOP
+from stepscope.report.json.critical import combined_json, critical_json
 from stepscope.report.json.efficiency import efficiency_json
 from stepscope.report.json.memory import memory_json, modules_json
 from stepscope.report.json.ncu import ncu_json
@@ -33,6 +34,7 @@ from stepscope.report.json.system import system_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
+    from stepscope.advice.replay import Combined
     from stepscope.analysis.distributed.rank import RankSummary
     from stepscope.analysis.nsight.ncu_join import NcuJoin
     from stepscope.analysis.system.series import SystemRun
@@ -51,6 +53,7 @@ class Report:
     memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
     ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
     system_error: str | None = None  # a monitor output beside the trace that cannot be read
+    combined: Combined | None = None  # every replayable finding's fix applied together
 
     @property
     def trace(self) -> Trace:
@@ -186,6 +189,8 @@ class Report:
                 "gpu_total_us": _us(a.launches.gpu_total_ns),
             },
             "findings": [f.to_json() for f in self.findings],
+            "critical_path": critical_json(a.critical),
+            "whatif": combined_json(self.combined, [w.label for w in a.windows]),
             "memory": memory_json(a.memory, self.top, self.memory_timeline),
             "modules": modules_json(a.modules),
             "efficiency": efficiency_json(a.efficiency),
@@ -309,18 +314,19 @@ def _op_stack_json(rows: list[StackRow], top: int) -> list[dict[str, Any]]:
 def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
                  memory_timeline: MemoryTimeline | None = None,
                  peaks: Overrides | None = None, ncu: NcuReport | None = None,
-                 monitor: str | None = "beside") -> Report:
+                 monitor: str | None = "beside", window: str | None = None) -> Report:
     """``monitor``: the ``monitor.parquet`` of a monitored run to join as the system view;
     "beside" (default): the one in the trace's folder, if any (``stepscope run --monitor``
-    writes it there); None: none."""
-    from stepscope.advice import advise  # the advisor imports the analysis layer, not us
+    writes it there); None: none. ``window``: the critical path's ``--window NAME[#N]``."""
+    from stepscope.advice import advise_replayed  # the advisor imports analysis, not us
     from stepscope.analysis.nsight.ncu_join import join_ncu
 
-    analyses = run_analyses(trace, step=step, peaks=peaks)
+    analyses = run_analyses(trace, step=step, peaks=peaks, window=window)
     system, system_error = _system(trace, monitor)
     if system is not None:
         analyses = replace(analyses, system=system)
-    return Report(analyses=analyses, top=top, findings=advise(analyses),
+    findings, combined = advise_replayed(analyses)
+    return Report(analyses=analyses, top=top, findings=findings, combined=combined,
                   system_error=system_error,
                   memory_timeline=None if memory_timeline is None
                   else category_timeline(memory_timeline),

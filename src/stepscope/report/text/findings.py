@@ -1,8 +1,10 @@
-"""The findings section of the terminal report: one block per finding, wrapped to the width."""
+"""The findings section of the terminal report: one block per finding, wrapped to the
+width; then the findings' fixes replayed together and the critical path."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -28,7 +30,8 @@ def render_findings(console: Console, findings: Sequence[Finding], *,
     head = Text("Findings", style="bold")
     head.append(f" ranked by estimated saving per {unit}", style="")
     if len(findings) > 1:
-        head.append("; the savings overlap, so they do not add up", style="")
+        head.append("; each saving is one fix on its own (replayed, or an upper bound), so "
+                    "they do not add up: the fixes together are below", style="")
     hanging(console, "", head)
     for i, finding in enumerate(findings, 1):
         render_finding(console, finding, i, unit=unit)
@@ -41,9 +44,15 @@ def render_finding(console: Console, f: Finding, index: int, *, unit: str = "ste
     title.append(" ")
     title.append(f.title, style="bold")
     hanging(console, f"{index}. ", title)
-    saving = Text("saves up to ")
+    replayed = f.method == "replay" and f.predicted_step_us is not None
+    saving = Text("saves " if replayed else "saves up to ")
     saving.append(format_us(f.saving_us), style="bold")
-    saving.append(f" per {unit} ({f.saving_pct:.1f} % of the {unit}) · ")
+    saving.append(f" per {unit} ({f.saving_pct:.1f} % of the {unit}")
+    if replayed:
+        saving.append(f"; replayed step {format_us(f.predicted_step_us or 0.0)}")
+    else:
+        saving.append("; an upper bound: the replay cannot model this fix")
+    saving.append(") · ")
     saving.append(f.id, style="dim")
     hanging(console, "   ", saving)
     hanging(console, "   ", Text("estimate: " + f.estimate, style="dim"))
@@ -61,3 +70,61 @@ def render_finding(console: Console, f: Finding, index: int, *, unit: str = "ste
     for ref in f.references:
         # URLs stay whole (soft wrap) so terminals keep them clickable.
         console.print(Text("   see ", style="dim") + Text(ref, style="dim"), soft_wrap=True)
+
+
+# What bounds the step and what the findings' fixes do to it together (issue 22): the
+# critical path and the replays, read from their JSON so the report and `stepscope whatif`
+# print the same.
+
+NAME_CHARS = 90  # kernel names run to hundreds of characters: the JSON has them whole
+LABELS = {"cpu": "CPU", "gpu_compute": "GPU compute", "launch_overhead": "launch overhead",
+          "kernel_to_kernel": "kernel-to-kernel", "sync": "synchronisation",
+          "communication": "communication", "data_loading": "data loading",
+          "other": "before the path"}
+
+
+def render_critical(console: Console, cp: dict[str, Any] | None) -> None:
+    if not cp or not cp.get("windows"):
+        return
+    console.print()
+    head = Text("Critical path", style="bold")
+    head.append(f" (longest dependency chain, HTA's definition; mean of {cp['windows']} "
+                f"window{'s' if cp['windows'] != 1 else ''}): ")
+    head.append(format_us(cp["length_us"]), style="bold")
+    head.append(f" of {format_us(cp['window_us'])}")
+    hanging(console, "", head)
+    shares = sorted(((v, k) for k, v in cp["bound_by_pct"].items() if v >= 0.05), reverse=True)
+    hanging(console, "  ", Text("bound by: " + ", ".join(f"{LABELS[k]} {v:.1f} %"
+                                                         for v, k in shares)))
+    for e in cp["top_events"][:5]:
+        name = e["name"] if len(e["name"]) <= NAME_CHARS else e["name"][:NAME_CHARS - 1] + "…"
+        hanging(console, "  • ", Text(f"{format_us(e['on_path_us'])} {name} "
+                                      f"({LABELS.get(e['category'], e['category'])})"))
+
+
+def _row(by: dict[str, float], key: str) -> str:
+    return format_us(by.get(key, 0.0))
+
+
+def render_whatif(doc: dict[str, Any] | None, console: Console, *,
+                  title: str = "What if") -> None:
+    if not doc:
+        return
+    b, a = doc["before"], doc["after"]
+    console.print()
+    head = Text(title, style="bold")
+    head.append(" (replayed step, docs/whatif.md): ")
+    head.append(f"{format_us(b['step_us'])} → ", style="")
+    head.append(format_us(a["step_us"]), style="bold")
+    head.append(f" per step ({doc['saving_pct']:.1f} % saved)")
+    hanging(console, "", head)
+    applied = ", ".join(f"{x.get('apply', x['transform'])} ({x['events']} events)"
+                        for x in doc["applied"])
+    hanging(console, "  ", Text("applied: " + applied, style="dim"))
+    width = max(len(v) for v in LABELS.values())
+    for key, label in LABELS.items():
+        before, after = b["by_category_us"].get(key, 0.0), a["by_category_us"].get(key, 0.0)
+        if before == 0 and after == 0:
+            continue
+        console.print(f"  {label:<{width}}  {_row(b['by_category_us'], key):>12}"
+                      f"  → {_row(a['by_category_us'], key):>12}", highlight=False)

@@ -16,7 +16,7 @@ from stepscope.analysis.trace.launches import LAUNCH_DELAY_CUTOFF_NS, RUNTIME_CU
 from stepscope.report.build import Report
 from stepscope.report.text.distributed import render_rank_part
 from stepscope.report.text.efficiency import render_efficiency
-from stepscope.report.text.findings import render_findings
+from stepscope.report.text.findings import render_critical, render_findings, render_whatif
 from stepscope.report.text.layout import (
     MISSING,
     Column,
@@ -61,6 +61,8 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
         from stepscope.advice import skipped_rules
 
         render_findings(console, report.findings, skipped=len(skipped_rules(report.analyses)))
+        render_whatif(data.get("whatif"), console, title="All modelled fixes together")
+        render_critical(console, data.get("critical_path"))
         _breakdown(console, data)
         _gpu(console, data)
     if view in ("summary", "operators", "all"):

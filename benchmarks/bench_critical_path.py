@@ -1,0 +1,112 @@
+"""Cost of the dependency graph, the critical path and the what-if replays against the rest
+of the analyses, on a large generated trace (issue 22: graph + critical path + all what-ifs
+of the report add at most the time the other analyses take).
+
+In one process, on the trace loaded once (from the Arrow cache, so reading is not timed):
+
+* ``other analyses``: ``run_analyses`` minus its critical-path part, plus the advisor's
+  rules without replay (``advise(..., replay=False)``): everything the report computed
+  before issue 22;
+* ``critical path``: every step's (HTA's definition);
+* ``report's replays``: what the report adds to the advisor: one graph over the steps,
+  the unmodified replay, the replay of each finding's fix and of all of them together
+  (``advice.replay.replay_findings``);
+* ``every transform``: the same graph replayed with each transform on its own and with
+  every rule's together (10 replays; more than any report runs);
+* ``ratio`` = (critical path + report's replays) / other analyses (goal <= 1), and
+  ``ratio (every transform)``.
+
+    python benchmarks/bench_critical_path.py                 # 300M
+    python benchmarks/bench_critical_path.py --sizes 100M 1G --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from gen_large_trace import generate, parse_size, read_source  # noqa: E402
+
+TRANSFORMS = ("drop_dataloader_wait", "drop_sync", "async_h2d", "scale_kernels:tensor_cores",
+              "remove_launch_overhead", "fuse_elementwise", "fuse_optimizer", "overlap_comm")
+
+
+def _trace(size: int) -> Path:
+    out = HERE / "data" / f"trace_{size // 1_000_000}M.json"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        generate(read_source(None), size, out)
+    return out
+
+
+def measure(path: Path) -> dict[str, float]:
+    import stepscope
+    from stepscope.advice import advise
+    from stepscope.advice.replay import replay_findings
+    from stepscope.analysis.graph.fixes import RULE_TRANSFORMS
+    from stepscope.analysis.graph.summary import critical_paths
+    from stepscope.analysis.graph.transforms import parse
+    from stepscope.analysis.graph.whatif import Replayer
+    from stepscope.analysis.graph.window import step_windows
+    from stepscope.analysis.suite import run_analyses
+
+    trace = stepscope.load(str(path))  # fills the cache on the first run
+    trace = stepscope.load(str(path))
+    t = time.perf_counter()
+    a = run_analyses(trace)
+    t_suite = time.perf_counter() - t
+    t = time.perf_counter()
+    critical_paths(trace, a.links, step_windows(a.steps))
+    t_cp = time.perf_counter() - t
+    t = time.perf_counter()
+    findings = advise(a, replay=False)
+    t_rules = time.perf_counter() - t
+    t = time.perf_counter()
+    replayed, _ = replay_findings(a, findings)
+    t_report = time.perf_counter() - t
+    t = time.perf_counter()
+    rp = Replayer(trace, a.links, list(a.windows))
+    for spec in TRANSFORMS:
+        rp.run((parse(spec),))
+    rp.run(tuple(parse(s) for s in dict.fromkeys(RULE_TRANSFORMS.values())))
+    t_replay = time.perf_counter() - t
+    other = t_suite - t_cp + t_rules
+    return {"events": float(trace.meta.events), "steps": float(len(a.steps.steps)),
+            "graph_nodes": float(2 * rp.graph.events),
+            "replayed_findings": float(sum(f.method == "replay" for f in replayed)),
+            "other_s": other, "critical_path_s": t_cp, "report_replays_s": t_report,
+            "every_transform_s": t_replay,
+            "ratio": (t_cp + t_report) / other if other else float("nan"),
+            "ratio_every_transform": (t_cp + t_replay) / other if other else float("nan")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", nargs="+", type=parse_size, default=[parse_size("300M")])
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    rows = []
+    for size in args.sizes:
+        row = {"size_mb": size / 1e6, **measure(_trace(size))}
+        rows.append(row)
+        if not args.json:
+            print(f"{row['size_mb']:.0f} MB, {row['events']:.0f} events, {row['steps']:.0f} "
+                  f"steps, {row['graph_nodes']:.0f} graph nodes: other analyses "
+                  f"{row['other_s']:.2f} s, critical path {row['critical_path_s']:.2f} s, "
+                  f"report's replays ({row['replayed_findings']:.0f} findings + together) "
+                  f"{row['report_replays_s']:.2f} s, ratio {row['ratio']:.2f}; every "
+                  f"transform ({len(TRANSFORMS) + 2} replays) {row['every_transform_s']:.2f} s, "
+                  f"ratio {row['ratio_every_transform']:.2f}")
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

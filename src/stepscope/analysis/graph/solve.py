@@ -1,0 +1,197 @@
+"""Longest paths over the chains-and-cross-edges graph, without a loop per node.
+
+Along one chain, t_i = max(t_{i-1} + w_i, c_i), where c_i is the best arrival over the
+cross edges into node i (or its anchor). With S_i the chain's prefix sum of weights this
+is t_i = S_i + max_{j<=i}(c_j - S_j): a cumulative sum and a running maximum, for all
+chains at once (segments kept apart by an offset per segment). The cross edges are then
+relaxed from the new times and the chains solved again, until nothing changes: the number
+of rounds is the number of times the longest path changes chain, plus one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.errors import UsageError
+
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+SPAN = 1 << 40  # ns (~18 min): the longest window the offsets below keep exact
+NEG = -(1 << 41)  # "unreached"
+_OFFSET = 1 << 43  # per segment; 2**63 / 2**43 = 1M segments
+
+
+@dataclass(frozen=True)
+class Solution:
+    t: I64  # per node: longest-path value (NEG when unreached)
+    entry: I64  # per chain position: position where the path enters this chain segment
+    via: I64  # per node: cross edge giving its arrival, -1 (anchor or chain)
+    pos: I64  # per node: its chain position
+    rounds: int
+
+
+def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
+            max_rounds: int = 100_000) -> Solution:
+    n = len(anchor)
+    m = len(order)
+    if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
+        raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
+    seg = np.cumsum(first) - 1
+    w_eff = np.where(first, 0, w)
+    s = np.cumsum(w_eff)
+    start_pos = np.maximum.accumulate(np.where(first, np.arange(m), 0))
+    s = s - s[start_pos]
+    offset = seg.astype(np.int64) * _OFFSET
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(m)
+    t = np.full(n, NEG, dtype=np.int64)
+    entry = np.arange(m)
+    rounds = 0
+    while True:
+        rounds += 1
+        c = anchor.copy()
+        ok = t[xs] > NEG
+        if ok.any():
+            np.maximum.at(c, xd[ok], t[xs[ok]] + xw[ok])
+        cpos = c[order]
+        a = np.where(cpos > NEG, cpos - s, 2 * NEG) + offset
+        run = np.maximum.accumulate(a)
+        # enter at the latest position that raised the running maximum (chain preferred
+        # on ties: a strict rise is needed)
+        prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
+        rise = first | (a > prev)
+        entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
+        val = run - offset
+        new = np.where(val > NEG // 2, val + s, NEG)
+        t_new = np.full(n, NEG, dtype=np.int64)
+        t_new[order] = new
+        if np.array_equal(t_new, t) or rounds >= max_rounds:
+            t = t_new
+            break
+        t = t_new
+    via = np.full(n, -1, dtype=np.int64)
+    ok = t[xs] > NEG
+    arrive = np.where(ok, t[xs] + xw, NEG)
+    best = np.full(n, NEG, dtype=np.int64)
+    np.maximum.at(best, xd, arrive)
+    hit = ok & (arrive == best[xd]) & (best[xd] > anchor[xd])
+    via[xd[hit]] = np.flatnonzero(hit)
+    return Solution(t, entry, via, pos, rounds)
+
+
+def backtrack(sol: Solution, order: I64, xs: I64, end_node: int) -> tuple[I64, I64]:
+    """The path ending at ``end_node``: the chain positions whose in-edge it uses, and
+    the cross edges it takes. One step per change of chain."""
+    chain_pos: list[I64] = []
+    cross: list[int] = []
+    v = end_node
+    for _ in range(len(order) + 1):
+        p = int(sol.pos[v])
+        j = int(sol.entry[p])
+        if p > j:
+            chain_pos.append(np.arange(j + 1, p + 1, dtype=np.int64))
+        u = int(order[j])
+        x = int(sol.via[u])
+        if x < 0:
+            break
+        cross.append(x)
+        v = int(xs[x])
+    pos = np.concatenate(chain_pos) if chain_pos else np.empty(0, np.int64)
+    return pos, np.asarray(cross, dtype=np.int64)
+
+
+MAX_SLICES = 4096  # a slice costs a few numpy calls: cap their number on huge traces
+
+
+def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
+                   node_time: I64, cuts: I64) -> Solution:
+    """:func:`longest`, slice after slice of recorded time. The rounds of :func:`longest`
+    are the changes of chain along the path, mostly device -> host at each
+    synchronisation: cut after each waiting call's end (``cuts``), and each slice needs
+    two or three rounds over its own nodes, the earlier slices' times being final. Edges
+    run forward in recorded time; a node whose edge would cross back is moved to its
+    source's slice."""
+    n, m = len(anchor), len(order)
+    cuts = np.unique(cuts)
+    if len(cuts) > MAX_SLICES:
+        cuts = cuts[np.linspace(0, len(cuts) - 1, MAX_SLICES).astype(np.int64)]
+    if m == 0 or len(cuts) == 0:
+        return longest(order, first, w, xs, xd, xw, anchor)
+    sl = np.searchsorted(cuts, node_time, side="left").astype(np.int64)
+    chain = np.cumsum(first) - 1
+    for _ in range(m + 1):  # slices non-decreasing along chains and cross edges
+        s_pos = sl[order]
+        big = int(sl.max()) + 2  # per chain offset: the running max stays in its chain
+        lifted = np.maximum.accumulate(s_pos + chain * big) - chain * big
+        sl[order] = lifted
+        back = sl[xs] > sl[xd]
+        if not back.any():
+            break
+        np.maximum.at(sl, xd[back], sl[xs[back]])
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(m)
+    s_pos = sl[order]
+    p_sort = np.argsort(s_pos, kind="stable")  # positions by slice, chain order kept
+    bounds = np.searchsorted(s_pos[p_sort], np.arange(int(s_pos.max()) + 2))
+    x_sl = sl[xd]
+    x_sort = np.argsort(x_sl, kind="stable")
+    x_bounds = np.searchsorted(x_sl[x_sort], np.arange(int(s_pos.max()) + 2))
+    t = np.full(n, NEG, dtype=np.int64)
+    entry = np.arange(m)
+    via = np.full(n, -1, dtype=np.int64)
+    rounds = 0
+    for k in range(int(s_pos.max()) + 1):  # one iteration per slice, vectorised inside
+        p = p_sort[bounds[k]:bounds[k + 1]]
+        if len(p) == 0:
+            continue
+        nodes = order[p]
+        sub_first = first[p].copy()
+        # a chain continuing from the previous slice starts here with its carried time
+        cont = np.ones(len(p), dtype=bool)
+        cont[1:] = p[1:] != p[:-1] + 1
+        cont &= ~first[p]
+        sub_first |= cont
+        a = anchor[nodes].copy()
+        kind = np.zeros(len(p), dtype=np.int8)  # 0 anchor, 1 carried, 2 external edge
+        ext_edge = np.full(len(p), -1, dtype=np.int64)
+        ci = np.flatnonzero(cont)
+        carried = t[order[p[ci] - 1]] + w[p[ci]]
+        better = carried >= a[ci]
+        a[ci[better]] = carried[better]
+        kind[ci[better]] = 1
+        xe = x_sort[x_bounds[k]:x_bounds[k + 1]]
+        inner = xe[sl[xs[xe]] == k]
+        outer = xe[sl[xs[xe]] < k]
+        def local(v: I64, p: I64 = p) -> I64:  # nodes of this slice -> their sub index
+            out: I64 = np.searchsorted(p, pos[v])
+            return out
+        if len(outer):
+            arr = t[xs[outer]] + xw[outer]
+            ok = t[xs[outer]] > NEG
+            d = local(xd[outer])
+            best = np.full(len(p), NEG, dtype=np.int64)
+            np.maximum.at(best, d[ok], arr[ok])
+            win = ok & (arr == best[d]) & (arr > a[d])
+            a[d[win]] = arr[win]
+            kind[d[win]] = 2
+            ext_edge[d[win]] = outer[win]
+        sub = longest(np.arange(len(p)), sub_first, w[p], local(xs[inner]), local(xd[inner]),
+                      xw[inner], a)
+        rounds = max(rounds, sub.rounds)
+        t[nodes] = sub.t
+        # entries back to global positions; a carried entry continues the previous slice's
+        e_local = sub.entry
+        glob = p[e_local]
+        # (unless an edge inside the slice brought the entry's time)
+        carried_entry = (kind[e_local] == 1) & (sub.via[e_local] < 0)
+        glob = np.where(carried_entry, entry[np.maximum(p[e_local] - 1, 0)], glob)
+        entry[p] = glob
+        v = (np.where(sub.via >= 0, inner[np.maximum(sub.via, 0)], -1) if len(inner)
+             else np.full(len(p), -1, dtype=np.int64))
+        v = np.where((sub.via < 0) & (kind == 2), ext_edge, v)
+        via[nodes] = v
+    return Solution(t, entry, via, pos, rounds)

@@ -1,0 +1,75 @@
+"""JSON of the critical path (``critical_path``) and of what-if replays
+(``stepscope.whatif/1``: the ``whatif`` command and the report's ``whatif`` section)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from stepscope.analysis.graph.critical import PathEvent
+from stepscope.analysis.graph.summary import CriticalPaths
+from stepscope.analysis.graph.whatif import Timing
+from stepscope.report.json.rounding import us as _us
+
+if TYPE_CHECKING:
+    from stepscope.advice.replay import Combined
+
+WHATIF_SCHEMA = "stepscope.whatif/1"
+
+
+def _event(e: PathEvent) -> dict[str, Any]:
+    return {"name": e.name, "kind": e.kind, "ts_us": _us(e.ts_ns), "dur_us": _us(e.dur_ns),
+            "stream": e.stream, "thread": e.thread, "on_path_us": _us(e.on_path_ns),
+            "category": e.category}
+
+
+def critical_json(cp: CriticalPaths | None) -> dict[str, Any] | None:
+    if cp is None:
+        return None
+    ex = cp.example
+    return {
+        "definition": "HTA 0.5.0 critical path (docs/metrics.md, Critical path)",
+        "windows": len(cp.windows),
+        "length_us": _us(cp.length_ns),
+        "window_us": _us(cp.span_ns),
+        "bound_by_pct": {k: round(v, 2) for k, v in cp.bound_by_pct.items()},
+        "by_category_us": {k: _us(v) for k, v in cp.by_category_ns.items()},
+        "top_events": [{"name": t.name, "kind": t.kind, "category": t.category,
+                        "on_path_us": _us(t.on_path_ns), "occurrences": t.occurrences}
+                       for t in cp.top],
+        "per_window": [{"window": r.window.label, "start_us": _us(r.window.start),
+                        "length_us": _us(r.length_ns), "window_us": _us(r.span_ns)}
+                       for r in cp.windows],
+        "path": {"window": ex.window.label, "start_us": _us(ex.window.start),
+                 "end_us": _us(ex.window.end), "length_us": _us(ex.length_ns),
+                 "events": [_event(e) for e in ex.events]},
+    }
+
+
+def timing_json(t: Timing) -> dict[str, Any]:
+    return {"step_us": _us(t.step_ns),
+            "by_category_us": {k: _us(v) for k, v in t.by_category_ns.items()}}
+
+
+def whatif_json(before: Timing, after: Timing, applied: list[dict[str, Any]],
+                windows: list[str]) -> dict[str, Any]:
+    saving = before.step_ns - after.step_ns
+    return {
+        "schema": WHATIF_SCHEMA,
+        "windows": windows,
+        "before": timing_json(before),
+        "after": timing_json(after),
+        "saving_us": _us(saving),
+        "saving_pct": round(100.0 * saving / before.step_ns, 2) if before.step_ns else 0.0,
+        "applied": applied,
+    }
+
+
+def combined_json(c: Combined | None, windows: list[str]) -> dict[str, Any] | None:
+    """The report's ``whatif``: every replayable finding's fix applied together."""
+    if c is None:
+        return None
+    from stepscope.analysis.graph.fixes import RULE_TRANSFORMS
+
+    applied = [{"transform": spec, "rules": [f for f in c.findings if RULE_TRANSFORMS[f] == spec],
+                "events": n} for spec, n in zip(c.transforms, c.touched, strict=True)]
+    return whatif_json(c.before, c.after, applied, windows)
