@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from stepscope.advice.finding import Finding, severity_for
-from stepscope.analysis.graph.fixes import RULE_TRANSFORMS
+from stepscope.analysis.graph.fixes import NEEDS_NEXT_STEP, RULE_TRANSFORMS
 from stepscope.analysis.graph.transforms import parse
 from stepscope.analysis.graph.whatif import Replayer, Timing
 from stepscope.analysis.suite import Analyses
@@ -35,7 +35,13 @@ def _replayer(analyses: Analyses) -> Replayer | None:
 
 def replay_findings(analyses: Analyses,
                     findings: list[Finding]) -> tuple[list[Finding], Combined | None]:
-    modelled = [f for f in findings if f.id in RULE_TRANSFORMS]
+    one_window = len(analyses.windows) < 2
+
+    def spec_of(f: Finding) -> str | None:
+        spec = RULE_TRANSFORMS.get(f.id)
+        return None if spec is None or (one_window and spec in NEEDS_NEXT_STEP) else spec
+
+    modelled = [f for f in findings if spec_of(f) is not None]
     if not modelled:
         return findings, None
     rp = _replayer(analyses)
@@ -45,7 +51,7 @@ def replay_findings(analyses: Analyses,
     step_us = analyses.breakdown.avg_step_ns / 1000.0 or before_us  # pct_of_step's base
     out: list[Finding] = []
     for f in findings:
-        spec = RULE_TRANSFORMS.get(f.id)
+        spec = spec_of(f)
         if spec is None:
             out.append(f)
             continue
@@ -59,7 +65,7 @@ def replay_findings(analyses: Analyses,
                       f"{before_us:,.0f} µs (docs/whatif.md); the rule's own bound was "
                       f"{f.saving_us:,.0f} µs"),
             severity=f.severity if f.saving_us == 0.0 else severity_for(pct, saving)))
-    specs = tuple(dict.fromkeys(RULE_TRANSFORMS[f.id] for f in modelled))
+    specs = tuple(dict.fromkeys(s for f in modelled if (s := spec_of(f)) is not None))
     both = rp.run(tuple(parse(s) for s in specs))
     return out, Combined(rp.before, both.after, specs,
                          tuple(dict.fromkeys(f.id for f in modelled)), both.touched)
