@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.events import intervals
 from stepscope.model.trace import DEV_KERNEL, Trace
+from stepscope.report.lod import Lod
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
@@ -84,7 +85,8 @@ class TimelineIndex:
         order = np.lexsort((-dur, ts, row))
         self.row, self.ts, self.dur = row[order], ts[order], dur[order]
         self.table, self.src, self.name = table[order], src[order], name[order]
-        self.end = self.ts + self.dur
+        del row, ts, dur, table, src, name, order
+        end = self.ts + self.dur
         self.n = len(self.ts)
         bounds = np.searchsorted(self.row, np.arange(len(rows) + 1))
         self.row_lo, self.row_hi = bounds[:-1], bounds[1:]
@@ -95,11 +97,12 @@ class TimelineIndex:
             lo, hi = int(self.row_lo[i]), int(self.row_hi[i])
             if hi == lo:
                 continue
-            self.depth[lo:hi] = _nesting_depth(self.ts[lo:hi], self.end[lo:hi])
+            self.depth[lo:hi] = _nesting_depth(self.ts[lo:hi], end[lo:hi])
             self.row_maxdur[i] = int(self.dur[lo:hi].max())
             self.row_depths[i] = int(self.depth[lo:hi].max()) + 1
         self.origin = int(self.ts.min()) if self.n else 0
-        self.finish = int(self.end.max()) if self.n else 0
+        self.finish = int(end.max()) if self.n else 0
+        del end
         # Flow partner of each event: runtime launch <-> device op with the same correlation.
         self.partner = np.full(self.n, -1, np.int64)
         corr = np.full(self.n, -1, np.int64)
@@ -113,6 +116,7 @@ class TimelineIndex:
         for dev in self.devices:
             m = (d.device == dev) & (d.kind == DEV_KERNEL)
             self.busy[dev] = intervals.union(d.ts[m], d.ts[m] + np.maximum(d.dur[m], 0))
+        self.lod = Lod(self.ts, self.dur, self.row, self.depth, self.origin, len(rows))
 
     def _link(self, corr: I64, is_rt: npt.NDArray[np.bool_], is_dev: npt.NDArray[np.bool_]
               ) -> None:
@@ -152,7 +156,7 @@ class TimelineIndex:
             b = lo + int(np.searchsorted(self.ts[lo:hi], t1))
             if b > a:
                 idx = np.arange(a, b, dtype=np.int64)
-                parts.append(idx[self.end[a:b] > t0])
+                parts.append(idx[self.ts[a:b] + self.dur[a:b] > t0])
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
     def query(self, start: int, end: int, width: int) -> dict[str, Any]:
@@ -160,18 +164,9 @@ class TimelineIndex:
         width = max(1, min(int(width), 10_000))
         end = max(end, start + 1)
         ns_px = (end - start) / width
-        idx = self.window(start, end)
-        wide = self.dur[idx] >= ns_px
-        ev = idx[wide]
-        small = idx[~wide]
-        # Aggregate narrow events per (row, depth, pixel): a count and the covered time.
-        px = np.clip(((self.ts[small] - self.origin - start) / ns_px).astype(np.int64), 0,
-                     width - 1)
-        key = (self.row[small].astype(np.int64) * 65536 + self.depth[small]) * (width + 1) + px
-        ukey, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        busy = np.bincount(inv, weights=self.dur[small], minlength=len(ukey))
-        agg_px = ukey % (width + 1)
-        rd = ukey // (width + 1)
+        # events at least a pixel wide one by one, the rest summed per (row, depth, pixel)
+        lod = self.lod.query(start, end, width)
+        ev = lod.events
         flows = self._flows(ev, start, end)
         names = np.unique(self.name[ev])
         strings = self.trace.strings
@@ -187,12 +182,12 @@ class TimelineIndex:
             },
             "names": {str(int(k)): strings[int(k)] if k >= 0 else "" for k in names},
             "aggregates": {
-                "row": (rd // 65536).tolist(),
-                "depth": (rd % 65536).tolist(),
-                "ts": np.round(start + agg_px * ns_px).astype(np.int64).tolist(),
+                "row": lod.agg_row.tolist(),
+                "depth": lod.agg_depth.tolist(),
+                "ts": np.round(start + lod.agg_px * ns_px).astype(np.int64).tolist(),
                 "dur": max(1, round(ns_px)),
-                "count": cnt.tolist(),
-                "busy": np.round(busy).astype(np.int64).tolist(),
+                "count": lod.agg_count.tolist(),
+                "busy": lod.agg_busy.tolist(),
             },
             "flows": flows,
             "counters": self.utilization(start, end, max(1, width // 2)),
