@@ -71,8 +71,7 @@ class Lod:
         rel = ts - origin
         span = int(rel.max()) + 1 if n else 1
         # One sort by (level, start): start relative to the origin fits in 56 bits (2.2 years).
-        order = np.argsort((level.astype(np.int64) << 56) | np.minimum(rel, (1 << 56) - 1),
-                           kind="stable")
+        order = np.argsort((level.astype(np.int64) << 56) | np.minimum(rel, (1 << 56) - 1))
         self.perm: I64 = order.astype(np.int64)
         self.lts: I64 = ts[order]
         self.level_off: I64 = np.searchsorted(level[order], np.arange(66)).astype(np.int64)
@@ -180,7 +179,7 @@ def _sum(key: I64, count: I64, busy: I64) -> Cells:
     """Rows with equal keys summed, sorted by key."""
     if not len(key):
         return Cells(key, count, busy)
-    order = np.argsort(key, kind="stable")
+    order = np.argsort(key)  # equal keys are summed: their order does not matter
     key, count, busy = key[order], count[order], busy[order]
     first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
     return Cells(key[first], np.add.reduceat(count, first), np.add.reduceat(busy, first))
