@@ -35,6 +35,7 @@ I64 = npt.NDArray[np.int64]
 # (~FINE per pixel on average) that summing them directly is as fast as reading cells.
 FINE = 64
 DEPTH_BITS = 15  # depth is int16 (clipped at 32767)
+_SLICE = 1 << 20  # events binned at a time while the pyramid is built
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,23 @@ class Lod:
         self.n = n = len(ts)
         self.rd_bits = DEPTH_BITS + max(1, int(n_rows).bit_length())
         level = _level(dur)
-        rel = ts - origin
-        span = int(rel.max()) + 1 if n else 1
         # One sort by (level, start): start relative to the origin fits in 56 bits (2.2 years).
-        order = np.argsort((level.astype(np.int64) << 56) | np.minimum(rel, (1 << 56) - 1))
-        self.perm: I64 = order.astype(np.int64)
+        # Built in place: this index is made for traces of tens of millions of events.
+        key = ts - origin
+        span = int(key.max()) + 1 if n else 1
+        np.minimum(key, (1 << 56) - 1, out=key)
+        high = level.astype(np.int64)
+        high <<= 56
+        key |= high
+        del high
+        order = np.argsort(key)
+        del key
         self.lts: I64 = ts[order]
         self.level_off: I64 = np.searchsorted(level[order], np.arange(66)).astype(np.int64)
         self.max_level = int(level.max()) if n else -1
+        del level
+        self.perm: npt.NDArray[Any] = order.astype(np.int32) if n < 2**31 else order
+        del order
         self.cells: dict[int, Cells] = {}
         if n:
             self._pyramid(span)
@@ -90,21 +100,35 @@ class Lod:
         top = max(first, int(span).bit_length())
         if (span >> first) >= 1 << (63 - self.rd_bits):  # cannot pack: no pyramid, direct sums
             return
-        lo = int(self.level_off[first]) if first < 65 else self.n
-        idx = self.perm[:lo]  # every event shorter than 2**first
-        key = (((self.ts[idx] - self.origin) >> first) << self.rd_bits) | self._rd(idx)
-        cells = _sum(key, np.ones(len(idx), np.int64), self.dur[idx])
+        lo = int(self.level_off[min(first, 65)])
+        cells = self._binned(0, lo, first)  # every event shorter than 2**first
         self.cells[first] = cells
         mask = (1 << self.rd_bits) - 1
         for b in range(first + 1, top + 1):
             # coarsen the previous level's bins and add the events of level b-1
-            ev = self.perm[self.level_off[b - 1]:self.level_off[b]]
             coarse = (((cells.key >> self.rd_bits) >> 1) << self.rd_bits) | (cells.key & mask)
-            new = (((self.ts[ev] - self.origin) >> b) << self.rd_bits) | self._rd(ev)
-            cells = _sum(np.concatenate((coarse, new)),
-                         np.concatenate((cells.count, np.ones(len(ev), np.int64))),
-                         np.concatenate((cells.busy, self.dur[ev])))
+            new = self._binned(int(self.level_off[b - 1]), int(self.level_off[b]), b)
+            cells = _sum(np.concatenate((coarse, new.key)),
+                         np.concatenate((cells.count, new.count)),
+                         np.concatenate((cells.busy, new.busy)))
             self.cells[b] = cells
+
+    def _binned(self, lo: int, hi: int, b: int) -> Cells:
+        """Cells of the events perm[lo:hi] in bins of 2**b ns, summed a slice at a time
+        (the cells are far fewer than the events: peak memory follows the slice)."""
+        parts: list[Cells] = []
+        for a in range(lo, hi, _SLICE):
+            idx = self.perm[a:min(hi, a + _SLICE)]
+            key = self.ts[idx] - self.origin
+            key >>= b
+            key <<= self.rd_bits
+            key |= self._rd(idx)
+            parts.append(_sum(key, np.ones(len(idx), np.int64), self.dur[idx]))
+        if len(parts) == 1:
+            return parts[0]
+        return _sum(np.concatenate([c.key for c in parts] or [np.empty(0, np.int64)]),
+                    np.concatenate([c.count for c in parts] or [np.empty(0, np.int64)]),
+                    np.concatenate([c.busy for c in parts] or [np.empty(0, np.int64)]))
 
     def nbytes(self) -> int:
         """Bytes this index holds beyond the timeline's own columns."""
@@ -120,7 +144,8 @@ class Lod:
         a = lo + int(np.searchsorted(seg, max(t0 - (2 << level), -(1 << 62)), side="right"))
         b = lo + int(np.searchsorted(seg, t1))
         idx = self.perm[a:b]
-        return idx[self.ts[idx] + self.dur[idx] > t0]
+        found: I64 = idx[self.ts[idx] + self.dur[idx] > t0]
+        return found
 
     def query(self, start: int, end: int, width: int) -> Answer:
         """The window [origin+start, origin+end) drawn ``width`` px wide."""
@@ -163,7 +188,7 @@ class Lod:
             busys.append(cells.busy[a:b])
         summed = _sum(np.concatenate(keys), np.concatenate(counts), np.concatenate(busys))
         rd = summed.key // (width + 1)
-        events = np.sort(np.concatenate(wide)) if wide else np.empty(0, np.int64)
+        events = np.sort(np.concatenate(wide)).astype(np.int64)
         return Answer(events, rd >> DEPTH_BITS, rd & ((1 << DEPTH_BITS) - 1),
                       summed.key % (width + 1), summed.count, summed.busy)
 

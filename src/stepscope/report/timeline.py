@@ -104,12 +104,13 @@ class TimelineIndex:
         self.finish = int(end.max()) if self.n else 0
         del end
         # Flow partner of each event: runtime launch <-> device op with the same correlation.
-        self.partner = np.full(self.n, -1, np.int64)
+        self.partner = np.full(self.n, -1, np.int32 if self.n < 2**31 else np.int64)
         corr = np.full(self.n, -1, np.int64)
         is_rt, is_dev = self.table == T_RUNTIME, self.table == T_DEVICE
         corr[is_rt] = r.correlation[self.src[is_rt]]
         corr[is_dev] = d.correlation[self.src[is_dev]]
         self._link(corr, is_rt, is_dev)
+        del corr, is_rt, is_dev
         # GPU-utilization counter: union of kernel time per device.
         self.devices = sorted({int(x) for x in np.unique(d.device).tolist()})
         self.busy: dict[int, intervals.Union] = {}

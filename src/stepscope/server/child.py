@@ -30,10 +30,15 @@ class ChildError(StepscopeError):
 
 
 def _analyse(path: str, conn: Connection, top: int) -> None:  # pragma: no cover - in the child
+    import threading
+
     from stepscope.analysis.compare.step_series import step_series
     from stepscope.formats import load_trace
+    from stepscope.formats.kineto import reader
     from stepscope.report.build import build_report
 
+    # forked while another thread may have held the reader's lock: this process has one thread
+    reader._READ_LOCK = threading.Lock()
     try:
         trace = load_trace(path, use_cache=True,
                            progress=lambda done, total: conn.send(("progress", done, total)))
