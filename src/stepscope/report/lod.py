@@ -188,7 +188,7 @@ class Lod:
             busys.append(cells.busy[a:b])
         summed = _sum(np.concatenate(keys), np.concatenate(counts), np.concatenate(busys))
         rd = summed.key // (width + 1)
-        events = np.sort(np.concatenate(wide)).astype(np.int64)
+        events = np.sort(np.concatenate([np.empty(0, np.int64), *wide])).astype(np.int64)
         return Answer(events, rd >> DEPTH_BITS, rd & ((1 << DEPTH_BITS) - 1),
                       summed.key % (width + 1), summed.count, summed.busy)
 
