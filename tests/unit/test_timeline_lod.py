@@ -215,3 +215,17 @@ def test_a_child_that_fails_is_one_line(tmp_path: Path) -> None:
         assert entry.error is not None and "\n" not in entry.error and "bad.pt.trace" in entry.error
     finally:
         store.close()
+
+
+def test_a_child_that_dies_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed (e.g. by the OOM killer) before answering: a one-line error, no hang."""
+    import os
+
+    from stepscope.server import child
+
+    def dies(path: str, conn: Any, top: int) -> None:
+        os._exit(3)
+
+    monkeypatch.setattr(child, "_analyse", dies)
+    with pytest.raises(child.ChildError, match=r"t\.json: .*exit code 3"):
+        child.Children().run("t.json", 10, lambda d, t: None, lambda: None)
