@@ -4,8 +4,9 @@ All events of a trace are flattened once into one table sorted by (row, start): 
 and runtime calls on their thread's row, kernels/memcpys/memsets on their stream's row,
 GPU annotations on a row per stream. A query for a window and a pixel width returns the
 events at least one pixel wide one by one and aggregates the rest per (row, depth, pixel),
-so the answer is bounded by rows x depth x width whatever the trace size. Vectorised
-numpy throughout; the only Python loops run over rows, never over events.
+so the answer is bounded by rows x depth x width whatever the trace size; so is the work,
+through the duration-level index and pyramid of ``report/lod.py``. Vectorised numpy
+throughout; the only Python loops run over rows and duration levels, never over events.
 """
 
 from __future__ import annotations
@@ -118,6 +119,12 @@ class TimelineIndex:
             m = (d.device == dev) & (d.kind == DEV_KERNEL)
             self.busy[dev] = intervals.union(d.ts[m], d.ts[m] + np.maximum(d.dur[m], 0))
         self.lod = Lod(self.ts, self.dur, self.row, self.depth, self.origin, len(rows))
+
+    @property
+    def end(self) -> I64:
+        """End of every event (computed on each use: not kept, to save 8 bytes per event)."""
+        end: I64 = self.ts + self.dur
+        return end
 
     def _link(self, corr: I64, is_rt: npt.NDArray[np.bool_], is_dev: npt.NDArray[np.bool_]
               ) -> None:
