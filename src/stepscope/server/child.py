@@ -87,7 +87,10 @@ class Children:
                     raise ChildError(msg[1])
         finally:
             recv.close()
-            proc.join(30)
+            proc.join(5)
+            if proc.is_alive():  # it answered an error or we stopped listening: end it
+                proc.terminate()
+                proc.join(5)
             self._live.discard(proc)
 
     def close(self) -> None:
