@@ -26,10 +26,12 @@ sys.path.insert(0, str(HERE.parent))  # tests.browser.conftest: the in-thread se
 
 def _frames(page: Any, n: int, x: float, y: float, dy: float) -> list[float]:
     page.evaluate("window.__stepscopeFrames = []")
+    page.keyboard.down("Control")  # Ctrl+wheel zooms (the wheel alone scrolls the tracks)
     for _ in range(n):
         page.mouse.move(x, y)
         page.mouse.wheel(0, dy)
         page.wait_for_timeout(60)
+    page.keyboard.up("Control")
     page.wait_for_timeout(300)
     return list(page.evaluate("window.__stepscopeFrames"))
 

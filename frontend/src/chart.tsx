@@ -1,12 +1,12 @@
 import { useEffect, useRef } from "preact/hooks";
 import * as echarts from "echarts/core";
-import { BarChart, GraphChart, LineChart, PieChart, ScatterChart } from "echarts/charts";
-import { DataZoomComponent, GridComponent, LegendComponent, MarkLineComponent, MarkPointComponent, TooltipComponent } from "echarts/components";
+import { BarChart, GraphChart, HeatmapChart, LineChart, PieChart, ScatterChart } from "echarts/charts";
+import { DataZoomComponent, GridComponent, LegendComponent, MarkAreaComponent, MarkLineComponent, MarkPointComponent, TooltipComponent, VisualMapComponent } from "echarts/components";
 import { LabelLayout } from "echarts/features";
 import { CanvasRenderer } from "echarts/renderers";
 
-echarts.use([BarChart, GraphChart, PieChart, LineChart, ScatterChart, GridComponent, LegendComponent, TooltipComponent,
-  DataZoomComponent, MarkLineComponent, MarkPointComponent, LabelLayout, CanvasRenderer]);
+echarts.use([BarChart, GraphChart, HeatmapChart, PieChart, LineChart, ScatterChart, GridComponent, LegendComponent, TooltipComponent,
+  DataZoomComponent, VisualMapComponent, MarkAreaComponent, MarkLineComponent, MarkPointComponent, LabelLayout, CanvasRenderer]);
 
 /** `onReady` gets the instance after the first setOption (events, roam, dispatchAction). */
 export function Chart({ option, height = 280, id, onReady }: {

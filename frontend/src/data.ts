@@ -62,6 +62,8 @@ interface Embedded {
   timeline?: TimelineMeta & {
     columns: { row: number[]; depth: number[]; ts: number[]; dur: number[]; name: number[]; table: number[] };
     strings: string[]; flows: { from: number[]; to: number[] }; counters: { device: number; label: string; values: number[] }[];
+    /** counter tracks (memory) over the whole trace, resampled per window like `counters` */
+    track_values?: { id: string; label: string; unit: string; values: (number | null)[] }[];
   };
 }
 
@@ -126,20 +128,21 @@ export class StaticSource implements Source {
       fl.from_row.push(c.row[from]); fl.from_depth.push(c.depth[from]); fl.from_ts.push(c.ts[from]);
       fl.to_row.push(c.row[to]); fl.to_depth.push(c.depth[to]); fl.to_ts.push(c.ts[to]);
     }
-    return { start, end, width, events: ev, names: used, aggregates: ag, flows: fl, counters: this.counters(start, end, Math.max(1, Math.floor(width / 2))) };
+    const bins = Math.max(1, Math.floor(width / 2));
+    return { start, end, width, events: ev, names: used, aggregates: ag, flows: fl, counters: this.counters(start, end, bins),
+      tracks: (this.d.timeline.track_values ?? []).map((k) => ({ ...k, values: this.resample(k.values, start, end, bins) })) };
   }
   private counters(start: number, end: number, bins: number) {
-    // Resample the report's full-span utilisation series onto the window.
-    const t = this.d.timeline, span = Math.max(1, t.end - t.start);
-    return t.counters.map((k) => {
-      const n = k.values.length, out: number[] = [];
-      for (let b = 0; b < bins; b++) {
-        const mid = start + ((b + 0.5) * (end - start)) / bins;
-        const j = Math.min(n - 1, Math.max(0, Math.floor(((mid - t.start) / span) * n)));
-        out.push(k.values[j]);
-      }
-      return { device: k.device, label: k.label, values: out };
-    });
+    return this.d.timeline.counters.map((k) => ({ device: k.device, label: k.label, values: this.resample(k.values, start, end, bins) as number[] }));
+  }
+  /** Resample a full-span series (the report's) onto the window. */
+  private resample<T>(values: T[], start: number, end: number, bins: number): T[] {
+    const t = this.d.timeline, span = Math.max(1, t.end - t.start), n = values.length, out: T[] = [];
+    for (let b = 0; b < bins; b++) {
+      const mid = start + ((b + 0.5) * (end - start)) / bins;
+      out.push(values[Math.min(n - 1, Math.max(0, Math.floor(((mid - t.start) / span) * n)))]);
+    }
+    return out;
   }
   async event(_t: string, id: number): Promise<EventInfo> {
     const c = this.d.timeline.columns, s = this.d.timeline.strings;
@@ -153,10 +156,16 @@ export class StaticSource implements Source {
   async search(_t: string, text: string): Promise<SearchResult> {
     const needle = text.toLowerCase(), s = this.d.timeline.strings, ids: number[] = [];
     s.forEach((x, i) => { if (x.toLowerCase().includes(needle)) ids.push(i); });
-    const set = new Set(ids), c = this.d.timeline.columns, first: number[] = [];
+    const set = new Set(ids), c = this.d.timeline.columns;
     let count = 0;
-    for (let i = 0; i < c.name.length; i++) if (set.has(c.name[i])) { count++; if (first.length < 1000) first.push(i); }
-    return { names: ids, count, first };
+    const all: number[] = [];
+    for (let i = 0; i < c.name.length; i++) if (set.has(c.name[i])) { count++; all.push(i); }
+    all.sort((a, b) => c.ts[a] - c.ts[b]);
+    const first = all.slice(0, 1000), strings: Record<string, string> = {};
+    for (const i of first) strings[c.name[i]] = s[c.name[i]];
+    const hits = { id: first, row: first.map((i) => c.row[i]), depth: first.map((i) => c.depth[i]), ts: first.map((i) => c.ts[i]),
+      dur: first.map((i) => c.dur[i]), name: first.map((i) => c.name[i]) };
+    return { names: ids, count, first, hits, strings };
   }
   exportWindow(_t: string, start: number, end: number) {
     const c = this.d.timeline.columns, s = this.d.timeline.strings, rows = this.d.timeline.rows;

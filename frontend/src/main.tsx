@@ -50,29 +50,49 @@ function App() {
   }, [trace]);
 
   const go = (page: string, t = trace) => { location.hash = `#/${page}?trace=${encodeURIComponent(t)}`; };
-  // Pages whose data the report lacks are hidden (before the report loads, every page is listed);
-  // a page may also depend on the logdir (Distributed: runs of 2+ rank traces).
-  const routes = ROUTES.filter((r) => (!r.when || !report || r.when(report, source.mode))
-    && (!r.show || r.show(runs, trace, source.mode)));
-  const route = routes.find((r) => r.path === state.page) ?? routes[0] ?? ROUTES[0];
-  const Page = route.page;
+  // A page is listed only once the report says its data exists (none while loading or after an
+  // error); a page may also depend on the logdir (Distributed: runs of 2+ rank traces).
+  const routes = report ? ROUTES.filter((r) => (!r.when || r.when(report, source.mode))
+    && (!r.show || r.show(runs, trace, source.mode))) : [];
+  const route = routes.find((r) => r.path === state.page) ?? routes[0] ?? null;
+  const label = source.mode === "static" ? trace : traces.find((t) => t.trace === trace)?.label ?? trace;
+  useEffect(() => {
+    document.title = [route?.title ?? (error ? "error" : "loading"), label, "stepscope"].filter(Boolean).join(" · ");
+  }, [route?.path, label, error]);
+  const Page = route?.page;
   return (
     <div class="app">
       <header>
         <span class="brand">stepscope</span>
-        <nav>{routes.map((r) => <a key={r.path} id={`nav-${r.path}`} class={r.path === route.path ? "active" : ""}
+        <nav aria-label="pages">{routes.map((r) => <a key={r.path} id={`nav-${r.path}`} class={r.path === route?.path ? "active" : ""}
+          aria-current={r.path === route?.path ? "page" : undefined}
           href={`#/${r.path}?trace=${encodeURIComponent(trace)}`}>{r.title}</a>)}</nav>
-        {source.mode === "server" && <select id="trace-select" value={trace} onChange={(e) => go(route.path, (e.target as HTMLSelectElement).value)}>
+        {source.mode === "server" ? <select id="trace-select" aria-label="trace" value={trace} onChange={(e) => go(route?.path ?? state.page, (e.target as HTMLSelectElement).value)}>
           {traces.map((t) => <option key={t.trace} value={t.trace}>{t.label}</option>)}
-        </select>}
+        </select> : report && <Subject report={report} trace={trace} />}
       </header>
       <main>
+        {/* one h1 per page: what is shown, and of which input */}
+        <h1 id="page-title">{route?.title ?? (error ? "Error" : report || !trace ? "stepscope" : "Loading")}{trace && <span class="dim"> · {label}</span>}</h1>
         {error ? <p class="error" id="load-error">Could not load {trace}: {error}</p>
           : !trace ? <p>{runs ? "No traces found in this logdir yet (the list refreshes every few seconds)." : "…"}</p>
-          : report && config ? <Page key={`${route.path}:${trace}`} source={source} trace={trace} report={report} config={config} />
+          : report && config && Page ? <Page key={`${route!.path}:${trace}`} source={source} trace={trace} report={report} config={config} />
+          : report ? <p class="note">Nothing to show for {label}.</p>
           : <LoadProgress p={progress} trace={trace} />}
       </main>
     </div>
+  );
+}
+
+/** The single-file report names what it is about in its body: the input and its devices. */
+function Subject({ report, trace }: { report: Dict; trace: string }) {
+  const devices: string[] = (report.devices ?? []).map((d: Dict) => d.label ?? d.name).filter(Boolean);
+  const path = report.source?.path ?? report.tensorrt?.engine ?? trace;
+  return (
+    <span class="subject" id="report-subject">
+      <span class="kname" title={path}>{trace}</span>
+      {devices.length > 0 && <span id="report-devices"> on {[...new Set(devices)].join(", ")}</span>}
+    </span>
   );
 }
 

@@ -1,18 +1,35 @@
 import { useMemo, useState } from "preact/hooks";
 import type { ComponentChildren } from "preact";
-import { timeUnit } from "./format";
+import { timeUnit, type TimeUnit } from "./format";
 
-/** `time`: `value` is µs, shown in one unit for the column, picked from all its rows (not the
- * filtered ones, so a search never changes it); the header gets the unit: "total ms". */
-export interface Column<T> { key: string; label: string; num?: boolean; time?: boolean; value: (r: T) => any; render?: (r: T) => ComponentChildren; }
+/** `time`: `value` is µs, shown in one unit picked from all its rows (not the filtered ones, so
+ * a search never changes it); the header gets the unit: "total ms". Time columns sharing a
+ * `unit` group (default: their own key) share one unit, picked from all of them: related
+ * columns (mean | min | max) never read "µs | µs | ms". */
+export interface Column<T> { key: string; label: string; num?: boolean; time?: boolean; unit?: string; value: (r: T) => any; render?: (r: T) => ComponentChildren; }
 
-/** A µs column whose row field is `key`. */
-export const timeCol = <T extends Record<string, any>>(key: string, label: string): Column<T> =>
-  ({ key, label, num: true, time: true, value: (r) => r[key] });
+/** A µs column whose row field is `key`; `unit` names the group of related columns sharing one unit. */
+export const timeCol = <T extends Record<string, any>>(key: string, label: string, unit?: string): Column<T> =>
+  ({ key, label, num: true, time: true, unit, value: (r) => r[key] });
 
-/** Sortable, searchable table. Cell text goes through Preact, which escapes it. */
-export function Table<T>({ rows, cols, id, searchKey, initialSort }: {
-  rows: T[]; cols: Column<T>[]; id: string; searchKey?: (r: T) => string; initialSort?: string;
+/** One unit per time column, shared within each column's `unit` group. */
+export function columnUnits<T>(rows: T[], cols: Column<T>[]): (TimeUnit | null)[] {
+  const groups = new Map<string, number[]>();
+  for (const c of cols) {
+    if (!c.time) continue;
+    const g = c.unit ?? c.key, vals = groups.get(g) ?? [];
+    for (const r of rows) vals.push(c.value(r));
+    groups.set(g, vals);
+  }
+  const units = new Map([...groups].map(([g, v]) => [g, timeUnit(v)]));
+  return cols.map((c) => (c.time ? units.get(c.unit ?? c.key)! : null));
+}
+
+/** Sortable, searchable table. Cell text goes through Preact, which escapes it. Headers stay in
+ * view (the wrap scrolls, the header row is sticky); each header is a button (keyboard) and the
+ * sorted one carries aria-sort. */
+export function Table<T>({ rows, cols, id, searchKey, initialSort, caption, limit }: {
+  rows: T[]; cols: Column<T>[]; id: string; searchKey?: (r: T) => string; initialSort?: string; caption?: string; limit?: number;
 }) {
   const [sort, setSort] = useState<{ key: string; desc: boolean }>({ key: initialSort ?? "", desc: true });
   const [filter, setFilter] = useState("");
@@ -29,23 +46,31 @@ export function Table<T>({ rows, cols, id, searchKey, initialSort }: {
     }
     return out;
   }, [rows, cols, sort, filter]);
-  const units = useMemo(() => cols.map((c) => (c.time ? timeUnit(rows.map(c.value)) : null)), [rows, cols]);
+  const units = useMemo(() => columnUnits(rows, cols), [rows, cols]);
   return (
-    <div class="table-wrap">
-      {searchKey && <input class="search" id={`${id}-search`} placeholder="search by name…" value={filter}
+    <div class="table-block">
+      {searchKey && <input class="search" id={`${id}-search`} placeholder="search by name…" aria-label="search rows by name" value={filter}
         onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />}
-      <span class="count">{shown.length} rows</span>
+      <span class="count">{limit != null && shown.length > limit ? `first ${limit} of ${shown.length} rows (sort or search to see others)` : `${shown.length} row${shown.length === 1 ? "" : "s"}`}</span>
+      <div class="table-wrap">
       <table id={id}>
-        <thead><tr>{cols.map((c, j) => (
-          <th key={c.key} class={c.num ? "num" : ""} data-key={c.key}
-            onClick={() => setSort({ key: c.key, desc: sort.key === c.key ? !sort.desc : true })}>
-            {units[j] ? `${c.label} ${units[j]!.label}` : c.label}{sort.key === c.key ? (sort.desc ? " ▼" : " ▲") : ""}
-          </th>))}</tr></thead>
-        <tbody>{shown.map((r, i) => (
+        {caption && <caption class="sr-only">{caption}</caption>}
+        <thead><tr>{cols.map((c, j) => {
+          const on = sort.key === c.key;
+          return (
+            <th key={c.key} class={c.num ? "num" : ""} data-key={c.key} scope="col"
+              aria-sort={on ? (sort.desc ? "descending" : "ascending") : undefined}>
+              <button type="button" class="sort" onClick={() => setSort({ key: c.key, desc: on ? !sort.desc : true })}>
+                {units[j] ? `${c.label} ${units[j]!.label}` : c.label}{on ? (sort.desc ? " ▼" : " ▲") : ""}
+              </button>
+            </th>);
+        })}</tr></thead>
+        <tbody>{(limit != null ? shown.slice(0, limit) : shown).map((r, i) => (
           <tr key={i}>{cols.map((c, j) => <td key={c.key} class={c.num ? "num" : ""} data-key={c.key}>
             {c.render ? c.render(r) : units[j] ? units[j]!.fmt(c.value(r)) : c.value(r)}</td>)}</tr>
         ))}</tbody>
       </table>
+      </div>
     </div>
   );
 }

@@ -44,6 +44,15 @@ def column(rows: list[dict[str, Any]], key: str) -> list[Any]:
     return [r[key] for r in rows]
 
 
+def columns(rows: list[dict[str, Any]], *keys: str) -> list[Any]:
+    """The values of related columns that share one unit (Table's ``unit`` groups)."""
+    return [r[k] for r in rows for k in keys]
+
+
+OP_TIMES = ("host_self_us", "host_total_us", "device_self_us", "device_total_us")
+PER_CALL = ("mean_us", "min_us", "max_us")
+
+
 def cell(page: Any, selector: str) -> str:
     return str(page.locator(selector).first.inner_text()).strip()
 
@@ -77,8 +86,8 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         row = page.locator("#operators-table tbody tr").first
         assert row.locator("td[data-key='name']").inner_text() == ops[0]["name"]
         assert row.locator("td[data-key='device_self_us']").inner_text() == \
-            shown_us(ops[0]["device_self_us"], column(ops, "device_self_us"))
-        unit = time_unit(column(ops, "device_self_us"))[0]
+            shown_us(ops[0]["device_self_us"], columns(ops, *OP_TIMES))
+        unit = time_unit(columns(ops, *OP_TIMES))[0]
         assert cell(page, "#operators-table th[data-key='device_self_us']") == \
             f"device self {unit} ▼"
         assert row.locator("td[data-key='calls']").inner_text() == str(ops[0]["calls"])
@@ -94,7 +103,7 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         row = page.locator("#operators-table tbody tr").first
         assert row.locator("td[data-key='name']").inner_text() == by_stack[0]["name"]
         assert row.locator("td[data-key='device_self_us']").inner_text() == \
-            shown_us(by_stack[0]["device_self_us"], column(by_stack, "device_self_us"))
+            shown_us(by_stack[0]["device_self_us"], columns(by_stack, *OP_TIMES))
     page.click("#nav-kernels")
     page.wait_for_selector("#page-kernels")
     ks = sorted(report["kernels"], key=lambda r: -r["total_us"])
@@ -103,9 +112,12 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         assert row.locator("td[data-key='name']").inner_text() == ks[0]["name"]
         for key in ("total_us", "mean_us", "max_us"):
             assert row.locator(f"td[data-key='{key}']").inner_text() == \
-                shown_us(ks[0][key], column(ks, key))
-        unit = time_unit(column(ks, "mean_us"))[0]
-        assert cell(page, "#kernels-table th[data-key='mean_us']") == f"mean {unit}"
+                shown_us(ks[0][key],
+                         column(ks, key) if key == "total_us" else columns(ks, *PER_CALL))
+        unit = time_unit(columns(ks, *PER_CALL))[0]  # mean | min | max: one unit
+        for key in PER_CALL:
+            label = key.removesuffix("_us")
+            assert cell(page, f"#kernels-table th[data-key='{key}']") == f"{label} {unit}"
         page.click("#kernels-table th[data-key='calls']")  # sort by calls, descending
         assert row.locator("td[data-key='calls']").inner_text() == \
             str(max(k["calls"] for k in ks))
@@ -117,6 +129,8 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         assert row.locator("td[data-key='operator']").inner_text() == kops[0]["operator"]
         assert row.locator("td[data-key='total_us']").inner_text() == \
             shown_us(kops[0]["total_us"], column(kops, "total_us"))
+        assert row.locator("td[data-key='min_us']").inner_text() == \
+            shown_us(kops[0]["min_us"], columns(kops, *PER_CALL))
     page.click("#nav-findings")
     page.wait_for_selector("#page-findings")
     cards = page.locator("#page-findings .finding")
@@ -153,8 +167,10 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     mid_x = x0 + 200 + (box["width"] - 200) / 2
     s0, e0 = view(page)
     page.mouse.move(mid_x, y0 + 100)
+    page.keyboard.down("Control")  # Perfetto's convention: Ctrl+wheel zooms, the wheel scrolls
     for _ in range(5):
         page.mouse.wheel(0, -400)  # zoom in around the cursor
+    page.keyboard.up("Control")
     page.wait_for_timeout(200)
     s1, e1 = view(page)
     assert e1 - s1 < (e0 - s0) / 10
@@ -182,15 +198,17 @@ def drive_timeline(page: Any, name: str) -> dict[str, Any]:
     page.click("#zoom-reset")
     # Zoom in, then click along the first stream's lane until a kernel is selected.
     sel = -1
+    page.keyboard.down("Control")
     for _ in range(6):
         page.mouse.move(mid_x, y0 + 100)
         page.mouse.wheel(0, -600)
         page.wait_for_timeout(150)
+    page.keyboard.up("Control")
     page.wait_for_timeout(400)
     stream = next(ln for ln in lanes(page) if ln[0] == "stream")
     y = y0 + stream[2] + 2 + 7
     for k in range(60):
-        cx = x0 + 205 + k * (box["width"] - 210) / 60
+        cx = x0 + 225 + k * (box["width"] - 240) / 60  # past the 220 px gutter
         page.mouse.click(cx, y)
         page.wait_for_timeout(30)
         sel = int(page.locator("#timeline-canvas").get_attribute("data-selected") or -1)

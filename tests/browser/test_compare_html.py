@@ -83,7 +83,8 @@ def test_diff_html_shows_hostile_names_as_text(page: Any, tmp_path: Path,
     assert page.locator("#diff-kernels tbody tr td[data-key='name']").first.inner_text() == evil
     assert text(page, "#diff-main") == f"Main change: {evil}"
     assert page.locator("img[src=x]").count() == 0
-    assert page.title() == evil and not dialogs
+    # the page's title names the page and the input (as text: never "pwned")
+    assert page.title() == f"Compare · {evil} · stepscope" and not dialogs
     # the slower sgemm (x1.5) is the change the page leads with
     assert text(page, "#diff-verdict") == "regression"
     assert not page.errors, page.errors

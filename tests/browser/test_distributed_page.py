@@ -20,6 +20,16 @@ def _cells(page: Any, table: str, i: int, keys: list[str]) -> dict[str, str]:
     return {k: row.locator(f"td[data-key='{k}']").inner_text().strip() for k in keys}
 
 
+def bytes_text(b: float | None) -> str:
+    """DistributedViews.tsx ``bytesText``: one binary unit from the value, 2 decimals."""
+    if b is None:
+        return "—"
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(b) >= div:
+            return f"{b / div:.2f} {unit}"
+    return f"{b:.0f} B"
+
+
 def check_run_page(page: Any, want: dict[str, Any]) -> None:
     """Every table of the Distributed page equals the run report's figures."""
     dist = want["distributed"]
@@ -58,10 +68,15 @@ def check_run_page(page: Any, want: dict[str, Any]) -> None:
         got = _cells(page, "collectives-table", i, ["collective", "calls", "bytes_per_call",
                                                     "time_us", "algbw_gbps", "busbw_gbps"])
         assert got == {"collective": c["collective"], "calls": str(c["calls"]),
-                       "bytes_per_call": f"{c['bytes_per_call']:.1f}",
+                       "bytes_per_call": bytes_text(c["bytes_per_call"]),
                        "time_us": us(dist["collectives"], c, "time_us"),
                        "algbw_gbps": f"{c['algbw_gbps']:.4f}",
                        "busbw_gbps": f"{c['busbw_gbps']:.4f}"}
+    # one definition per word; the straggler table's computation includes overlap and says so
+    assert page.locator("#definitions dt").all_inner_texts()[:4] == [
+        "computation", "communication", "overlap", "other"]
+    assert cell(page, "#stragglers-table th[data-key='computation_us']").startswith(
+        "busy computation")
     cards = page.locator("#run-findings .finding")
     assert cards.count() == len(want["findings"]) >= 1
     assert cell(page, "#run-findings .finding .title") == want["findings"][0]["title"]

@@ -10,7 +10,7 @@ from typing import Any
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from tests.browser.conftest import shot
-from tests.browser.helpers import column, shown_us, signed, time_text, time_unit
+from tests.browser.helpers import columns, shown_us, signed, time_text, time_unit
 from tests.conftest import shared_trace
 
 QWEN = "outside/tracelens-h100-qwen"
@@ -90,9 +90,12 @@ def check_modules(page: Any, report: dict[str, Any], name: str) -> None:
     rows = page.locator("#modules-table tbody tr")
     assert rows.count() == len(first)  # roots open, their children shown
     root = page.locator(f"#modules-table tr[data-id='{roots[0]['id']}']")
+    # related columns share a unit: the four totals, the two per-call times
+    totals = columns(nodes, "host_total_us", "host_self_us", "device_total_us", "device_self_us")
+    per_call = columns(nodes, "mean_us", "max_call_us")
     for key in ("host_total_us", "device_total_us", "device_self_us", "max_call_us"):
         assert root.locator(f"td[data-key='{key}']").inner_text() == \
-            shown_us(roots[0][key], column(nodes, key))
+            shown_us(roots[0][key], per_call if key == "max_call_us" else totals)
     # collapse the root, expand all
     root.locator("button.twisty").click()
     assert rows.count() == len(roots)
@@ -102,7 +105,7 @@ def check_modules(page: Any, report: dict[str, Any], name: str) -> None:
     row = page.locator(f"#modules-table tr[data-id='{deep['id']}']")
     assert row.locator("td[data-key='name']").inner_text().strip() == deep["name"]
     assert row.locator("td[data-key='device_total_us']").inner_text() == \
-        shown_us(deep["device_total_us"], column(nodes, "device_total_us"))
+        shown_us(deep["device_total_us"], totals)
     # flame view: one box per module wide enough to draw; clicking a child zooms into it
     boxes = page.locator("#modules-flame svg g")
     assert boxes.count() > len(roots)

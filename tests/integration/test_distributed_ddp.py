@@ -54,6 +54,13 @@ def test_straggler_found(ddp_run: Path) -> None:
     assert f"Rank {SLOW}" in rep.findings[0].title
     waits = {r.rank: r.sync_ns for r in d.ranks}
     assert waits[1 - SLOW] > waits[SLOW]
+    # gloo writes no process group nor Seq: matched by order, one unnamed group
+    assert d.matched_by == "order" and d.pipeline is None
+    (group,) = d.groups
+    assert group.pg == "" and group.ranks == (0, 1)
+    assert {c.name for c in group.calls} >= {"allreduce"}
+    assert group.wait_ns[1 - SLOW] > group.wait_ns[SLOW]
+    assert "pipeline-bubble" not in [f.id for f in rep.findings]
 
 
 def test_allreduce_bytes_equal_gradient_bytes(ddp_run: Path) -> None:

@@ -52,6 +52,26 @@ def test_dlrm_run_figures() -> None:
     assert [f.id for f in rep.findings] == ["straggler"]  # its waiting is sync, not transfer
 
 
+def test_dlrm_group_tables() -> None:
+    """NCCL traces of PyTorch 2.0 carry no Seq: matched by order, one table for the one group
+    the trace names (none); the 8 ranks ran on one host, so each call's start skew equals its
+    longest wait (docs/distributed.md) — within the traces' 1 µs resolution."""
+    d = build_run_report(find_run([str(shared_trace("outside/param-dlrm-8rank"))]),
+                         executor="serial").distributed
+    assert d.matched_by == "order" and d.pipeline is None
+    (group,) = d.groups
+    assert group.ranks == tuple(range(8)) and len(group.calls) == 8
+    assert sorted(c.name for c in group.calls) == ["allreduce"] * 3 + ["alltoall"] * 5
+    for c in group.calls:
+        assert min(c.wait_ns) == 0 and c.ranks == tuple(range(8))
+        assert c.skew_ns == pytest.approx(max(c.wait_ns), abs=2000)
+    first = group.calls[0]
+    assert (first.name, first.nbytes, first.transfer_ns) == ("alltoall", 24576, 10_000)
+    assert first.busbw_gbps == pytest.approx(24576 / 10_000 * 7 / 8)
+    # the per-group waits add up to the ranks' synchronisation wait
+    assert group.wait_ns == {r.rank: r.sync_ns for r in d.ranks}
+
+
 def test_nccl_collective_sizes() -> None:
     from stepscope.analysis.distributed.rank import rank_summary
     from stepscope.formats import load_trace

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.builders import TraceBuilder
@@ -321,3 +322,30 @@ def test_malformed_records_never_raise() -> None:
         assert w is None or (w.flops >= 0 and w.bytes >= 0)
 
     check()
+
+
+def test_points_above_their_roof_say_why(tmp_path: Path) -> None:
+    """A 1024³ bf16 matmul in 1 µs is 2,147 TFLOP/s: above the H100's 989.5 bf16 peak, so the
+    peak is wrong (flagged with the factor); as FP32 on CUDA-core kernels (no Tensor Core name)
+    it is above the FP32 peak: the dtype is; a 10 µs one sits below its roof: no flag."""
+    import stepscope
+
+    def rows(**kw: Any) -> dict[str, Any]:
+        trace = stepscope.load(str(_gpu_trace(tmp_path, dims=[[1024, 1024], [1024, 1024]],
+                                              **kw)), cache=False)
+        eff = run_analyses(trace).efficiency
+        assert eff is not None
+        return {r.name: r for r in (*eff.operators, *eff.kernels)}
+
+    fast = rows(k_dur=1.0)
+    mm = fast["aten::mm"]
+    assert mm.dtype == "bf16" and mm.tflops_s > 989.5
+    assert mm.above_roof == f"peak: {2 * 1024**3 / 1e-6 / 989.5e12:.1f}x the bf16 peak of the " \
+        "matched device; check the device's peak figures (matched part, clocks) or give " \
+        "--peak-tflops"
+    assert fast["sm90_xmma_gemm_bf16bf16_bf16f32"].above_roof == mm.above_roof
+    assert fast["aten::mul"].above_roof is None  # memory-bound, its bytes capped at the roof
+    fp32 = rows(k_dur=1.0, dtype="float", kernel="ampere_sgemm_128x64_nn")["aten::mm"]
+    assert fp32.dtype == "fp32" and fp32.above_roof is not None
+    assert fp32.above_roof.startswith(f"dtype: {2 * 1024**3 / 1e-6 / 67e12:.1f}x the FP32 peak")
+    assert rows(k_dur=10.0)["aten::mm"].above_roof is None

@@ -88,3 +88,24 @@ def test_operators_by_shape(report: dict[str, Any]) -> None:
             for o in report["operators_by_shape"]]
     assert rows == [("aten::mm", "[[2,3],[3,4]]", 1, 40.0, 17.0),
                     ("aten::mm", "[[8,3],[3,4]]", 1, 20.0, 17.0)]
+
+
+def test_kernels_by_launch_configuration(tmp_path: Path) -> None:
+    """A kernel launched with two configurations: the row by name says 2 configurations (and
+    names the most frequent), the rows by configuration split its calls and times."""
+    b = TraceBuilder()
+    other = {**CONFIG, "grid": [640, 1, 1], "blocks per SM": 4.0}
+    with b.step(1, 0, 100):
+        op = b.op("aten::mm", 10, 20, input_dims=[[2, 3], [3, 4]])
+        b.launch(op, "cudaLaunchKernel", 12, 3, kernel="gemm", k_ts=20, k_dur=40, **CONFIG)
+        b.launch(op, "cudaLaunchKernel", 16, 3, kernel="gemm", k_ts=62, k_dur=10, **CONFIG)
+    with b.step(2, 100, 100):
+        op = b.op("aten::mm", 110, 20, input_dims=[[8, 3], [3, 4]])
+        b.launch(op, "cudaLaunchKernel", 112, 3, kernel="gemm", k_ts=150, k_dur=20, **other)
+    data = build_report(b.load(tmp_path)).to_json()
+    (k,) = data["kernels"]
+    assert (k["calls"], k["configs"], k["grid"]) == (3, 2, [4, 1, 1])
+    rows = [(r["name"], r["grid"], r["calls"], r["total_us"], r["min_us"], r["max_us"],
+             r["configs"], r["blocks_per_sm"]) for r in data["kernels_by_config"]]
+    assert rows == [("gemm", [4, 1, 1], 2, 50.0, 10.0, 40.0, 1, 0.0),
+                    ("gemm", [640, 1, 1], 1, 20.0, 20.0, 20.0, 1, 4.0)]

@@ -53,8 +53,10 @@ def wait_ready(client: Any, trace: str = TRACE) -> dict[str, Any]:
 
 def test_discovery_run_worker_span_and_new_traces(client: Any, logdir: Path) -> None:
     runs = client.get("/api/runs").json()["runs"]
+    st = (logdir / TRACE).stat()
     assert runs == [{"run": "run1", "workers": [{"worker": "worker0", "spans": [
-        {"span": "1", "trace": TRACE, "size": (logdir / TRACE).stat().st_size}]}]}]
+        {"span": "1", "trace": TRACE, "size": st.st_size, "kind": "trace",
+         "time": round(st.st_mtime, 3)}]}]}]
     (logdir / "run2").mkdir()
     dashboard_trace(logdir / "run2", "rank3.77.pt.trace.json")
     runs = client.get("/api/runs").json()["runs"]  # no restart

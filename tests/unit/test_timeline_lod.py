@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import shared_trace
 
 from stepscope.formats import load_trace
-from stepscope.formats.kineto.reader import read_kineto
+from stepscope.formats.kineto.reader import READER_VERSION, read_kineto
 from stepscope.io import cache
 from stepscope.io.source import read_source
 from stepscope.model.trace import Trace
@@ -120,7 +120,7 @@ def test_index_from_the_cache_answers_as_from_memory(rel: str) -> None:
     load_trace(path, use_cache=True)  # stores
     cached_trace = load_trace(path, use_cache=True)
     source = read_source(path)
-    assert cache.load(cache.key_for(source, "kineto-7"), path) is not None
+    assert cache.load(cache.key_for(source, READER_VERSION), path) is not None
     cached = TimelineIndex(cached_trace)
     for col in ("row", "ts", "dur", "depth", "name", "table", "src", "partner"):
         assert np.array_equal(getattr(fresh, col), getattr(cached, col)), col

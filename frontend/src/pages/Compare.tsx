@@ -38,15 +38,36 @@ export function Compare(props: PageProps) {
     : <ComparePicker {...props} />;
 }
 
+type Listed = ReturnType<typeof traceList>[number];
+/** What Compare may put side by side: profiler traces and nsys exports (both have a step
+ * breakdown); TensorRT engines are compared with `stepscope diff A B`, not here. */
+export const comparable = (t: { kind?: string }) => (t.kind ?? "trace") !== "tensorrt";
+
+/** The default pair: the two newest inputs of `trace`'s run and kind (else of its kind in the
+ * whole logdir), the older as base: before → after in time order. */
+export function defaultPair(traces: Listed[], trace: string): [string, string] | null {
+  const cur = traces.find((t) => t.trace === trace);
+  if (!cur || !comparable(cur)) return null;
+  const kind = cur.kind ?? "trace", byTime = (a: Listed, b: Listed) => (a.time ?? 0) - (b.time ?? 0) || a.trace.localeCompare(b.trace);
+  const same = traces.filter((t) => (t.kind ?? "trace") === kind);
+  const inRun = same.filter((t) => t.run === cur.run);
+  const pool = (inRun.length >= 2 ? inRun : same).sort(byTime);
+  return pool.length >= 2 ? [pool[pool.length - 2].trace, pool[pool.length - 1].trace] : null;
+}
+
 function ComparePicker({ source, trace }: PageProps) {
   const [runs, setRuns] = useState<RunTree | null>(null);
-  const [base, setBase] = useState(trace);
+  const [base, setBase] = useState("");
   const [next, setNext] = useState("");
   const [diff, setDiff] = useState<D | null>(null);
   const [state, setState] = useState<string>("");
   useEffect(() => { source.runs().then(setRuns); }, []);
-  const traces = traceList(runs);
-  useEffect(() => { if (!next && traces.length > 1) setNext(traces.find((t) => t.trace !== base)?.trace ?? ""); }, [runs]);
+  const traces = traceList(runs).filter(comparable);
+  useEffect(() => {
+    if (!runs || base || next) return;
+    const pair = defaultPair(traces, trace);
+    if (pair) { setBase(pair[0]); setNext(pair[1]); } else setBase(trace);
+  }, [runs]);
   useEffect(() => {
     if (!base || !next || !source.diff) return;
     let alive = true, timer: any;
@@ -61,14 +82,14 @@ function ComparePicker({ source, trace }: PageProps) {
     return () => { alive = false; clearTimeout(timer); };
   }, [base, next]);
   const pick = (id: string, value: string, set: (v: string) => void) => (
-    <select id={id} value={value} onChange={(e) => set((e.target as HTMLSelectElement).value)}>
+    <select id={id} value={value} aria-label={id === "diff-base" ? "base (before)" : "new (after)"} onChange={(e) => set((e.target as HTMLSelectElement).value)}>
       <option value="">—</option>
       {traces.map((t) => <option key={t.trace} value={t.trace}>{t.label}</option>)}
     </select>);
   return (
     <div class="page" id="page-compare">
-      <div class="toolbar"><label>base {pick("diff-base", base, setBase)}</label><label>new {pick("diff-new", next, setNext)}</label></div>
-      {traces.length < 2 && runs && <p>The logdir has one trace: add another run to compare.</p>}
+      <div class="toolbar"><label>base (before) {pick("diff-base", base, setBase)}</label><label>new (after) {pick("diff-new", next, setNext)}</label></div>
+      {traces.length < 2 && runs && <p class="note" role="note">The logdir has one trace to compare: add another run.</p>}
       {state && <p class={state.startsWith("cannot") ? "error" : "dim"} id="diff-state">{state}</p>}
       {diff && <DiffView diff={diff} />}
     </div>

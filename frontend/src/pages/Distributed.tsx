@@ -7,6 +7,7 @@ import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";
 import { pct, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";
+import { AllToAllView, CallsView, CollectiveSkewView, Definitions, FsdpView, LARGE, PipelineView, bytesText, highest, rankHeatmap, rankHistogram, rowLimit } from "./DistributedViews";
 
 type K = Record<string, any>;
 
@@ -26,7 +27,7 @@ const RANKS: Column<K>[] = [
   timeCol("sync_us", "sync wait"),
   timeCol("transfer_us", "transfer"),
   timeCol("other_us", "other"),
-  { key: "comm_overlap_pct", label: "comm overlap %", num: true, value: (r) => r.comm_overlap_pct, render: (r) => pct(r.comm_overlap_pct) },
+  { key: "comm_overlap_pct", label: "overlap % of communication", num: true, value: (r) => r.comm_overlap_pct, render: (r) => pct(r.comm_overlap_pct) },
 ];
 
 const STRAGGLERS: Column<K>[] = [
@@ -34,8 +35,8 @@ const STRAGGLERS: Column<K>[] = [
   timeCol("wait_caused_us", "wait caused"),
   { key: "share_pct", label: "share of waiting %", num: true, value: (r) => r.share_pct, render: (r) => pct(r.share_pct) },
   { key: "last_arrivals", label: "last arrivals", num: true, value: (r) => r.last_arrivals, render: (r) => `${r.last_arrivals} / ${r.matched_calls}` },
-  timeCol("computation_us", "computation"),
-  timeCol("computation_excess_us", "computation vs mean"),
+  timeCol("computation_us", "busy computation"),
+  timeCol("computation_excess_us", "busy computation vs median rank"),
 ];
 
 const STEPS: Column<K>[] = [
@@ -48,7 +49,7 @@ const COLLECTIVES: Column<K>[] = [
   { key: "collective", label: "type", value: (r) => r.collective },
   { key: "process_group", label: "group", value: (r) => `${r.process_group || "default"} (${r.group_size ?? "?"})` },
   { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  { key: "bytes_per_call", label: "bytes/call", num: true, value: (r) => r.bytes_per_call, render: (r) => fixed(r.bytes_per_call, 1) },
+  { key: "bytes_per_call", label: "bytes/call", num: true, value: (r) => r.bytes_per_call, render: (r) => <span title={r.bytes_per_call == null ? "" : `${r.bytes_per_call} B`}>{bytesText(r.bytes_per_call)}</span> },
   { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
   timeCol("time_us", "time"),
   { key: "algbw_gbps", label: "algbw GB/s", num: true, value: (r) => r.algbw_gbps, render: (r) => fixed(r.algbw_gbps, 4) },
@@ -96,6 +97,15 @@ function RunFromServer({ source, trace, config }: PageProps) {
 function RunView({ data, run, config }: { data: Dict; run: string; config: PageProps["config"] }) {
   const charts = useMemo(() => {
     const ranks: K[] = data.distributed.ranks;
+    if (ranks.length > LARGE) {  // one bar per rank is unreadable: a heatmap and histograms
+      return {
+        large: true,
+        time: rankHeatmap(ranks, [["computation_us", "computation"], ["overlap_us", "overlap"], ["communication_us", "communication"],
+          ["other_us", "other"], ["sync_us", "sync wait"], ["transfer_us", "transfer"]]),
+        hist: rankHistogram(ranks, (r) => r.computation_us + r.overlap_us, "busy computation per rank"),
+        comm: rankHistogram(ranks, (r) => r.sync_us, "sync wait per rank"),
+      };
+    }
     const cats = ranks.map((r) => `rank ${r.rank}`);
     // Both charts in the unit of the tallest stack (a rank's whole time), tooltips in it too.
     const u = timeUnit(ranks.map((r) => r.computation_us + r.overlap_us + r.communication_us + r.other_us));
@@ -104,6 +114,7 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
     const bar = (name: string, key: string, color: string) =>
       ({ name, type: "bar", stack: "t", data: ranks.map((r) => r[key]), itemStyle: { color }, emphasis: { focus: "series" } });
     return {
+      large: false, hist: null,
       time: { ...base, series: [bar("computation", "computation_us", "#4e79a7"), bar("overlap", "overlap_us", "#59a14f"),
         bar("communication", "communication_us", "#e15759"), bar("other", "other_us", "#bab0ac")] },
       comm: { ...base, series: [bar("sync wait", "sync_us", "#f28e2b"), bar("transfer", "transfer_us", "#76b7b2")] },
@@ -115,20 +126,37 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
     <div class="page" id="page-distributed">
       <h2>Distributed run <span class="dim">{run}</span></h2>
       <p id="run-summary">{d.world_size} ranks · backend <b>{d.backend ?? "—"}</b> · ranks from {d.rank_source}
-        {d.imbalance && <> · computation max/mean <b id="imbalance">{fixed(d.imbalance.max_over_mean, 3)}</b> (slowest rank {d.imbalance.slowest_rank})</>}
+        {d.imbalance && <> · busy computation max/mean <b id="imbalance">{fixed(d.imbalance.max_over_mean, 3)}</b> (slowest rank {d.imbalance.slowest_rank})</>}
         {d.failed.length > 0 && <span class="error"> · {d.failed.length} rank traces could not be read</span>}</p>
-      <h3>Time per rank (computation, overlap, communication, other)</h3>
-      <Chart option={charts.time} height={280} id="ranks-chart" />
-      <h3>Communication per rank: synchronisation wait vs data transfer</h3>
-      <Chart option={charts.comm} height={240} id="comm-chart" />
-      <Table id="ranks-table" rows={d.ranks} cols={RANKS} />
+      <Definitions />
+      {charts.large ? <>
+        <h3>Time per rank: computation, overlap, communication, other, sync wait, transfer (heatmap, each row scaled to its largest rank)</h3>
+        <Chart option={charts.time} height={300} id="ranks-heatmap" />
+        <h3>Busy computation per rank (histogram)</h3>
+        <Chart option={charts.hist} height={300} id="ranks-histogram" />
+        <p class="dim" id="busiest-ranks">most busy computation: {highest(d.ranks, (r) => r.computation_us + r.overlap_us)}</p>
+        <h3>Sync wait per rank (histogram)</h3>
+        <Chart option={charts.comm} height={300} id="comm-histogram" />
+        <p class="dim">longest sync wait: {highest(d.ranks, (r) => r.sync_us)}</p>
+      </> : <>
+        <h3>Time per rank (computation, overlap, communication, other)</h3>
+        <Chart option={charts.time} height={280} id="ranks-chart" />
+        <h3>Communication per rank: synchronisation wait vs data transfer</h3>
+        <Chart option={charts.comm} height={240} id="comm-chart" />
+      </>}
+      <Table id="ranks-table" rows={d.ranks} cols={RANKS} searchKey={(r) => String(r.rank)} limit={rowLimit(d.ranks.length)} />
       <h3>Stragglers (slowest first)</h3>
       {d.stragglers.length === 0 ? <p>No rank kept the others waiting.</p>
-        : <Table id="stragglers-table" rows={d.stragglers} cols={STRAGGLERS} />}
+        : <Table id="stragglers-table" rows={d.stragglers} cols={STRAGGLERS} limit={rowLimit(d.ranks.length)} />}
       <h3>Last rank per step</h3>
       <Table id="steps-table" rows={d.steps} cols={STEPS} />
       <h3>Collectives</h3>
       <Table id="collectives-table" rows={d.collectives} cols={COLLECTIVES} searchKey={(r) => `${r.collective} ${r.process_group}`} />
+      {d.groups?.length > 0 ? <><h3>Per collective: start skew and wait, by process group</h3><CollectiveSkewView groups={d.groups} /></>
+        : d.calls?.length > 0 && <><h3>Per collective: who arrived last and what the others waited</h3><CallsView calls={d.calls} /></>}
+      {d.pipeline && <><h3>Pipeline stages (time per stage over the captured steps, idle = bubble)</h3><PipelineView p={d.pipeline} /></>}
+      {d.all_to_all && <><h3>All-to-all traffic (expert parallelism): bytes sender → receiver</h3><AllToAllView a={d.all_to_all} /></>}
+      {d.fsdp && <><h3>FSDP units: all-gather and reduce-scatter, exposed vs overlapped</h3><FsdpView f={d.fsdp} /></>}
       <h3>Findings ({data.findings.length})</h3>
       <div id="run-findings">{data.findings.length === 0 ? <p>No findings.</p> :
         data.findings.map((f: Dict, i: number) => <FindingCard key={f.id} f={f} config={config} index={i + 1} />)}</div>

@@ -22,6 +22,8 @@ const POINT_COLS: Column<D>[] = [
   { key: "intensity_flop_per_byte", label: "FLOP/B", num: true, value: (r) => r.intensity_flop_per_byte, render: (r) => num(r.intensity_flop_per_byte) },
   { key: "pct_roofline", label: "% of roofline", num: true, value: (r) => r.pct_roofline, render: (r) => pct(r.pct_roofline) },
   { key: "bound", label: "bound", value: (r) => r.bound ?? "—" },
+  { key: "above_roof", label: "above its roof", value: (r) => r.above_roof ?? "",
+    render: (r) => (r.above_roof ? <span class="above-roof">⚠ {r.above_roof}</span> : "") },
 ];
 const STEP_COLS: Column<D>[] = [
   { key: "step", label: "step", value: (r) => r.step },
@@ -57,19 +59,23 @@ function rooflineOption(points: D[], dev: D | undefined, mainDtype: string | nul
   families.forEach((fam, i) => {
     series.push({
       name: fam, type: "scatter", color: PALETTE[i % PALETTE.length],
-      data: shown.filter((p) => p.family === fam).map((p) => ({ value: [p.intensity_flop_per_byte, p.tflops_per_s], name: p.name, t: p.time_us })),
+      // a point above its roof: a triangle with a dark outline, its reason in the tooltip
+      data: shown.filter((p) => p.family === fam).map((p) => ({ value: [p.intensity_flop_per_byte, p.tflops_per_s], name: p.name, t: p.time_us,
+        above: p.above_roof, ...(p.above_roof ? { symbol: "triangle", itemStyle: { borderColor: "#7a4d00", borderWidth: 2, opacity: 0.9 } } : {}) })),
       symbolSize: (_v: any, p: any) => 6 + 34 * Math.sqrt(p.data.t / maxT),
       itemStyle: { opacity: 0.7, borderColor: "#333", borderWidth: 0.5 },
-      tooltip: { formatter: (p: any) => `${escapeText(short(p.data.name))}<br/>${p.data.value[1]} TFLOP/s at ${p.data.value[0]} FLOP/B, ${timeText(p.data.t)}` },
+      tooltip: { formatter: (p: any) => `${escapeText(short(p.data.name))}<br/>${p.data.value[1]} TFLOP/s at ${p.data.value[0]} FLOP/B, ${timeText(p.data.t)}`
+        + (p.data.above ? `<br/><b>above its roof</b>: ${escapeText(p.data.above)}` : "") },
     });
   });
   if (dev && dev.peak_gbytes_per_s) {
     const bw = dev.peak_gbytes_per_s / 1000;  // TB/s: TFLOP/s = FLOP/B × TB/s
     // One roof per distinct peak among the run's precision and the usual ones (bf16 = fp16 on most parts).
     const roofs = new Map<number, string[]>();
+    const used = new Set(shown.map((p) => p.dtype));  // every point has its own roof drawn
     for (const dt of ["fp4", "fp8", "bf16", "fp16", "tf32", "fp32", "fp64"]) {
       const peak = dev.peak_tflops?.[dt];
-      if (peak == null || (dt !== mainDtype && dt !== "fp32" && dt !== "bf16" && dt !== "fp16")) continue;
+      if (peak == null || (dt !== mainDtype && dt !== "fp32" && !used.has(dt))) continue;
       roofs.set(peak, [...(roofs.get(peak) ?? []), dt]);
     }
     for (const [peak, dts] of roofs) {
@@ -109,6 +115,7 @@ export function Efficiency({ report }: PageProps) {
   const option = useMemo(() => rooflineOption(points, dev, e.mfu_dtype), [points, dev]);
   const families = Object.entries(e.time_by_family_us as Record<string, number>);
   const famUnit = timeUnit(families.map(([, v]) => v)), fp32 = timeUnit([e.fp32_matmul_us]);
+  const above = points.filter((p) => p.above_roof);
   const plotted = points.filter((p) => p.intensity_flop_per_byte > 0 && p.tflops_per_s > 0).length;
   return (
     <div class="page" id="page-efficiency">
@@ -121,12 +128,16 @@ export function Efficiency({ report }: PageProps) {
         {e.devices.map((d: D) => (
           <div class="card" key={d.device} data-device={d.device}><div class="label">device {d.device}: {d.name}</div>
             <div class="unit">peak: {d.peak_match ?? "unknown"} ({d.matched_by}); {d.peak_gbytes_per_s ?? "—"} GB/s;{" "}
-              {Object.entries(d.peak_tflops ?? {}).filter(([, v]) => v != null).map(([k, v]) => `${k} ${v}`).join(", ")} TFLOP/s</div></div>))}
+              {Object.entries(d.peak_tflops ?? {}).filter(([, v]) => v != null).map(([k, v]) => `${k} ${v}`).join(", ")} TFLOP/s</div>
+            {d.note && <p class="note" role="note" data-key="peak-note">{d.note}</p>}</div>))}
       </section>
-      <h2>Roofline: <select id="roofline-points" value={which} onChange={(ev) => setWhich((ev.target as HTMLSelectElement).value as any)}>
+      <h2>Roofline: <select id="roofline-points" aria-label="roofline points" value={which} onChange={(ev) => setWhich((ev.target as HTMLSelectElement).value as any)}>
         <option value="kernels">kernels</option><option value="operators">operators</option></select>
         <span class="dim"> ({plotted} of {points.length} points plotted; size = time)</span></h2>
       {!dev?.peak_gbytes_per_s && <p class="warn">No peak figures for this device: the roofs are not drawn.</p>}
+      {above.length > 0 && <p class="warn" id="above-roof">{above.length} point{above.length > 1 ? "s sit" : " sits"} above
+        {above.length > 1 ? " their" : " its"} roof (drawn as triangles): a measured rate cannot beat the hardware, so a premise is wrong
+        ({[...new Set(above.map((p) => p.above_roof.split(":")[0]))].join(", ")}; see the table's last column).</p>}
       <Chart key={which} option={option} height={440} id="roofline-chart" />
       <Table key={`t-${which}`} id="efficiency-points" rows={points} cols={POINT_COLS} searchKey={(r) => r.name} initialSort="time_us" />
       <h2>Per step</h2>

@@ -12,8 +12,8 @@ const withUnit = (v: string, unit: string) => (v === "—" ? v : `${v} ${unit}`)
 
 const ALLOC_COLS: Column<D>[] = [
   { key: "size_bytes", label: "size MiB", num: true, value: (r) => r.size_bytes, render: (r) => <span title={`${r.size_bytes} B`}>{mib(r.size_bytes)}</span> },
-  timeCol("alloc_us", "allocated at"),
-  timeCol("free_us", "freed at"),
+  timeCol("alloc_us", "allocated at", "at"),
+  timeCol("free_us", "freed at", "at"),
   timeCol("lifetime_us", "lifetime"),
   { key: "operator", label: "operator", value: (r) => r.operator ?? "—" },
   { key: "step", label: "step", value: (r) => r.step ?? "—" },
@@ -76,7 +76,7 @@ export function Memory({ report }: PageProps) {
   const catOption = useMemo(() => (mem.categories ? categoryOption(mem.categories) : null), [mem]);
   return (
     <div class="page" id="page-memory">
-      {mem.note && <p class="warn" id="memory-note">{mem.note}</p>}
+      {mem.note && <p class="note" role="note" id="memory-note">{mem.note}</p>}
       {devices.length > 0 && <>
         <section class="cards">{devices.map((x, i) => (
           <div class={`card mem${i === dev ? " selected" : ""}`} key={x.device} data-device={x.device} onClick={() => setDev(i)}>
@@ -92,7 +92,7 @@ export function Memory({ report }: PageProps) {
             </tbody></table>
           </div>))}
         </section>
-        <h2>Memory curve: <select id="memory-device" value={String(dev)} onChange={(e) => setDev(Number((e.target as HTMLSelectElement).value))}>
+        <h2>Memory curve: <select id="memory-device" aria-label="memory curve of device" value={String(dev)} onChange={(e) => setDev(Number((e.target as HTMLSelectElement).value))}>
           {devices.map((x, i) => <option key={x.device} value={String(i)}>{x.device}</option>)}</select>
           <span class="dim"> (wheel or the slider zooms; {d.curve.t_us.length} points)</span></h2>
         <Chart key={`curve-${dev}`} option={option} height={320} id="memory-chart" />

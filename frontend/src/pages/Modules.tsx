@@ -8,6 +8,8 @@ const NUMS: [string, string][] = [
   ["device_total_us", "device total"], ["device_self_us", "device self"], ["mean_us", "mean per call"], ["max_call_us", "max call"],
 ];
 
+const TOTALS = ["host_total_us", "host_self_us", "device_total_us", "device_self_us"], PER_CALL = ["mean_us", "max_call_us"];
+
 /** Module total time for the flame view: device time when the trace has it, else host time. */
 const total = (n: N, device: boolean) => (device ? n.device_total_us : n.host_total_us) as number;
 
@@ -73,7 +75,12 @@ export function Modules({ report }: PageProps) {
   const toggle = (id: number) => { const s = new Set(open); if (s.has(id)) s.delete(id); else s.add(id); setOpen(s); };
   const share = m.device_us_total ? (100 * m.device_us_in_modules) / m.device_us_total : null;
   // one unit per column from every node (expanding rows never changes it), as in Table
-  const units = useMemo(() => new Map(NUMS.filter(([k]) => k !== "calls").map(([k]) => [k, timeUnit(nodes.map((n) => n[k]))])), [nodes]);
+  // related columns share one: the four totals, and the two per-call times
+  const units = useMemo(() => {
+    const of = (keys: string[]) => timeUnit(nodes.flatMap((n) => keys.map((k) => n[k])));
+    const totals = of(TOTALS), call = of(PER_CALL);
+    return new Map([...TOTALS.map((k) => [k, totals] as const), ...PER_CALL.map((k) => [k, call] as const)]);
+  }, [nodes]);
   const inMods = timeUnit([m.device_us_in_modules, m.device_us_total]);
   return (
     <div class="page" id="page-modules">
@@ -86,7 +93,7 @@ export function Modules({ report }: PageProps) {
       <h2>Module tree <button id="modules-expand" onClick={() => setOpen(new Set(nodes.map((n) => n.id)))}>expand all</button>{" "}
         <button id="modules-collapse" onClick={() => setOpen(new Set())}>collapse all</button></h2>
       <div class="table-wrap"><table id="modules-table">
-        <thead><tr><th>module</th>{NUMS.map(([k, l]) => <th key={k} class="num">{units.has(k) ? `${l} ${units.get(k)!.label}` : l}</th>)}<th>top operators</th></tr></thead>
+        <thead><tr><th scope="col">module</th>{NUMS.map(([k, l]) => <th key={k} scope="col" class="num" data-key={k}>{units.has(k) ? `${l} ${units.get(k)!.label}` : l}</th>)}<th>top operators</th></tr></thead>
         <tbody>{visible.map((n) => {
           const kids = children.get(n.id)?.length ?? 0;
           return (

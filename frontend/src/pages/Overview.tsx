@@ -40,7 +40,8 @@ export function Overview({ report, config }: PageProps) {
           </div>))}
       </section>
       {Object.keys(src.skipped).length > 0 && <p class="warn" id="partial">partial data: skipped {Object.entries(src.skipped).map(([why, n]) => `${n} ${why}`).join(", ")}</p>}
-      {src.warnings.map((w: string) => <p class="warn">warning: {w}</p>)}
+      {src.warnings.map((w: string, i: number) => <p key={i} class="warn">warning: {w}</p>)}
+      {(report.notes ?? []).length > 0 && <ul class="note" role="note" id="report-notes">{report.notes.map((n: string, i: number) => <li key={i}>{n}</li>)}</ul>}
       <h2>Step time breakdown</h2>
       <Chart option={option} id="steps-chart" />
       <table id="breakdown"><thead><tr><th>category</th><th class="num">avg {cat.label} per step</th><th class="num">% of step</th></tr></thead>

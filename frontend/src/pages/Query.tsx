@@ -54,7 +54,7 @@ export function Query({ source, trace, report }: PageProps) {
   return (
     <div class="page" id="page-query">
       <h2>Query (SQL over this input's tables: {report.tensorrt ? "layers, findings" : "kernels, runtime, host_ops, links, steps, …"}; see docs/sql.md)</h2>
-      <textarea id="query-text" rows={7} spellcheck={false} style="width: 100%; font-family: monospace"
+      <textarea id="query-text" aria-label="SQL query" rows={7} spellcheck={false} style="width: 100%; font-family: monospace"
         value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
         onKeyDown={(e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(text); } }} />
       <p><button id="query-run" disabled={busy} onClick={() => run(text)}>{busy ? "running…" : "Run (Ctrl+Enter)"}</button>

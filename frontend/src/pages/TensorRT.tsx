@@ -69,7 +69,7 @@ export function TensorRT({ report, config }: PageProps) {
         <div class="card"><div class="label">throughput</div><div class="big" id="trt-qps">{s?.throughput_qps ?? "—"}</div><div class="unit">queries/s</div></div>
         <div class="card"><div class="label">reformats</div><div class="big" id="trt-reformat-share">{pct2(t.reformats.share_pct)}</div><div class="unit">% of layer time ({t.reformats.layers} layers)</div></div>
       </section>
-      {t.notes.length > 0 && <ul class="warn">{t.notes.map((n: string, i: number) => <li key={i}>{n}</li>)}</ul>}
+      {t.notes.length > 0 && <ul class="note" role="note" id="trt-notes">{t.notes.map((n: string, i: number) => <li key={i}>{n}</li>)}</ul>}
       {metrics.length > 0 && <><h2>Performance summary <span class="dim">({s.source})</span></h2>
         <table id="trt-metrics"><thead><tr><th>metric</th><th class="num">min ms</th><th class="num">mean ms</th><th class="num">median ms</th><th class="num">max ms</th><th class="num">p99 ms</th></tr></thead>
           <tbody>{metrics.map(([k, m]) => (

@@ -14,6 +14,7 @@ from stepscope.analysis.events.steps import Steps, find_steps, select_step
 from stepscope.analysis.events.warmup import Warmup, exclude_warmup, find_warmup
 from stepscope.analysis.memory.records import MemoryResult, memory_analysis
 from stepscope.analysis.nsight.stats import NsysStats, nsys_stats
+from stepscope.analysis.system.series import SystemRun
 from stepscope.analysis.trace.breakdown import Breakdown, step_breakdown
 from stepscope.analysis.trace.gpu import GpuMetrics, gpu_metrics
 from stepscope.analysis.trace.idle import StreamIdle, idle_breakdown
@@ -50,6 +51,7 @@ class Analyses:
     clock_skew: ClockSkew | None = None
     graphs: Graphs | None = None
     nsys: NsysStats | None = None  # nsys stats summaries, for Nsight Systems exports
+    system: SystemRun | None = None  # a monitor output beside the trace (report.build)
 
 
 def run_analyses(

@@ -257,6 +257,14 @@ TREX_PREFERENCE = ("profile.json", "graph.json", "timing.json", "profile.metadat
                    "build.metadata.json", "metadata.json")
 
 
+# trtexec's outputs under names of the user's choosing (``--exportProfile=profile.json``,
+# ``--exportTimes=times.json``, ``--exportLayerInfo=layer_info.json``, a redirected log
+# ``trt.out`` / ``trtexec.log``). A folder holding one is listed as ONE entry (the engine: all
+# its files read together), when the file's first bytes confirm it (formats.tensorrt.load.sniff).
+TRTEXEC_HINT = re.compile(r"^(?:.*[._-])?(?:profile|times|timing|layer_?info|graph|trtexec|trt)"
+                          r"\.(?:json(?:\.gz)?|out|log)$", re.IGNORECASE)
+
+
 def listed_name(name: str) -> bool:
     """Whether the logdir listing shows a file of this name."""
     return name not in COMPANION_NAMES and bool(TB_NAME.match(name) or ANY_NAME.match(name))

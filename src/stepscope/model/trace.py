@@ -333,6 +333,12 @@ class Collectives(_Table):
     dtype: I32  # dtype as written ("Float", "float", "BFloat16", ...), -1 unknown
     group_size: I32
     pg: I32  # "Process Group Name", -1 unknown
+    seq: I64  # "Seq": the process group's call counter (NCCL, PyTorch >= 2.4), -1 unknown
+    # string ids of "[64,64,...]": NCCL's "In/Out split size" (rows per peer, all-to-all) and
+    # "Process Group Ranks" (the group's global ranks); -1 absent or empty
+    in_splits: I32
+    out_splits: I32
+    pg_ranks: I32
 
     DTYPES: ClassVar[dict[str, Any]] = {
         "ts": np.int64,
@@ -345,6 +351,10 @@ class Collectives(_Table):
         "dtype": np.int32,
         "group_size": np.int32,
         "pg": np.int32,
+        "seq": np.int64,
+        "in_splits": np.int32,
+        "out_splits": np.int32,
+        "pg_ranks": np.int32,
     }
 
 
@@ -397,6 +407,8 @@ class TraceMeta:
     # Kineto's baseTimeNanoseconds: event times are relative to it (wall clock = ts + base);
     # None for traces with absolute (epoch) times
     base_time_ns: int | None = None
+    # distributedInfo.pg_config: the rank's process groups as (name, global ranks)
+    process_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

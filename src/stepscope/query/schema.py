@@ -192,6 +192,7 @@ TABLES: tuple[TableDef, ...] = (
         _c("dtype", "VARCHAR", "dtype as written"),
         _c("group_size", "INTEGER", "ranks in the group"),
         _c("process_group", "VARCHAR", "process group name"),
+        _c("seq", "BIGINT", "the group's call counter (Seq; NULL when not written)"),
     )),
     TableDef("syncs", "cuda_sync events: the device side of stream/event/context "
              "synchronisation", (

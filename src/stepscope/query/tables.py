@@ -216,7 +216,7 @@ class TraceTables:
                 "name": self.names(c.name), "collective": self.names(c.collective),
                 "in_nelems": c.in_nelems, "out_nelems": c.out_nelems,
                 "dtype": self.names(c.dtype), "group_size": c.group_size,
-                "process_group": self.names(c.pg)}
+                "process_group": self.names(c.pg), "seq": _null_below_zero(c.seq)}
 
     def syncs(self) -> Columns:
         s = self.trace.syncs

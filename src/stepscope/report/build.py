@@ -6,7 +6,7 @@ bump SCHEMA on any incompatible change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.analysis.memory.timeline import CategoryTimeline, category_timeline
 from stepscope.analysis.suite import Analyses, run_analyses
 from stepscope.analysis.trace.breakdown import CATEGORIES
+from stepscope.analysis.trace.kernels import KernelRow
 from stepscope.analysis.trace.operators import OperatorRow
 from stepscope.classify.gpu_peaks import match_peak
 from stepscope.model.memory_files import MemoryTimeline
@@ -28,11 +29,13 @@ from stepscope.report.json.nsys import nsys_json
 from stepscope.report.json.real_traces import real_trace_json
 from stepscope.report.json.rounding import r as _r
 from stepscope.report.json.rounding import us as _us
+from stepscope.report.json.system import system_json
 
 if TYPE_CHECKING:
     from stepscope.advice.finding import Finding
     from stepscope.analysis.distributed.rank import RankSummary
     from stepscope.analysis.nsight.ncu_join import NcuJoin
+    from stepscope.analysis.system.series import SystemRun
     from stepscope.analysis.trace.kernel_ops import KernelOpRow
     from stepscope.analysis.trace.operators_stack import StackRow
     from stepscope.model.ncu import NcuReport
@@ -47,6 +50,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
     ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
+    system_error: str | None = None  # a monitor output beside the trace that cannot be read
 
     @property
     def trace(self) -> Trace:
@@ -59,6 +63,12 @@ class Report:
         from stepscope.analysis.trace.kernel_ops import kernels_by_operator
 
         return kernels_by_operator(self.analyses.trace, self.analyses.tree)
+
+    @cached_property
+    def kernel_configs(self) -> list[KernelRow]:
+        from stepscope.analysis.trace.kernels import kernel_config_stats
+
+        return kernel_config_stats(self.analyses.trace)
 
     @cached_property
     def op_stacks(self) -> list[StackRow]:
@@ -125,24 +135,8 @@ class Report:
             ],
             "operators": [_op_json(r) for r in a.operators[: self.top]],
             "operators_by_shape": [_op_json(r) for r in a.operators_by_shape[: self.top]],
-            "kernels": [
-                {
-                    "name": k.name,
-                    "calls": k.calls,
-                    "total_us": round(k.total_us, 3),
-                    "mean_us": round(k.mean_us, 3),
-                    "min_us": round(k.min_us, 3),
-                    "max_us": round(k.max_us, 3),
-                    "blocks_per_sm": _r(k.blocks_per_sm),
-                    "achieved_occupancy_pct": _r(k.achieved_occupancy_pct),
-                    "tensor_cores": k.tensor_cores,
-                    "grid": list(k.grid) if k.grid else None,
-                    "block": list(k.block) if k.block else None,
-                    "registers_per_thread": k.registers,
-                    "shared_memory_bytes": k.shared_mem,
-                }
-                for k in a.kernels[: self.top]
-            ],
+            "kernels": [_kernel_json(k) for k in a.kernels[: self.top]],
+            "kernels_by_config": [_kernel_json(k) for k in self.kernel_configs[: self.top]],
             "kernels_by_operator": _kernel_ops_json(self.kernel_ops, self.top),
             "operators_by_stack": _op_stack_json(self.op_stacks, self.top),
             "temporal": []
@@ -199,7 +193,24 @@ class Report:
             "nsys": nsys_json(a),
             "ncu": ncu_json(self.ncu),
             "distributed": _rank_part(self.rank_summary),
+            # a monitor output beside the trace (stepscope run --monitor): the system view
+            "system": system_json(a.system, self.system_error),
         }
+
+
+def _system(trace: Trace, monitor: str | None) -> tuple[SystemRun | None, str | None]:
+    """The monitored run to join, or the one-line reason it could not be read."""
+    from stepscope.analysis.system.series import system_run
+    from stepscope.errors import StepscopeError
+    from stepscope.formats.monitor.read import read_samples, samples_beside
+
+    path = samples_beside(trace.meta.path) if monitor == "beside" else monitor
+    if path is None:
+        return None, None
+    try:
+        return system_run(read_samples(path), path), None
+    except StepscopeError as exc:
+        return None, str(exc)
 
 
 def _rank_part(summary: RankSummary | None) -> dict[str, Any] | None:
@@ -257,6 +268,25 @@ def devices_json(a: Analyses) -> list[dict[str, Any]]:
     ]
 
 
+def _kernel_json(k: KernelRow) -> dict[str, Any]:
+    return {
+        "name": k.name,
+        "calls": k.calls,
+        "total_us": round(k.total_us, 3),
+        "mean_us": round(k.mean_us, 3),
+        "min_us": round(k.min_us, 3),
+        "max_us": round(k.max_us, 3),
+        "blocks_per_sm": _r(k.blocks_per_sm),
+        "achieved_occupancy_pct": _r(k.achieved_occupancy_pct),
+        "tensor_cores": k.tensor_cores,
+        "grid": list(k.grid) if k.grid else None,
+        "block": list(k.block) if k.block else None,
+        "registers_per_thread": k.registers,
+        "shared_memory_bytes": k.shared_mem,
+        "configs": k.configs,
+    }
+
+
 def _kernel_ops_json(rows: list[KernelOpRow], top: int) -> list[dict[str, Any]]:
     return [
         {"kernel": r.kernel, "operator": r.operator, "calls": r.calls,
@@ -278,12 +308,20 @@ def _op_stack_json(rows: list[StackRow], top: int) -> list[dict[str, Any]]:
 
 def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = None,
                  memory_timeline: MemoryTimeline | None = None,
-                 peaks: Overrides | None = None, ncu: NcuReport | None = None) -> Report:
+                 peaks: Overrides | None = None, ncu: NcuReport | None = None,
+                 monitor: str | None = "beside") -> Report:
+    """``monitor``: the ``monitor.parquet`` of a monitored run to join as the system view;
+    "beside" (default): the one in the trace's folder, if any (``stepscope run --monitor``
+    writes it there); None: none."""
     from stepscope.advice import advise  # the advisor imports the analysis layer, not us
     from stepscope.analysis.nsight.ncu_join import join_ncu
 
     analyses = run_analyses(trace, step=step, peaks=peaks)
+    system, system_error = _system(trace, monitor)
+    if system is not None:
+        analyses = replace(analyses, system=system)
     return Report(analyses=analyses, top=top, findings=advise(analyses),
+                  system_error=system_error,
                   memory_timeline=None if memory_timeline is None
                   else category_timeline(memory_timeline),
                   ncu=None if ncu is None else join_ncu(ncu, trace))

@@ -21,6 +21,7 @@ import msgspec
 
 from stepscope.errors import StepscopeError
 from stepscope.report.build import Report
+from stepscope.report.counters import CounterTracks
 from stepscope.report.timeline import TimelineIndex
 
 TIMELINE_CAP = 100_000  # events kept in the report's timeline (about 4 MB of JSON)
@@ -87,6 +88,11 @@ def render_html(report: Report, *, timeline_cap: int = TIMELINE_CAP,
     timeline["steps"] = [
         {"name": s["name"], "start": round(s["start_us"] * 1000) - index.origin,
          "dur": round(s["duration_us"] * 1000)} for s in report_json["steps"]]
+    # counter tracks (memory, report/counters.py) over the whole trace in 2000 bins; the
+    # page resamples them onto each window as it does GPU utilisation
+    tracks = CounterTracks(report.trace)
+    timeline["tracks"] = tracks.meta()
+    timeline["track_values"] = tracks.query(index.origin, index.finish, 2000)
     name = os.path.basename(report.trace.meta.path) or "trace"
     data = {"report": report_json, "trace": name, "timeline": timeline,
             "config": static_config(source_link)}

@@ -58,6 +58,7 @@ class SpansReport:
     spans: tuple[SpanResult, ...]
     failed: tuple[str, ...] = ()
     findings: list[Finding] = field(default_factory=list)
+    system: dict[str, Any] | None = None  # the monitor output in the folder (report.json.system)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +72,7 @@ class SpansReport:
             "failed": list(self.failed),
             "findings": [{**f.to_json(), "spans": _found_in(self.spans, f.id)}
                          for f in self.findings],
+            "system": self.system,
         }
 
 
@@ -109,4 +111,7 @@ def build_spans_report(run: Run, layout: Layout, paths: list[str], failed: list[
     failed = failed + [r.error for r in results if isinstance(r, RankFailure)]
     if not spans:
         raise TraceSourceError(f"{run.location}: no capture could be read ({failed[0]})")
-    return SpansReport(run, layout, spans, tuple(failed), merge_findings(spans))
+    from stepscope.report.json.system import system_beside
+
+    return SpansReport(run, layout, spans, tuple(failed), merge_findings(spans),
+                       system_beside(run.location))

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.events import intervals
-from stepscope.model.trace import DEV_KERNEL, Trace
+from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON, Trace
 from stepscope.report.lod import Lod
 
 I64 = npt.NDArray[np.int64]
@@ -37,7 +37,8 @@ class Row:
     id: int
     group: str  # e.g. "Process 123" / "GPU 0"
     label: str  # e.g. "Thread 456" / "Stream 7"
-    kind: str  # "thread" | "stream" | "annotations"
+    kind: str  # "thread" | "python" | "stream" | "annotations"
+    of: int = -1  # a "python" row: the id of its thread's row
 
 
 class TimelineIndex:
@@ -54,11 +55,28 @@ class TimelineIndex:
         thread_keys, thread_inv = np.unique(host_key, return_inverse=True)
         stream_keys, stream_inv = np.unique(dev_key, return_inverse=True)
         ann_keys, ann_inv = np.unique(ann_key, return_inverse=True)
+        # Python frames (with_stack) nest 20-80 deep above the operators; on a row of their
+        # own, just above their thread's, operators and launches keep their small depths
+        # and the page can fold the frames.
+        is_py = np.concatenate((h.kind == HOST_PYTHON, np.zeros(len(r), bool)))
+        has_py = np.zeros(len(thread_keys), bool)
+        has_py[thread_inv[is_py]] = True
+        has_op = np.zeros(len(thread_keys), bool)
+        has_op[thread_inv[~is_py]] = True
         rows: list[Row] = []
-        for k in thread_keys.tolist():
-            pid, tid = _split(k)
-            rows.append(Row(len(rows), f"Process {strings[pid] if pid >= 0 else '?'}",
-                            f"Thread {strings[tid] if tid >= 0 else '?'}", "thread"))
+        op_row, py_row = np.zeros(len(thread_keys), np.int32), np.zeros(len(thread_keys), np.int32)
+        for k, key in enumerate(thread_keys.tolist()):
+            pid, tid = _split(key)
+            group = f"Process {strings[pid] if pid >= 0 else '?'}"
+            label = f"Thread {strings[tid] if tid >= 0 else '?'}"
+            if has_py[k]:
+                py_row[k] = len(rows)
+                rows.append(Row(len(rows), group, f"{label} Python", "python",
+                                len(rows) + 1 if has_op[k] else -1))
+            if has_op[k]:
+                op_row[k] = len(rows)
+                rows.append(Row(len(rows), group, label, "thread"))
+        n_threads = len(rows)
         for k in stream_keys.tolist():
             dev, stream = _split(k)
             rows.append(Row(len(rows), f"GPU {dev}", f"Stream {stream}", "stream"))
@@ -67,9 +85,9 @@ class TimelineIndex:
             rows.append(Row(len(rows), f"GPU {dev}", f"Stream {stream} annotations",
                             "annotations"))
         self.rows = rows
-        n_threads, n_streams = len(thread_keys), len(stream_keys)
+        n_streams = len(stream_keys)
         row = np.concatenate((
-            thread_inv.astype(np.int32),
+            np.where(is_py, py_row[thread_inv], op_row[thread_inv]).astype(np.int32),
             (stream_inv + n_threads).astype(np.int32),
             (ann_inv + n_threads + n_streams).astype(np.int32),
         ))
@@ -103,7 +121,7 @@ class TimelineIndex:
             self.row_depths[i] = int(self.depth[lo:hi].max()) + 1
         self.origin = int(self.ts.min()) if self.n else 0
         self.finish = int(end.max()) if self.n else 0
-        del end
+        self.end = end
         # Flow partner of each event: runtime launch <-> device op with the same correlation.
         self.partner = np.full(self.n, -1, np.int32 if self.n < 2**31 else np.int64)
         corr = np.full(self.n, -1, np.int64)
@@ -119,12 +137,6 @@ class TimelineIndex:
             m = (d.device == dev) & (d.kind == DEV_KERNEL)
             self.busy[dev] = intervals.union(d.ts[m], d.ts[m] + np.maximum(d.dur[m], 0))
         self.lod = Lod(self.ts, self.dur, self.row, self.depth, self.origin, len(rows))
-
-    @property
-    def end(self) -> I64:
-        """End of every event (computed on each use: not kept, to save 8 bytes per event)."""
-        end: I64 = self.ts + self.dur
-        return end
 
     def _link(self, corr: I64, is_rt: npt.NDArray[np.bool_], is_dev: npt.NDArray[np.bool_]
               ) -> None:
@@ -147,7 +159,7 @@ class TimelineIndex:
             "events": self.n,
             "rows": [
                 {"id": r.id, "group": r.group, "label": r.label, "kind": r.kind,
-                 "depths": int(self.row_depths[r.id]),
+                 "depths": int(self.row_depths[r.id]), "of": r.of,
                  "events": int(self.row_hi[r.id] - self.row_lo[r.id])}
                 for r in self.rows
             ],
@@ -164,7 +176,7 @@ class TimelineIndex:
             b = lo + int(np.searchsorted(self.ts[lo:hi], t1))
             if b > a:
                 idx = np.arange(a, b, dtype=np.int64)
-                parts.append(idx[self.ts[a:b] + self.dur[a:b] > t0])
+                parts.append(idx[self.end[a:b] > t0])
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
     def query(self, start: int, end: int, width: int) -> dict[str, Any]:
@@ -258,40 +270,6 @@ class TimelineIndex:
                 "dur": int(self.dur[partner]),
             },
         }
-
-    def search(self, text: str, limit: int = 1000) -> dict[str, Any]:
-        """Events whose name contains ``text`` (case-insensitive): the string ids and hits."""
-        needle = text.lower()
-        ids = [k for k, s in enumerate(self.trace.strings) if needle in s.lower()]
-        mask = np.isin(self.name, np.asarray(ids, np.int32)) if ids else np.zeros(self.n, bool)
-        hits = np.flatnonzero(mask)
-        return {"names": ids, "count": len(hits), "first": hits[:limit].tolist()}
-
-    def chrome_trace(self, start: int, end: int) -> dict[str, Any]:
-        """The window as a Chrome-trace JSON object (µs), loadable in Perfetto."""
-        idx = self.window(start, end)[:MAX_EXPORT]
-        idx = idx[np.argsort(self.ts[idx], kind="stable")]
-        events: list[dict[str, Any]] = []
-        groups = {g: k for k, g in enumerate(dict.fromkeys(r.group for r in self.rows))}
-        for r in self.rows:
-            events.append({"ph": "M", "name": "process_name", "pid": groups[r.group],
-                           "args": {"name": r.group}})
-            events.append({"ph": "M", "name": "thread_name", "pid": groups[r.group],
-                           "tid": r.id, "args": {"name": r.label}})
-        rows = self.rows
-        pid_of = np.asarray([groups[r.group] for r in rows] or [0], np.int64)
-        strings = self.trace.strings
-        ts_us = (self.ts[idx] / 1000.0).tolist()
-        dur_us = (self.dur[idx] / 1000.0).tolist()
-        for k, i in enumerate(idx.tolist()):  # output is per event by nature (bounded)
-            n = int(self.name[i])
-            events.append({"ph": "X", "name": strings[n] if n >= 0 else "",
-                           "cat": TABLE_NAMES[int(self.table[i])],
-                           "pid": int(pid_of[self.row[i]]), "tid": int(self.row[i]),
-                           "ts": ts_us[k], "dur": dur_us[k]})
-        return {"traceEvents": events, "displayTimeUnit": "ns",
-                "otherData": {"source": self.trace.meta.path, "exported_by": "stepscope",
-                              "window_ns": [start + self.origin, end + self.origin]}}
 
     def summary(self, cap: int) -> dict[str, Any]:
         """A bounded, self-contained copy for the HTML report: the ``cap`` longest events.

@@ -27,7 +27,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from stepscope.report.bundle import find_bundle
+from stepscope.report.counters import CounterTracks
+from stepscope.report.lookup import context, search_hits
 from stepscope.report.timeline import TimelineIndex
+from stepscope.report.window_export import export_window
 from stepscope.server.logdir import MAX_FILES, Logdir, TraceFile, runs_json
 from stepscope.server.runs import RunStore, rank_files, run_location
 from stepscope.server.store import Entry, TraceStore
@@ -234,14 +237,24 @@ def create_app(config: ViewConfig) -> Starlette:
         def answer(entry: Entry, tl: TimelineIndex) -> Response:
             if entry.report is None:
                 raise LookupError(NO_TIMELINE)
-            return _json({**tl.meta(), "steps": _steps(entry.report, tl.origin)})
+            tracks = entry.counters or CounterTracks(tl.trace)
+            return _json({**tl.meta(), "steps": _steps(entry.report, tl.origin),
+                          "tracks": tracks.meta(), "notes": tracks.notes})
 
         return with_timeline(request, answer)
 
     def api_timeline(request: Request) -> Response:
         start, end = window(request)
         width = int_param(request, "width", 1000, 1, MAX_WIDTH)
-        return with_timeline(request, lambda _, tl: _json(tl.query(start, end, width)))
+
+        def answer(entry: Entry, tl: TimelineIndex) -> Response:
+            got = tl.query(start, end, width)
+            if entry.counters is not None:  # memory / monitor tracks beside GPU utilisation
+                got["tracks"] = entry.counters.query(tl.origin + start, tl.origin + end,
+                                                     max(1, width // 2))
+            return _json(got)
+
+        return with_timeline(request, answer)
 
     def api_event(request: Request) -> Response:
         i = int_param(request, "id", lo=0)
@@ -249,7 +262,7 @@ def create_app(config: ViewConfig) -> Starlette:
         def answer(_: Entry, tl: TimelineIndex) -> Response:
             if i >= tl.n:
                 raise LookupError("no such event")
-            return _json(tl.event(i))
+            return _json({**tl.event(i), **context(tl, i)})
 
         return with_timeline(request, answer)
 
@@ -257,14 +270,15 @@ def create_app(config: ViewConfig) -> Starlette:
         q = request.query_params.get("q", "")
         if not q or len(q) > 200:
             raise BadRequest("parameter 'q' must have 1 to 200 characters")
-        return with_timeline(request, lambda _, tl: _json(tl.search(q)))
+        return with_timeline(request, lambda _, tl: _json(search_hits(tl, q)))
 
     def api_export(request: Request) -> Response:
         start, end = window(request)
-        return with_timeline(request, lambda _, tl: _export(tl, start, end))
+        return with_timeline(request, lambda e, tl: _export(tl, e.counters, start, end))
 
-    def _export(tl: TimelineIndex, start: int, end: int) -> Response:
-        body = msgspec.json.encode(tl.chrome_trace(start, end))
+    def _export(tl: TimelineIndex, counters: CounterTracks | None, start: int,
+                end: int) -> Response:
+        body = msgspec.json.encode(export_window(tl, start, end, counters))
         return Response(body, media_type="application/json", headers={
             "content-disposition": 'attachment; filename="stepscope-window.json"'})
 

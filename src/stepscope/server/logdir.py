@@ -2,7 +2,9 @@
 
 A run is a directory holding trace files (its path relative to the logdir); a file
 ``{worker}.{span}.pt.trace.json[.gz]`` belongs to ``worker`` and ``span``; other
-``*.json[.gz]`` traces are a worker of their own.
+``*.json[.gz]`` traces are a worker of their own. A TensorRT engine is one entry: trex-named
+files (``<engine>.profile.json``, ...) by engine, and a folder of trtexec outputs under other
+names (``profile.json``, ``layer_info.json``, ``trt.out``) as the folder itself, read whole.
 
 :class:`Logdir` caches the scan: a request re-lists only when a scanned directory's mtime
 changed (a file or folder was added, removed or renamed: new traces show up without a
@@ -17,9 +19,17 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
-from stepscope.formats.kinds import ANY_NAME, TB_NAME, TREX_NAME, TREX_PREFERENCE, listed_name
+from stepscope.formats.kinds import (
+    ANY_NAME,
+    TB_NAME,
+    TREX_NAME,
+    TREX_PREFERENCE,
+    TRTEXEC_HINT,
+    listed_name,
+)
 
 # Which names are listed is the input-kind registry's (formats.kinds) to say.
 MAX_DEPTH = 6
@@ -33,8 +43,18 @@ class TraceFile:
     run: str
     worker: str
     span: str
-    path: str  # absolute
+    path: str  # absolute (a folder for a trtexec output folder)
     size: int
+    kind: str = "trace"  # trace | nsys | tensorrt: what Compare may put side by side
+    mtime: float = 0.0  # seconds since the epoch (the newest file's, for a folder)
+
+    @property
+    def time(self) -> float:
+        """When it was captured: torch's ``{worker}.{span}`` names carry the epoch in ms
+        (tensorboard_trace_handler), more reliable than an mtime a copy resets; else mtime."""
+        if self.span.isdigit() and 12 <= len(self.span) <= 14:
+            return int(self.span) / 1000.0
+        return self.mtime
 
 
 @dataclass(frozen=True)
@@ -64,7 +84,15 @@ def scan(root: str, limit: int = MAX_FILES) -> Listing:
         rel_depth = len(Path(dirpath).relative_to(base).parts)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")) \
             if rel_depth < MAX_DEPTH else []
-        for name in trt_representatives(sorted(filenames)):
+        names = sorted(filenames)
+        outputs = trtexec_outputs(dirpath, dirs[-1][1], tuple(
+            n for n in names if TRTEXEC_HINT.match(n) and not TREX_NAME.match(n)))
+        if outputs:  # one entry for the folder; its trtexec files are that entry
+            if len(found) >= limit:
+                return _listing(tuple(found), True, tuple(dirs))
+            found.append(_folder_entry(base, Path(dirpath), outputs))
+            names = [n for n in names if n not in outputs]
+        for name in trt_representatives(names):
             p = Path(dirpath) / name
             if listed_name(name) and not p.is_symlink():
                 if len(found) >= limit:
@@ -132,18 +160,42 @@ def trt_representatives(names: list[str]) -> list[str]:
     return sorted(out)
 
 
+@lru_cache(maxsize=256)
+def trtexec_outputs(folder: str, mtime_ns: int, hinted: tuple[str, ...]) -> frozenset[str]:
+    """Which of the ``hinted`` files of ``folder`` are trtexec outputs (their first bytes say
+    so). Cached per folder mtime: a rescan opens nothing while the folder is unchanged."""
+    if not hinted:
+        return frozenset()
+    from stepscope.formats.tensorrt.load import is_trtexec_output
+
+    return frozenset(n for n in hinted if not os.path.islink(os.path.join(folder, n))
+                     and is_trtexec_output(os.path.join(folder, n)))
+
+
+def _folder_entry(base: Path, folder: Path, outputs: frozenset[str]) -> TraceFile:
+    rel = folder.relative_to(base)
+    stats = [(folder / n).stat() for n in sorted(outputs)]
+    return TraceFile(id="/".join(rel.parts) or ".", run="/".join(rel.parts[:-1]) or base.name,
+                     worker=folder.name, span="", path=str(folder),
+                     size=sum(st.st_size for st in stats), kind="tensorrt",
+                     mtime=max(st.st_mtime for st in stats))
+
+
 def _entry(base: Path, p: Path) -> TraceFile:
     rel = p.relative_to(base)
     run = "/".join(rel.parts[:-1]) or base.name
+    st = p.stat()
     engine = TREX_NAME.match(p.name)
     if engine:  # one entry per TensorRT engine, named after it
         return TraceFile(id="/".join(rel.parts), run=run, worker=engine.group("engine"),
-                         span="", path=str(p), size=p.stat().st_size)
+                         span="", path=str(p), size=st.st_size, kind="tensorrt",
+                         mtime=st.st_mtime)
     m = TB_NAME.match(p.name) or ANY_NAME.match(p.name)
     assert m is not None
     span = m.groupdict().get("span") or ""
     return TraceFile(id="/".join(rel.parts), run=run, worker=m.group("worker"), span=span,
-                     path=str(p), size=p.stat().st_size)
+                     path=str(p), size=st.st_size,
+                     kind="nsys" if p.name.endswith(".sqlite") else "trace", mtime=st.st_mtime)
 
 
 def runs_json(files: list[TraceFile]) -> list[dict[str, object]]:
@@ -151,7 +203,8 @@ def runs_json(files: list[TraceFile]) -> list[dict[str, object]]:
     runs: dict[str, dict[str, list[dict[str, object]]]] = {}
     for f in files:
         runs.setdefault(f.run, {}).setdefault(f.worker, []).append(
-            {"span": f.span, "trace": f.id, "size": f.size})
+            {"span": f.span, "trace": f.id, "size": f.size, "kind": f.kind,
+             "time": round(f.time, 3)})
     return [{"run": run, "workers": [{"worker": w, "spans": spans}
                                      for w, spans in workers.items()]}
             for run, workers in runs.items()]

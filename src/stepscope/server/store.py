@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from stepscope.analysis.compare.step_series import StepSeries
 from stepscope.errors import StepscopeError, one_line
 from stepscope.report.build import Report
+from stepscope.report.counters import CounterTracks
 from stepscope.report.timeline import TimelineIndex
 from stepscope.server.child import Children
 
@@ -30,6 +31,7 @@ class Entry:
     stamp: tuple[float, int] = (0.0, 0)  # (mtime, size) of the file when loading began
     report: dict[str, Any] | None = None
     timeline: TimelineIndex | None = None
+    counters: CounterTracks | None = None  # memory and monitor counter tracks
     series: StepSeries | None = None  # per-step samples for Compare's significance tests
 
     def progress(self) -> dict[str, Any]:
@@ -38,12 +40,28 @@ class Entry:
 
 
 def file_stamp(path: str) -> tuple[float, int]:
-    """(mtime, size) of a file, (0, 0) when it cannot be read: a change means load again."""
+    """(mtime, size) of a file, (0, 0) when it cannot be read: a change means load again.
+    A folder (a trtexec output folder is one entry) stamps as its newest file and total size."""
     try:
         st = os.stat(path)
-        return st.st_mtime, st.st_size
+        if not os.path.isdir(path):
+            return st.st_mtime, st.st_size
+        with os.scandir(path) as it:
+            files = [e.stat() for e in it if e.is_file(follow_symlinks=False)]
+        return max((f.st_mtime for f in files), default=st.st_mtime), sum(f.st_size for f in files)
     except OSError:
         return 0.0, 0
+
+
+def with_monitor(path: str, stamp: tuple[float, int]) -> tuple[float, int]:
+    """``stamp`` changed by the monitor samples beside ``path``, if any."""
+    from stepscope.formats.monitor.read import samples_beside
+
+    beside = samples_beside(path)
+    if beside is None:
+        return stamp
+    mtime, size = file_stamp(beside)
+    return max(stamp[0], mtime), stamp[1] + size + 1
 
 
 def load_into(entry: Entry, work: Callable[[], None]) -> None:
@@ -100,8 +118,10 @@ class TraceStore(BackgroundLoads[str]):
         self._children = Children()
 
     def get(self, path: str) -> Entry:
-        """The entry for ``path``, starting its load on first request or when the file changed."""
-        stamp = file_stamp(path)
+        """The entry for ``path``, starting its load on first request or when the file changed
+        (or a monitor output appeared or changed beside it: ``stepscope run --monitor``
+        writes it when the program ends, after the trace)."""
+        stamp = with_monitor(path, file_stamp(path))
         return self.entry(path, lambda: Entry(stamp=stamp),
                           lambda e: self._load(path, e), stale=lambda e: e.stamp != stamp)
 
@@ -109,6 +129,7 @@ class TraceStore(BackgroundLoads[str]):
         from stepscope.analysis.compare.step_series import step_series
         from stepscope.formats import load_trace
         from stepscope.report.build import build_report
+        from stepscope.report.counters import read_monitor
         from stepscope.server.tensorrt import is_trtexec_run, load_trt_report
 
         def tick(done: int, total: int) -> None:
@@ -131,13 +152,16 @@ class TraceStore(BackgroundLoads[str]):
             entry.series = step_series(trace, a.steps, a.tree)
             entry.state = "indexing"
             entry.timeline = TimelineIndex(trace)
+            entry.counters = CounterTracks(trace, read_monitor(path))
 
         def work_in_child() -> None:
             # the child parses (into the cache) and analyses; this process indexes the
             # cached columns meanwhile and never holds the parse's peak (server/child.py)
             def stored() -> None:
                 entry.state = "analysing"
-                entry.timeline = TimelineIndex(load_trace(path, use_cache=True))
+                trace = load_trace(path, use_cache=True)
+                entry.timeline = TimelineIndex(trace)
+                entry.counters = CounterTracks(trace, read_monitor(path))
 
             entry.report, entry.series = self._children.run(path, DASHBOARD_TOP, tick, stored)
             if entry.timeline is None:  # the child failed after storing: nothing to show

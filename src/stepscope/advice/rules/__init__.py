@@ -6,7 +6,15 @@ from collections.abc import Callable
 
 from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
-from stepscope.advice.rules.distributed import exposed_comm, rank_imbalance, rank_overlap, straggler
+from stepscope.advice.rules.distributed import (
+    expert_imbalance,
+    exposed_comm,
+    fsdp_prefetch,
+    pipeline,
+    rank_imbalance,
+    rank_overlap,
+    straggler,
+)
 from stepscope.advice.rules.efficiency import low_mfu, matmul_alignment, occupancy, tensor_cores
 from stepscope.advice.rules.memory import capacity as memory_capacity
 from stepscope.advice.rules.memory import fragmentation as memory_fragmentation
@@ -90,4 +98,7 @@ RUN_RULES: dict[str, RunRuleFn] = {
     "straggler": straggler.check_run,
     "low-comm-overlap": rank_overlap.check_run,
     "rank-imbalance": rank_imbalance.check_run,
+    "expert-imbalance": expert_imbalance.check_run,
+    "fsdp-exposed-all-gather": fsdp_prefetch.check_run,
+    "pipeline-bubble": pipeline.check_run,
 }

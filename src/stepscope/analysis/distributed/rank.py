@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from stepscope.analysis.distributed.pipeline import StagePart, stage_part
 from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.events.steps import find_steps
@@ -27,6 +28,8 @@ from stepscope.classify.names import is_collective_kernel
 from stepscope.model.trace import DEV_KERNEL, HOST_OP, Trace
 
 if TYPE_CHECKING:
+    from stepscope.analysis.distributed.all_to_all import RankAllToAll
+    from stepscope.analysis.distributed.fsdp import RankFsdp
     from stepscope.analysis.trace.operators import OperatorRow
 
 # dtype as Kineto writes it (NCCL args: "Float", "BFloat16"; Input type: "float", "c10::Half")
@@ -36,6 +39,9 @@ DTYPE_BYTES: dict[str, int] = {
     "int64": 8, "long int": 8, "short": 2, "int16": 2, "char": 1, "int8": 1, "byte": 1, "uint8": 1,
     "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "complexfloat": 8, "complexdouble": 16,
 }
+
+# point-to-point calls: not collectives (analysis/distributed/pipeline.py reads them)
+P2P = frozenset(("send", "recv", "isend", "irecv", "sendrecv", "recvanysource"))
 
 _KERNEL_COLLECTIVES = (  # token in a kernel name -> collective (NCCL/RCCL kernel names)
     ("allreduce", "allreduce"), ("reducescatter", "reducescatter"), ("allgather", "allgather"),
@@ -82,6 +88,7 @@ class Call:
     dtype: str
     group_size: int  # -1 unknown
     step: str  # the step the call starts in ("" outside every step)
+    trace_seq: int = -1  # the process group's own counter ("Seq" in the trace), -1 unknown
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,11 @@ class RankSummary:
     pid: str | None = None  # the host process id as written
     start_ns: int = 0  # the capture's window, wall-clock ns
     end_ns: int = 0
+    all_to_all: RankAllToAll | None = None  # analysis/distributed/all_to_all.py
+    fsdp: RankFsdp | None = None  # analysis/distributed/fsdp.py
+    clock_base_ns: int = 0  # added to the calls' times for the wall clock (baseTimeNanoseconds)
+    pipeline: StagePart | None = None  # point-to-point traffic and compute split (pipeline.py)
+    process_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()  # distributedInfo.pg_config
 
     def total(self, field: str) -> int:
         return int(sum(getattr(s, field) for s in self.steps))
@@ -135,13 +147,15 @@ def _calls(trace: Trace, starts: np.ndarray, ends: np.ndarray, names: list[str])
     if len(rows) and (on_device or not trace.has_gpu):
         for i in rows.tolist():
             coll = trace.name(int(c.collective[i])) or kernel_collective(trace.name(int(c.name[i])))
+            if coll in P2P:
+                continue
             pg = trace.name(int(c.pg[i]))
             dtype = trace.name(int(c.dtype[i]))
             n = int(max(c.in_nelems[i], c.out_nelems[i]))
             size = dtype_bytes(dtype)
             calls.append(_call(coll, pg, counters, int(c.ts[i]), int(c.dur[i]), n,
                                n * size if n >= 0 and size else -1, dtype, int(c.group_size[i]),
-                               starts, ends, names))
+                               starts, ends, names, int(c.seq[i])))
     elif trace.has_gpu:  # communication kernels without collective args
         d = trace.device
         mask = trace.string_ids(is_collective_kernel)[d.name] & (d.kind == DEV_KERNEL)
@@ -159,21 +173,23 @@ def _calls(trace: Trace, starts: np.ndarray, ends: np.ndarray, names: list[str])
                 n = int(max(c.in_nelems[h], c.out_nelems[h]))
                 dtype, group, pg = (trace.name(int(c.dtype[h])), int(c.group_size[h]),
                                     trace.name(int(c.pg[h])))
+            if coll in P2P:
+                continue
             size = dtype_bytes(dtype)
             calls.append(_call(coll, pg, counters, int(d.ts[i]), int(d.dur[i]), n,
                                n * size if n >= 0 and size else -1, dtype, group,
-                               starts, ends, names))
+                               starts, ends, names, int(c.seq[host[j]]) if len(host) else -1))
     return calls
 
 
 def _call(coll: str, pg: str, counters: dict[tuple[str, str], int], ts: int, dur: int,
           nelems: int, nbytes: int, dtype: str, group: int, starts: np.ndarray,
-          ends: np.ndarray, names: list[str]) -> Call:
+          ends: np.ndarray, names: list[str], trace_seq: int = -1) -> Call:
     seq = counters.get((coll, pg), 0)
     counters[(coll, pg)] = seq + 1
     k = int(np.searchsorted(starts, ts, side="right")) - 1
     step = names[k] if k >= 0 and ts < ends[k] else ""
-    return Call(coll, pg, seq, ts, dur, nelems, nbytes, dtype, group, step)
+    return Call(coll, pg, seq, ts, dur, nelems, nbytes, dtype, group, step, trace_seq)
 
 
 def _comm_and_compute(trace: Trace) -> tuple[iv.Union, iv.Union, bool]:
@@ -256,6 +272,9 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
     ``links`` and ``operators`` (``operator_stats(trace)``), when the caller has them already
     (``Analyses``), are reused instead of being built again.
     """
+    from stepscope.analysis.distributed.all_to_all import rank_all_to_all
+    from stepscope.analysis.distributed.fsdp import rank_fsdp
+
     links = links or Links(trace)
     steps = find_steps(trace, links)
     comp, comm, on_device = _comm_and_compute(trace)
@@ -274,10 +293,14 @@ def rank_summary(trace: Trace, *, links: Links | None = None,
                  int(max(ends[k] - starts[k] - bz[k], 0)))
         for k in range(len(names))
     )
+    calls = tuple(_calls(trace, starts, ends, names))
     return RankSummary(
         path=trace.meta.path, rank=trace.meta.rank, world_size=trace.meta.world_size,
         backend=trace.meta.backend, on_device=on_device, steps=rows,
-        calls=tuple(_calls(trace, starts, ends, names)),
-        top_ops=_top_ops(trace, links, operators),
+        calls=calls, top_ops=_top_ops(trace, links, operators),
         pid=host_pid(trace), start_ns=start, end_ns=end,
+        clock_base_ns=trace.meta.base_time_ns or 0,
+        pipeline=stage_part(trace, links, starts, ends),
+        process_groups=trace.meta.process_groups,
+        all_to_all=rank_all_to_all(trace), fsdp=rank_fsdp(trace, calls, comp, starts, ends),
     )

@@ -1,7 +1,9 @@
 """Reduce many ranks' summaries (analysis/distributed/rank.py) into the distributed view of a run.
 
-Calls are matched across ranks by their position in each (collective, process group)
-sequence: the k-th all-reduce on group 0 of every rank is one collective. Only durations are
+Calls are matched across ranks by (collective, process group, the trace's sequence number)
+when every call has one, else by their position in each (collective, process group) sequence:
+the k-th all-reduce on group 0 of every rank is one collective (analysis/distributed/
+collectives.py, which also builds the per-process-group tables). Only durations are
 compared, never absolute timestamps: a collective finishes on all ranks together, so the rank
 whose call is *shortest* arrived last (aligning the calls on their end), and every other
 rank waited ``own duration − shortest``. That makes clock offsets between hosts irrelevant.
@@ -21,17 +23,19 @@ from statistics import median
 
 import numpy as np
 
-from stepscope.analysis.distributed.rank import Call, RankSummary
+from stepscope.analysis.distributed.all_to_all import AllToAll, reduce_all_to_all
+from stepscope.analysis.distributed.collectives import (
+    GroupTable,
+    bus_factor,
+    group_tables,
+    match,
+    matched_by,
+)
+from stepscope.analysis.distributed.fsdp import Fsdp, reduce_fsdp
+from stepscope.analysis.distributed.pipeline import Pipeline, pipeline_view
+from stepscope.analysis.distributed.rank import RankSummary
 
-
-def bus_factor(collective: str, n: int) -> float:
-    if n <= 1:
-        return 1.0
-    if collective == "allreduce":
-        return 2.0 * (n - 1) / n
-    if collective in ("allgather", "reducescatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0
+__all__ = ["Distributed", "analyse_run", "bus_factor"]
 
 
 @dataclass(frozen=True)
@@ -134,15 +138,11 @@ class Distributed:
     imbalance: Imbalance
     unmatched_calls: int  # calls present on some ranks only
     failed: tuple[str, ...]  # one-line errors of ranks that could not be read
-
-
-def _matched(summaries: Sequence[tuple[int, RankSummary]]) -> dict[tuple[str, str, int],
-                                                                 dict[int, Call]]:
-    groups: dict[tuple[str, str, int], dict[int, Call]] = defaultdict(dict)
-    for rank, s in summaries:
-        for c in s.calls:
-            groups[(c.collective, c.pg, c.seq)][rank] = c
-    return groups
+    all_to_all: AllToAll | None = None  # expert-parallel traffic (analysis/distributed/all_to_all)
+    fsdp: Fsdp | None = None  # FSDP units' all-gathers, reduce-scatters (distributed/fsdp)
+    matched_by: str = "order"  # "sequence": the trace's Seq; "order": position per group
+    groups: tuple[GroupTable, ...] = ()  # per process group, every matched collective
+    pipeline: Pipeline | None = None  # stages found from point-to-point traffic
 
 
 def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str = "order",
@@ -153,7 +153,8 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
     user knows it; traces do not say which link (NVLink, PCIe, network) carried a call.
     """
     ranks = [r for r, _ in ranked]
-    groups = _matched(ranked)
+    by = matched_by(ranked)
+    groups = match(ranked, by)
     world = len(ranked)
     sync: dict[int, int] = dict.fromkeys(ranks, 0)
     transfer: dict[int, int] = dict.fromkeys(ranks, 0)
@@ -166,7 +167,7 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
     matched: list[MatchedCall] = []
     step_sync: dict[tuple[int, str], int] = defaultdict(int)
     step_transfer: dict[tuple[int, str], int] = defaultdict(int)
-    for (coll, pg, seq), by_rank in sorted(groups.items()):
+    for (coll, pg, _part, seq), by_rank in sorted(groups.items()):
         durs = np.array([c.dur_ns for c in by_rank.values()], dtype=np.int64)
         members = list(by_rank)
         acc = coll_acc[(coll, pg)]
@@ -262,7 +263,10 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
         world_size=world, backend=backends.pop() if len(backends) == 1 else None,
         rank_source=rank_source, ranks=tuple(rows), stragglers=tuple(stragglers),
         collectives=tuple(collectives), steps=steps, calls=tuple(matched), imbalance=imbalance,
-        unmatched_calls=unmatched, failed=tuple(failed),
+        unmatched_calls=unmatched, failed=tuple(failed), matched_by=by,
+        groups=group_tables(ranked, groups),
+        pipeline=pipeline_view({r: s.pipeline for r, s in ranked if s.pipeline is not None}),
+        all_to_all=reduce_all_to_all(ranked), fsdp=reduce_fsdp(ranked),
     )
 
 

@@ -39,6 +39,7 @@ B = npt.NDArray[np.bool_]
 
 _PRIORITY = {"matmul": 3, "conv": 3, "attention": 3, "norm": 2, "softmax": 2}
 POINTS = 200  # kernels/operators kept for the roofline chart (by device time)
+ABOVE_TOLERANCE = 1.01  # a point within 1 % of its roof is on it (rounded peaks, timing)
 # host ops that only ever appear in forward passes: found under an autograd backward node,
 # they (and what they call) are recomputation (activation checkpointing)
 _FORWARD_ONLY = frozenset({
@@ -101,6 +102,7 @@ class WorkRow:
     compute_ns: float  # FLOPs / peak FLOP/s (0 without a peak)
     memory_ns: float  # bytes / peak bandwidth (0 without a peak)
     has_peak: bool
+    peak_flops_in_time: float = 0.0  # Σ peak FLOP/s × time: the most FLOPs the roof allows
 
     @property
     def tflops_s(self) -> float:
@@ -128,6 +130,25 @@ class WorkRow:
     @property
     def pct_roofline(self) -> float | None:
         return self._pct(max(self.compute_ns, self.memory_ns))
+
+    @property
+    def above_roof(self) -> str | None:
+        """Why the point sits above its roof (more FLOP/s than the peak of its dtype allows),
+        or None. A measured rate cannot beat the hardware, so one of the premises is wrong:
+        the dtype (FP32 matrix work that ran on reduced-precision units the kernel name does
+        not reveal), the FLOP count (Winograd/FFT convolutions multiply less than the
+        direct formula counts), or the peak (the device matched to the wrong part)."""
+        if self.peak_flops_in_time <= 0 or self.flops <= self.peak_flops_in_time * ABOVE_TOLERANCE:
+            return None
+        times = self.flops / self.peak_flops_in_time
+        if self.family in MATRIX_FAMILIES and self.dtype == "fp32":
+            return (f"dtype: {times:.1f}x the FP32 peak; the kernels ran in a reduced "
+                    "precision (TF32/BF16) that the recorded dtype does not show")
+        if self.family == "conv":
+            return (f"FLOP count: {times:.1f}x the {self.dtype} peak; Winograd/FFT convolutions "
+                    "multiply less than the direct count")
+        return (f"peak: {times:.1f}x the {self.dtype} peak of the matched device; check the "
+                "device's peak figures (matched part, clocks) or give --peak-tflops")
 
     @property
     def bound(self) -> str | None:
@@ -304,7 +325,7 @@ def _model_ops(trace: Trace, ops: I64) -> tuple[list[Work | None], I64]:
 def _rows(names_: I64, strings: tuple[str, ...], calls_of: I64, time: F64, flops: F64,
           nbytes: F64, compute: F64, memory: F64, family: tuple[list[str], I64],
           dtype: tuple[list[str], I64],
-          has_peak: B, limit: int | None) -> tuple[WorkRow, ...]:
+          has_peak: B, peak_in_time: F64, limit: int | None) -> tuple[WorkRow, ...]:
     """Group per-item arrays by name id; family/dtype of each group = its longest item's."""
     if len(names_) == 0:
         return ()
@@ -316,7 +337,7 @@ def _rows(names_: I64, strings: tuple[str, ...], calls_of: I64, time: F64, flops
         out: F64 = np.bincount(inv, weights=v, minlength=n).astype(np.float64)
         return out
 
-    t, f, b, c, m = s(time), s(flops), s(nbytes), s(compute), s(memory)
+    t, f, b, c, m, pk = s(time), s(flops), s(nbytes), s(compute), s(memory), s(peak_in_time)
     calls = np.bincount(inv, weights=calls_of.astype(np.float64), minlength=n)
     peak_any = np.bincount(inv, weights=has_peak.astype(np.float64), minlength=n) > 0
     order = np.lexsort((-time, inv))  # per group, its longest item first
@@ -331,7 +352,7 @@ def _rows(names_: I64, strings: tuple[str, ...], calls_of: I64, time: F64, flops
     rows = [WorkRow(strings[int(ukey[g])], label(fam_names, fam_idx, g),
                     label(key_names, key_idx, g),
                     int(calls[g]), float(t[g]), float(f[g]), float(b[g]), float(c[g]),
-                    float(m[g]), bool(peak_any[g])) for g in range(n)]
+                    float(m[g]), bool(peak_any[g]), float(pk[g])) for g in range(n)]
     rows.sort(key=lambda r: (-r.time_ns, r.name))
     return tuple(rows if limit is None else rows[:limit])
 
@@ -467,7 +488,9 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
     else:
         op_calls[:] = 1
     args = (item_time[sel], item_flops[sel], item_bytes[sel], compute_ns[sel], memory_ns[sel],
-            (fam_names, item_fam[sel]), (key_names, item_key[sel]), item_has_peak[sel])
+            (fam_names, item_fam[sel]), (key_names, item_key[sel]), item_has_peak[sel],
+            # items without a peak count as on their roof: only peaked ones can be above
+            np.where(peak_f > 0, peak_f * item_time * 1e-9, item_flops)[sel])
     operators = _rows(host.name[item_op[sel]].astype(np.int64), trace.strings, op_calls, *args,
                       limit=POINTS)
     kernels = (_rows(dev.name[sel].astype(np.int64), trace.strings,

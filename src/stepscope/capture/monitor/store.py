@@ -9,12 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stepscope.errors import TraceSourceError, one_line
+from stepscope.formats.monitor.read import META_KEY  # one key, written here and read there
 from stepscope.model.system import SystemSamples
 
 if TYPE_CHECKING:
     from stepscope.capture.monitor.sampler import Sampler
-
-META_KEY = b"stepscope.monitor"
 
 
 def samples_of(sampler: Sampler, *, command: str = "", duration_s: float = 0.0) -> SystemSamples:
@@ -42,15 +41,6 @@ def write(path: str, samples: SystemSamples) -> None:
 
 
 def read(path: str) -> SystemSamples:
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise TraceSourceError(f"cannot read monitor samples {path}: "
-                               f"{one_line(str(exc))}") from None
-    meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
-    return SystemSamples(
-        columns=table.to_pydict(), hz=float(meta.get("hz", 10.0)),
-        n_cores=int(meta.get("n_cores", 1)), gpu_names=list(meta.get("gpu_names", [])),
-        phases=bool(meta.get("phases", False)), command=str(meta.get("command", "")),
-        sampler_cpu_s=float(meta.get("sampler_cpu_s", 0.0)),
-        duration_s=float(meta.get("duration_s", 0.0)))
+    from stepscope.formats.monitor.read import read_samples  # the one reader
+
+    return read_samples(path)

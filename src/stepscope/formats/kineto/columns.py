@@ -42,7 +42,7 @@ STRING_COLUMNS: dict[int, tuple[str, ...]] = {
     F_GPU_ANN: ("name",),
     F_SYNC: ("name",),
     F_MEMORY: ("tid",),
-    F_COLL: ("name", "collective", "dtype", "pg"),
+    F_COLL: ("name", "collective", "dtype", "pg", "in_splits", "out_splits", "pg_ranks"),
 }
 
 # category (lower-case) -> (family, kind)
@@ -356,7 +356,8 @@ def _collectives(
     rows = collective_rows(host, device, skipped)
     if not rows:
         return {k: np.empty(0, dtype=v) for k, v in Collectives.DTYPES.items()}
-    ts_us, dur_us, on_dev, names, colls, ins, outs, dtypes, groups, pgs = zip(*rows, strict=True)
+    (ts_us, dur_us, on_dev, names, colls, ins, outs, dtypes, groups, pgs, seqs, in_splits,
+     out_splits, pg_ranks) = zip(*rows, strict=True)
     ts = np.array(ts_us, dtype=np.float64)
     dur = np.array(dur_us, dtype=np.float64)
     keep = np.isfinite(ts) & np.isfinite(dur) & (ts >= 0) & (dur >= 0) & (ts < MAX_TS_US)
@@ -371,6 +372,8 @@ def _collectives(
         "dtype": sid(dtypes),
         "group_size": np.clip(_ints(list(groups)), -1, 2**31 - 1).astype(np.int32),
         "pg": sid(pgs),
+        "seq": _ints(list(seqs)),
+        "in_splits": sid(in_splits), "out_splits": sid(out_splits), "pg_ranks": sid(pg_ranks),
     }
     return {k: v[keep] for k, v in cols.items()}
 

@@ -53,6 +53,25 @@ def _first_type(raw: msgspec.Raw) -> str | None:
     return None
 
 
+def _int_list(raw: msgspec.Raw) -> str | None:
+    """``"[64, 64]"`` (Kineto writes the list as a string) or a list -> "[64,64]"; None if
+    absent or empty; "?" when present but not a list of integers (the reader keeps that
+    apart from an even split)."""
+    if not len(raw):
+        return None
+    try:
+        value = _JSON.decode(raw)
+        if isinstance(value, str):
+            value = _JSON.decode(value) if value.strip() else []
+    except msgspec.MsgspecError:
+        return "?"
+    if isinstance(value, list) and not value:
+        return None
+    if isinstance(value, list) and all(type(v) is int for v in value):
+        return "[" + ",".join(map(str, value)) + "]"
+    return "?"
+
+
 def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
     backend_range = not on_device and e.name.startswith(_BACKEND_PREFIXES)
     if a.coll_name is None and a.in_nelems < 0 and not backend_range:
@@ -69,8 +88,30 @@ def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
     if dtype is None:
         dtype = _first_type(a.input_types)
     pg = None if a.pg_name is None else str(a.pg_name)
+    seq = int(a.seq) if isinstance(a.seq, int) or a.seq.isdigit() else -1
     return (e.ts, e.dur, on_device, e.name, normalise_collective(coll) if coll else None,
-            in_n, out_n if out_n >= 0 else in_n, dtype, a.group_size, pg)
+            in_n, out_n if out_n >= 0 else in_n, dtype, a.group_size, pg, seq,
+            _int_list(a.in_split), _int_list(a.out_split), _int_list(a.pg_ranks))
+
+
+def process_groups(raw: msgspec.Raw) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``distributedInfo.pg_config`` as (group name, global ranks); entries without a name or
+    an integer rank list are skipped (PyTorch writes ``ranks`` as a list)."""
+    if not len(raw):
+        return ()
+    try:
+        groups = _JSON.decode(raw)
+    except msgspec.MsgspecError:
+        return ()
+    out = []
+    for g in groups if isinstance(groups, list) else ():
+        if not isinstance(g, dict):
+            continue
+        name, ranks = g.get("pg_name"), g.get("ranks")
+        if (isinstance(name, str | int) and isinstance(ranks, list)
+                and all(isinstance(r, int) and not isinstance(r, bool) for r in ranks)):
+            out.append((str(name), tuple(ranks)))
+    return tuple(out)
 
 
 def _candidates(events: list[Event], on_device: int) -> list[int]:
@@ -90,7 +131,8 @@ def _candidates(events: list[Event], on_device: int) -> list[int]:
 def collective_rows(
     host: list[Event], device: list[Event], skipped: Counter[str]
 ) -> list[tuple[Any, ...]]:
-    """(ts_us, dur_us, on_device, name, collective, in, out, dtype, group, pg) per call."""
+    """(ts_us, dur_us, on_device, name, collective, in, out, dtype, group, pg, seq, in_splits,
+    out_splits, pg_ranks) per call."""
     rows: list[tuple[Any, ...]] = []
     for on_device, events in ((0, host), (1, device)):
         for i in _candidates(events, on_device):

@@ -37,6 +37,7 @@ from stepscope.formats.kineto.columns import (
     Strings,
     build_chunk,
 )
+from stepscope.formats.kineto.comms import process_groups
 from stepscope.formats.kineto.devices import devices_from_events, read_device_props
 from stepscope.formats.kineto.lenient import repair_event
 from stepscope.formats.kineto.schema import DistributedInfo, Document, Event
@@ -56,8 +57,10 @@ from stepscope.model.trace import (
 
 # 2: input types, strides, concrete inputs; 3: repaired odd fields; 4: collectives table;
 # 5: baseTimeNanoseconds kept (TraceMeta.base_time_ns); 6: TraceMeta.incomplete;
-# 7: schemaVersion of any type tolerated, bad UTF-8 in deviceProperties replaced
-READER_VERSION = "kineto-7"
+# 7: schemaVersion of any type tolerated, bad UTF-8 in deviceProperties replaced;
+# 8: all-to-all split sizes and process-group ranks on the collectives table
+# 9: collectives' "Seq", distributedInfo's process groups
+READER_VERSION = "kineto-9"
 CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
@@ -558,6 +561,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
             f"{n:,} × {r}" for r, n in sorted(repairs.items())
         )]
     rank = world = backend = None
+    groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
     schema = base_ns = None
     devices: tuple[DeviceProperties, ...] = ()
     if doc is not None:
@@ -570,6 +574,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
             try:
                 info = msgspec.json.decode(doc.distributedInfo, type=DistributedInfo)
                 rank, world, backend = info.rank, info.world_size, info.backend
+                groups = process_groups(info.pg_config)
             except (msgspec.MsgspecError, UnicodeDecodeError):
                 warnings = [*warnings, "distributedInfo is malformed; rank unknown"]
     host = HostOps.from_columns(_sorted(tables[F_HOST]))
@@ -583,7 +588,7 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         vendor=_vendor(devices, strings, len(device_ops) > 0, categories),
         categories=dict(categories), skipped=dict(skipped), warnings=tuple(warnings),
         incomplete=salvaged,
-        notes=tuple(device_notes), base_time_ns=base_ns,
+        notes=tuple(device_notes), base_time_ns=base_ns, process_groups=groups,
     )
     return Trace(
         meta=meta, strings=tuple(strings), host=host,

@@ -45,6 +45,12 @@ class Args(msgspec.Struct, gc=False):
     group_size: int = msgspec.field(default=-1, name="Group size")
     dtype: str | None = None
     pg_name: int | str | None = msgspec.field(default=None, name="Process Group Name")
+    # the process group's own call counter (PyTorch >= 2.4 with NCCL): exact cross-rank matching
+    seq: int | str = msgspec.field(default=-1, name="Seq")
+    # all-to-all split sizes (rows per peer) and the group's global ranks: "[64, 64]" strings
+    in_split: msgspec.Raw = msgspec.field(default=NO_RAW, name="In split size")
+    out_split: msgspec.Raw = msgspec.field(default=NO_RAW, name="Out split size")
+    pg_ranks: msgspec.Raw = msgspec.field(default=NO_RAW, name="Process Group Ranks")
 
 
 EMPTY_ARGS = Args()
@@ -96,3 +102,5 @@ class DistributedInfo(msgspec.Struct, gc=False):
     rank: int | None = None
     world_size: int | None = None
     backend: str | None = None
+    # Raw: a malformed group list costs the groups only, never the rank (comms.process_groups)
+    pg_config: msgspec.Raw = msgspec.Raw()

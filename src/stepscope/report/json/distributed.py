@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from stepscope.analysis.distributed.collectives import GroupTable
+from stepscope.analysis.distributed.pipeline import Pipeline
 from stepscope.analysis.distributed.rank import RankSummary
 from stepscope.analysis.distributed.run import Distributed
+from stepscope.report.json.parallelism import all_to_all_json, fsdp_json
 from stepscope.report.json.rounding import r as _r
 from stepscope.report.json.rounding import us as _us
 
@@ -73,6 +76,45 @@ def distributed_json(d: Distributed) -> dict[str, Any]:
         },
         "unmatched_calls": d.unmatched_calls,
         "failed": list(d.failed),
+        "all_to_all": all_to_all_json(d.all_to_all),
+        "fsdp": fsdp_json(d.fsdp),
+        "matched_by": d.matched_by,
+        "groups": [_group(g) for g in d.groups],
+        "pipeline": None if d.pipeline is None else pipeline_json(d.pipeline),
+    }
+
+
+def _group(g: GroupTable) -> dict[str, Any]:
+    waits = g.wait_ns
+    return {
+        "process_group": g.pg, "ranks": list(g.ranks),
+        "wait_us": [_us(waits[r]) for r in g.ranks],
+        "calls": [
+            {"name": c.name, "seq": c.seq, "ranks": list(c.ranks), "bytes": c.nbytes,
+             "transfer_us": _us(c.transfer_ns), "skew_us": _us(c.skew_ns),
+             "wait_us": [_us(w) for w in c.wait_ns],
+             "algbw_gbps": _r(c.algbw_gbps, 4), "busbw_gbps": _r(c.busbw_gbps, 4)}
+            for c in g.calls
+        ],
+    }
+
+
+def pipeline_json(p: Pipeline) -> dict[str, Any]:
+    def per_mb(ns: float) -> float | None:
+        v = p.per_microbatch(ns)
+        return None if v is None else _us(v)
+
+    return {
+        "stages": [
+            {"stage": s.stage, "ranks": list(s.ranks), "bubble_pct": _r(s.bubble_pct),
+             "forward_us_per_microbatch": per_mb(s.forward_ns),
+             "backward_us_per_microbatch": per_mb(s.backward_ns),
+             "compute_us": _us(s.compute_ns), "idle_us": _us(s.idle_ns), "step_us": _us(s.step_ns)}
+            for s in p.stages
+        ],
+        "microbatches": p.microbatches, "microbatches_from": p.microbatches_from or None,
+        "schedule": p.schedule, "theoretical_bubble_pct": _r(p.theoretical_bubble_pct),
+        "imbalance": _r(p.imbalance, 3), "stages_per_rank": p.stages_per_rank,
     }
 
 

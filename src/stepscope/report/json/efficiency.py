@@ -24,6 +24,7 @@ def _row(r: WorkRow) -> dict[str, Any]:
         "pct_peak_bandwidth": _r(r.pct_peak_bw),
         "pct_roofline": _r(r.pct_roofline),
         "bound": r.bound,
+        "above_roof": r.above_roof,  # null, or why the point sits above its roof
     }
 
 

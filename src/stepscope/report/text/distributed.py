@@ -19,6 +19,7 @@ from stepscope.report.text.layout import (
     print_table,
     time_column,
 )
+from stepscope.report.text.parallelism import render_all_to_all, render_fsdp
 from stepscope.units import format_us
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ def render_run_text(
     _stragglers(console, d["stragglers"][:top])
     _steps(console, d["steps"][:top])
     _collectives(console, d["collectives"][:top])
+    render_all_to_all(console, d.get("all_to_all"), top)
+    render_fsdp(console, d.get("fsdp"), top)
+    _groups(console, d["groups"], d["matched_by"], top)
+    _pipeline(console, d["pipeline"])
 
 
 def render_spans_text(report: SpansReport, console: Console | None = None) -> None:
@@ -132,6 +137,56 @@ def _collectives(console: Console, rows: list[dict[str, Any]]) -> None:
     ]
     print_table(console, fit_table(console, "collective", [c["collective"] for c in rows],
                                    columns, min_name=10))
+
+
+def _groups(console: Console, groups: list[dict[str, Any]], matched_by: str, top: int) -> None:
+    """Per process group: the collectives with the longest waits."""
+    for g in groups:
+        calls = sorted(g["calls"], key=lambda c: -max(c["wait_us"], default=0))[:top]
+        if not calls:
+            continue
+        name = g["process_group"] or "unnamed"
+        _title(console, f"Process group {name} (ranks {_ranks_text(g['ranks'])}): matched by "
+                        f"{matched_by}, longest waits")
+        columns = [
+            Column("seq", [str(c["seq"]) for c in calls], keep=5),
+            Column("bytes", [MISSING if c["bytes"] < 0 else f"{c['bytes']:,}" for c in calls],
+                   keep=3),
+            time_column("transfer", [c["transfer_us"] for c in calls], keep=6),
+            time_column("skew", [c["skew_us"] for c in calls], keep=4),
+            time_column("max wait", [max(c["wait_us"], default=0) for c in calls], keep=7),
+            Column("longest waiter", [str(c["ranks"][c["wait_us"].index(max(c["wait_us"]))])
+                                      for c in calls], keep=2),
+        ]
+        print_table(console, fit_table(console, "collective", [c["name"] for c in calls],
+                                       columns, min_name=10))
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
+
+
+def _pipeline(console: Console, p: dict[str, Any] | None) -> None:
+    if not p:
+        return
+    theory = p["theoretical_bubble_pct"]
+    _title(console, f"Pipeline: {len(p['stages'])} stages, "
+                    f"{p['microbatches'] or 'unknown'} micro-batches, schedule "
+                    f"{p['schedule'] or 'unknown'}, imbalance {p['imbalance']:.2f}x"
+                    + ("" if theory is None else f", theoretical bubble {theory:.1f} %"))
+    rows = p["stages"]
+    columns = [
+        Column("ranks", [_ranks_text(s["ranks"]) for s in rows], keep=5, justify="left"),
+        time_column("compute/step", [s["compute_us"] for s in rows], keep=6),
+        time_column("idle/step", [s["idle_us"] for s in rows], keep=6),
+        pct_column("bubble", [s["bubble_pct"] for s in rows], keep=7),
+        time_column("fwd/mb", [s["forward_us_per_microbatch"] for s in rows], keep=3),
+        time_column("bwd/mb", [s["backward_us_per_microbatch"] for s in rows], keep=3),
+    ]
+    print_table(console, fit_table(console, "stage", [str(s["stage"]) for s in rows], columns,
+                                   min_name=5))
 
 
 def render_rank_part(console: Console, data: dict[str, Any]) -> None:

@@ -54,6 +54,8 @@ def render_text(report: Report, console: Console | None = None, *, view: str = "
     console = console or Console()
     data = report.to_json()
     _header(console, data)
+    if view in ("summary", "all"):
+        _system(console, data.get("system"))
     render_real_traces(console, data)
     if view in ("summary", "all"):
         from stepscope.advice import skipped_rules
@@ -105,6 +107,23 @@ def _header(console: Console, data: dict[str, Any]) -> None:
     if src["skipped"]:
         parts = ", ".join(f"{n:,} {reason}" for reason, n in src["skipped"].items())
         hanging(console, "", Text("partial: ", style="yellow") + Text(f"skipped {parts}"))
+
+
+def _system(console: Console, system: dict[str, Any] | None) -> None:
+    """Macro first: a monitor output beside the trace says what bounds the whole run."""
+    if system is None:
+        return
+    if "error" in system:
+        hanging(console, "", Text("system: ", style="yellow") + Text(system["error"]))
+        return
+    v = system["verdict"]
+    console.print()
+    hanging(console, "", Text.assemble(
+        ("System", "bold"), f" (stepscope monitor beside the trace, {system['samples']:,} "
+        f"samples over {system['duration_s']} s): bound {v['bound'] or 'unknown'} "
+        f"({v['confidence']} confidence)"))
+    hanging(console, "  why: ", Text(v["reason"]))
+    hanging(console, "  next: ", Text(v["next_step"]))
 
 
 def _breakdown(console: Console, data: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stepscope.advice.finding import Finding
+from stepscope.advice.rules.distributed import expert_imbalance, fsdp_prefetch
 from stepscope.advice.rules.distributed._run import mean_step_ns
 from stepscope.analysis.distributed.run import Distributed
 from stepscope.units import format_us as fmt_us
@@ -15,9 +16,16 @@ def check_run(dist: Distributed) -> Finding | None:
     rows = [r for r in dist.ranks if r.comm_overlap_pct is not None]
     if not rows or dist.world_size < 2:
         return None
+    # the MoE all-to-all and FSDP's all-gathers have their own, specific advice
+    if expert_imbalance.dominates_communication(dist) or fsdp_prefetch.fires(dist):
+        return None
     overlap = sum(r.comm_overlap_pct or 0.0 for r in rows) / len(rows)
-    # waiting for a late rank is the straggler rule's; only exposed transfer can be hidden
-    exposed = sum(max(r.communication_ns - r.sync_ns, 0) / max(r.steps, 1)
+    # waiting for a late rank is the straggler rule's; only exposed transfer can be hidden.
+    # On a pipeline, communication is mostly point-to-point waits (pipeline-bubble's): only
+    # the collectives' transfer time can be exposed collective communication.
+    pipe = dist.pipeline is not None
+    exposed = sum(max(min(r.communication_ns - r.sync_ns, r.transfer_ns) if pipe
+                      else r.communication_ns - r.sync_ns, 0) / max(r.steps, 1)
                   for r in rows) / len(rows)
     step = mean_step_ns(dist)
     pct = 100.0 * exposed / step if step else 0.0

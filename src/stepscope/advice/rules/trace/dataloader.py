@@ -1,4 +1,10 @@
-"""Rule 1: the input pipeline (DataLoader) takes a large share of the step."""
+"""Rule 1: the input pipeline (DataLoader) takes a large share of the step.
+
+With a monitor output beside the trace (``stepscope run --monitor``), the system view is
+evidence too: how long the main process waited for batches over the whole steady window
+(not only the few profiled steps), and how busy the DataLoader workers and the cores were.
+Workers runnable most of the time on a machine whose cores are all busy are saturated: more
+workers cannot help there, so the fix says to make each sample cheaper instead."""
 
 from __future__ import annotations
 
@@ -7,9 +13,12 @@ import numpy as np
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
+from stepscope.analysis.system.series import SystemRun
+from stepscope.analysis.system.verdict import WORKER_SATURATED
 from stepscope.units import count
 
 THRESHOLD_PCT = 5.0  # torch-tb-profiler's DataLoader rule: > 5 % of the step
+CORES_BUSY_PCT = 90.0  # host CPU over the window: no core left for another worker
 
 CODE = """\
 loader = torch.utils.data.DataLoader(
@@ -63,17 +72,53 @@ def check(ctx: Context) -> Finding | None:
     for name, ns, n in top_by_name(host.name[ops], ctx.times.host_self[ops], trace.strings, 3):
         evidence.append(f"inside the loader: {short(name)} ×{n / ctx.n_steps:.0f}/step, "
                         f"{fmt_ns(ns / ctx.n_steps)} self per step")
-    fix = ("Load batches in background workers" + (" (num_workers is 0 now)" if single else "")
-           + ": raise num_workers, set pin_memory=True, persistent_workers=True and "
-           "prefetch_factor; move expensive preprocessing (decoding, resizing) out of the "
-           "training loop (pre-process the dataset once, or do augmentation on the GPU).")
+    seen, saturated = monitor_evidence(ctx.a.system)
+    evidence.extend(seen)
+    if saturated:
+        fix = ("The DataLoader workers are saturated and every core is busy (stepscope "
+               "monitor): more workers cannot help on this machine. Make each sample cheaper: "
+               "pre-process the dataset once (decode, resize) and store the result, vectorise "
+               "the per-sample transform or move augmentation to the GPU; or run where more "
+               "cores are free.")
+    else:
+        fix = ("Load batches in background workers" + (" (num_workers is 0 now)" if single else "")
+               + ": raise num_workers, set pin_memory=True, persistent_workers=True and "
+               "prefetch_factor; move expensive preprocessing (decoding, resizing) out of the "
+               "training loop (pre-process the dataset once, or do augmentation on the GPU).")
     return ctx.finding(
         id="input-pipeline", title="Training waits for the input pipeline (DataLoader)",
         saving_ns=saving,
         estimate=("DataLoader time per step that no higher-priority work (GPU kernels, copies, "
                   "runtime calls) overlaps: hidden completely if workers prepare batches ahead."),
-        evidence=evidence, fix=fix, code=CODE,
+        evidence=evidence, fix=fix, code=None if saturated else CODE,  # no "more workers"
         source_lines=ctx.source_lines(idx, clipped),
         references=("https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
                     "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"),
     )
+
+
+def monitor_evidence(run: SystemRun | None) -> tuple[list[str], bool]:
+    """Evidence lines from a monitored run beside the trace, and whether its DataLoader
+    workers were saturated on a machine with no core free."""
+    if run is None or run.verdict.bound is None:
+        return [], False
+    s = run.verdict.shares
+    cores = run.samples.n_cores
+    head = f"stepscope monitor, over its {s.window.seconds:.1f} s steady window"
+    lines = []
+    if "data" in s.phases:
+        lines.append(f"{head}: the main process waited for the next batch "
+                     f"{100 * s.phases['data']:.0f} % of the time (verdict: {run.verdict.bound}"
+                     f", {run.verdict.confidence} confidence)")
+    if s.workers:
+        lines.append(f"{head}: {count(s.workers, 'DataLoader worker', 'DataLoader workers')}, "
+                     f"each on a CPU {s.worker_cpu:.0f} % of a core and runnable (on a CPU or "
+                     f"waiting for one) {100 * s.worker_demand:.0f} % of the time; host CPU "
+                     f"{s.host_cpu:.0f} % of {count(cores, 'core', 'cores')}")
+    else:
+        lines.append(f"{head}: no DataLoader worker processes; the main process loads the "
+                     f"batches itself (on a CPU or runnable {100 * s.main_demand:.0f} % of "
+                     "the time)")
+    saturated = bool(s.workers) and s.worker_demand >= WORKER_SATURATED \
+        and s.host_cpu >= CORES_BUSY_PCT
+    return lines, saturated
