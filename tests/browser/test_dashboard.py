@@ -127,7 +127,9 @@ def test_progress_is_shown_while_a_trace_loads(page: Any, serve: Any, tmp_path: 
         return real(path, use_cache=False)
 
     monkeypatch.setattr(stepscope.formats, "load_trace", slow_load)
-    server = serve(str(tmp_path))
+    # in this process (no cache): with the cache the load runs in a forked child, which the
+    # event set here would never release
+    server = serve(str(tmp_path), use_cache=False)
     page.goto(server.url)
     page.wait_for_selector("#progress")
     # a selector, not wait_for_function: polling a JS string needs eval, which the CSP forbids

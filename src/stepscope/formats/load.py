@@ -39,7 +39,7 @@ def load_trace(
         cached = cache.load(key, source.path)  # a URL's path as shown: no credentials
         if cached is not None:
             return cached
-    kind = kinds.content_kind(source.data[:kinds.HEAD_BYTES], path)
+    kind = kinds.content_kind(source.head(kinds.HEAD_BYTES), path)
     if kind is not kinds.KINETO:
         raise TraceFormatError(not_a_trace(path, kind))
     trace = read_kineto(source, workers=workers, progress=progress)

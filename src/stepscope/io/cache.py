@@ -57,42 +57,65 @@ def _digest_range(read: Callable[[int, int], bytes | memoryview], start: int, en
     return h.digest()
 
 
-def content_hash(data: bytes | memoryview, local_file: str | None = None) -> str:
+def content_hash(data: bytes | memoryview | Callable[[], bytes | memoryview],
+                 local_file: str | None = None) -> str:
     """Tree hash: sha256 of the sha256 of each 64 MB piece (pieces hashed on 2 threads).
 
     sha256 (SHA-NI) is the fastest hash in hashlib here (~0.6 s/GB on one core; blake2b is
     ~2x slower); hashlib releases the GIL, so two threads halve the time. A local file is
-    hashed through pread rather than its memory map, which would leave the whole file
-    resident in this process (peak RSS).
+    hashed through pread, never held whole: ``data`` may be a function giving the bytes,
+    called only when the file cannot be read in full (it changed: the bytes used are hashed).
     """
-    view = memoryview(data)
-    size = view.nbytes
     fd = -1
+    size = -1
     if local_file is not None:
         try:
             fd = os.open(local_file, os.O_RDONLY)
+            size = os.fstat(fd).st_size
         except OSError:
             fd = -1
+    views: list[memoryview] = []
+
+    def view() -> memoryview:
+        if not views:
+            views.append(memoryview(data() if callable(data) else data))
+        return views[0]
+
     try:
+        if fd < 0 or (not callable(data) and memoryview(data).nbytes != size):
+            size = view().nbytes
         read: Callable[[int, int], bytes | memoryview]
         if fd >= 0:
             def read(off: int, n: int) -> bytes | memoryview:
                 blob = os.pread(fd, n, off)
-                return blob if len(blob) == n else view[off : off + n]
+                if len(blob) != n:
+                    raise _ShortRead
+                return blob
         else:
             def read(off: int, n: int) -> bytes | memoryview:
-                return view[off : off + n]
-        ranges = [(i, min(size, i + HASH_PIECE)) for i in range(0, size, HASH_PIECE)] or [(0, 0)]
-        if len(ranges) > 1:
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                digests = list(pool.map(lambda r: _digest_range(read, *r), ranges))
-        else:
-            digests = [_digest_range(read, *ranges[0])]
+                return view()[off : off + n]
+        try:
+            digests = _digests(read, size)
+        except _ShortRead:  # the file changed under us: hash the bytes that were read
+            size = view().nbytes
+            digests = _digests(lambda off, n: view()[off : off + n], size)
     finally:
         if fd >= 0:
             os.close(fd)
     tree = hashlib.sha256(b"".join(digests) + size.to_bytes(8, "little"))
     return tree.hexdigest()[:32]
+
+
+class _ShortRead(Exception):
+    """A pread came back short: the file is not the size it had."""
+
+
+def _digests(read: Callable[[int, int], bytes | memoryview], size: int) -> list[bytes]:
+    ranges = [(i, min(size, i + HASH_PIECE)) for i in range(0, size, HASH_PIECE)] or [(0, 0)]
+    if len(ranges) > 1:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return list(pool.map(lambda r: _digest_range(read, *r), ranges))
+    return [_digest_range(read, *ranges[0])]
 
 
 def _read_index(stat_file: Path) -> str:
@@ -117,7 +140,8 @@ def key_for(source: RawSource, reader_version: str) -> str:
                 return f"{reader_version}-{CACHE_FORMAT}-{digest}"
         except (OSError, UnicodeDecodeError):
             pass
-    digest = content_hash(source.data, source.local_file)
+    # a local file is hashed by byte ranges: its bytes are not read whole for the key
+    digest = content_hash(lambda: source.data, source.local_file)
     # a file that changed while it was read (or a cut gzip) is not remembered by its stat
     if stat_file is not None and not source.notes:
         try:

@@ -4,8 +4,9 @@ All events of a trace are flattened once into one table sorted by (row, start): 
 and runtime calls on their thread's row, kernels/memcpys/memsets on their stream's row,
 GPU annotations on a row per stream. A query for a window and a pixel width returns the
 events at least one pixel wide one by one and aggregates the rest per (row, depth, pixel),
-so the answer is bounded by rows x depth x width whatever the trace size. Vectorised
-numpy throughout; the only Python loops run over rows, never over events.
+so the answer is bounded by rows x depth x width whatever the trace size; so is the work,
+through the duration-level index and pyramid of ``report/lod.py``. Vectorised numpy
+throughout; the only Python loops run over rows and duration levels, never over events.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.events import intervals
 from stepscope.model.trace import DEV_KERNEL, HOST_PYTHON, Trace
+from stepscope.report.lod import Lod
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
@@ -102,7 +104,8 @@ class TimelineIndex:
         order = np.lexsort((-dur, ts, row))
         self.row, self.ts, self.dur = row[order], ts[order], dur[order]
         self.table, self.src, self.name = table[order], src[order], name[order]
-        self.end = self.ts + self.dur
+        del row, ts, dur, table, src, name, order
+        end = self.ts + self.dur
         self.n = len(self.ts)
         bounds = np.searchsorted(self.row, np.arange(len(rows) + 1))
         self.row_lo, self.row_hi = bounds[:-1], bounds[1:]
@@ -113,24 +116,27 @@ class TimelineIndex:
             lo, hi = int(self.row_lo[i]), int(self.row_hi[i])
             if hi == lo:
                 continue
-            self.depth[lo:hi] = _nesting_depth(self.ts[lo:hi], self.end[lo:hi])
+            self.depth[lo:hi] = _nesting_depth(self.ts[lo:hi], end[lo:hi])
             self.row_maxdur[i] = int(self.dur[lo:hi].max())
             self.row_depths[i] = int(self.depth[lo:hi].max()) + 1
         self.origin = int(self.ts.min()) if self.n else 0
-        self.finish = int(self.end.max()) if self.n else 0
+        self.finish = int(end.max()) if self.n else 0
+        self.end = end
         # Flow partner of each event: runtime launch <-> device op with the same correlation.
-        self.partner = np.full(self.n, -1, np.int64)
+        self.partner = np.full(self.n, -1, np.int32 if self.n < 2**31 else np.int64)
         corr = np.full(self.n, -1, np.int64)
         is_rt, is_dev = self.table == T_RUNTIME, self.table == T_DEVICE
         corr[is_rt] = r.correlation[self.src[is_rt]]
         corr[is_dev] = d.correlation[self.src[is_dev]]
         self._link(corr, is_rt, is_dev)
+        del corr, is_rt, is_dev
         # GPU-utilization counter: union of kernel time per device.
         self.devices = sorted({int(x) for x in np.unique(d.device).tolist()})
         self.busy: dict[int, intervals.Union] = {}
         for dev in self.devices:
             m = (d.device == dev) & (d.kind == DEV_KERNEL)
             self.busy[dev] = intervals.union(d.ts[m], d.ts[m] + np.maximum(d.dur[m], 0))
+        self.lod = Lod(self.ts, self.dur, self.row, self.depth, self.origin, len(rows))
 
     def _link(self, corr: I64, is_rt: npt.NDArray[np.bool_], is_dev: npt.NDArray[np.bool_]
               ) -> None:
@@ -178,18 +184,9 @@ class TimelineIndex:
         width = max(1, min(int(width), 10_000))
         end = max(end, start + 1)
         ns_px = (end - start) / width
-        idx = self.window(start, end)
-        wide = self.dur[idx] >= ns_px
-        ev = idx[wide]
-        small = idx[~wide]
-        # Aggregate narrow events per (row, depth, pixel): a count and the covered time.
-        px = np.clip(((self.ts[small] - self.origin - start) / ns_px).astype(np.int64), 0,
-                     width - 1)
-        key = (self.row[small].astype(np.int64) * 65536 + self.depth[small]) * (width + 1) + px
-        ukey, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        busy = np.bincount(inv, weights=self.dur[small], minlength=len(ukey))
-        agg_px = ukey % (width + 1)
-        rd = ukey // (width + 1)
+        # events at least a pixel wide one by one, the rest summed per (row, depth, pixel)
+        lod = self.lod.query(start, end, width)
+        ev = lod.events
         flows = self._flows(ev, start, end)
         names = np.unique(self.name[ev])
         strings = self.trace.strings
@@ -205,12 +202,12 @@ class TimelineIndex:
             },
             "names": {str(int(k)): strings[int(k)] if k >= 0 else "" for k in names},
             "aggregates": {
-                "row": (rd // 65536).tolist(),
-                "depth": (rd % 65536).tolist(),
-                "ts": np.round(start + agg_px * ns_px).astype(np.int64).tolist(),
+                "row": lod.agg_row.tolist(),
+                "depth": lod.agg_depth.tolist(),
+                "ts": np.round(start + lod.agg_px * ns_px).astype(np.int64).tolist(),
                 "dur": max(1, round(ns_px)),
-                "count": cnt.tolist(),
-                "busy": np.round(busy).astype(np.int64).tolist(),
+                "count": lod.agg_count.tolist(),
+                "busy": lod.agg_busy.tolist(),
             },
             "flows": flows,
             "counters": self.utilization(start, end, max(1, width // 2)),

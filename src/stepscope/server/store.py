@@ -15,6 +15,7 @@ from stepscope.errors import StepscopeError, one_line
 from stepscope.report.build import Report
 from stepscope.report.counters import CounterTracks
 from stepscope.report.timeline import TimelineIndex
+from stepscope.server.child import Children
 
 DASHBOARD_TOP = 1000  # table rows the dashboard receives (the JSON report's top-N prefix)
 MAX_LOADED = 6  # traces kept in memory; the least recently used finished one goes first
@@ -114,6 +115,7 @@ class TraceStore(BackgroundLoads[str]):
                  max_loaded: int = MAX_LOADED) -> None:
         super().__init__(keep=max_loaded, workers=workers, name="stepscope-load")
         self._use_cache = use_cache
+        self._children = Children()
 
     def get(self, path: str) -> Entry:
         """The entry for ``path``, starting its load on first request or when the file changed
@@ -139,7 +141,10 @@ class TraceStore(BackgroundLoads[str]):
                 entry.report = load_trt_report(path)
                 return
             entry.state = "reading"
-            trace = load_trace(path, use_cache=self._use_cache, progress=tick)
+            if self._use_cache:
+                work_in_child()
+                return
+            trace = load_trace(path, use_cache=False, progress=tick)
             entry.state = "analysing"
             report: Report = build_report(trace, top=DASHBOARD_TOP)
             entry.report = report.to_json()
@@ -149,4 +154,21 @@ class TraceStore(BackgroundLoads[str]):
             entry.timeline = TimelineIndex(trace)
             entry.counters = CounterTracks(trace, read_monitor(path))
 
+        def work_in_child() -> None:
+            # the child parses (into the cache) and analyses; this process indexes the
+            # cached columns meanwhile and never holds the parse's peak (server/child.py)
+            def stored() -> None:
+                entry.state = "analysing"
+                trace = load_trace(path, use_cache=True)
+                entry.timeline = TimelineIndex(trace)
+                entry.counters = CounterTracks(trace, read_monitor(path))
+
+            entry.report, entry.series = self._children.run(path, DASHBOARD_TOP, tick, stored)
+            if entry.timeline is None:  # the child failed after storing: nothing to show
+                raise RuntimeError("the trace was analysed but never stored")
+
         load_into(entry, work)
+
+    def close(self) -> None:
+        self._children.close()
+        super().close()
