@@ -2,11 +2,11 @@
 
 Each pair is one workload run twice under ``stepscope.profile``: as written ("before") and
 with one fix applied ("after"). Every run builds its workload afresh (one intra-op thread,
-fixed seeds), repeated ``--repeats`` times, interleaved; the measured step of a run is the mean of
-its ProfilerStep windows as ``stepscope`` measures them (analysis/events/steps.py), and the
-trace kept is that of the fastest repeat (see ``_keep``). Beside the traces,
-``run.json`` records every repeat's step (the spread), the median and the kept trace's step,
-and ``pairs.json`` the what-if that should predict each fix.
+fixed seeds) and is repeated ``--repeats`` times, interleaved with the other variants; the
+measured step of a run is the mean of its ProfilerStep windows as ``stepscope`` measures
+them (analysis/events/steps.py), and the trace kept is the fastest repeat's (``_keep``).
+Beside the traces, ``run.json`` records every repeat's step (the spread), the median and
+the kept trace's step, and ``pairs.json`` the what-if that should predict each fix.
 
     python benchmarks/whatif/capture_pairs.py tests/data/whatif              # all pairs
     python benchmarks/whatif/capture_pairs.py OUT --pairs ddp_bucket --repeats 5

@@ -262,9 +262,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: all)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args(argv)
-    pairs = fixture_pairs(args.fixtures) + shared_pairs(args.shared_traces)
+    try:
+        pairs = fixture_pairs(args.fixtures) + shared_pairs(args.shared_traces)
+    except (OSError, ValueError, KeyError) as e:  # a missing or malformed pairs.json/run.json
+        print(f"validate.py: {args.fixtures}: cannot read the pairs ({e})", file=sys.stderr)
+        return 2
     if args.pairs:
         wanted = args.pairs.split(",")
+        unknown = sorted(set(wanted) - {p.name for p in pairs})
+        if unknown:
+            print(f"validate.py: unknown pairs {', '.join(unknown)} (known: "
+                  f"{', '.join(p.name for p in pairs)})", file=sys.stderr)
+            return 2
         pairs = [p for p in pairs if p.name in wanted]
     rows = validate(pairs)
     print(table(rows))
