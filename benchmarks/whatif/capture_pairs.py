@@ -279,14 +279,14 @@ def _demo(which: str, logdir: str, run: str) -> list[str]:
     # the demo's own loop, with this script's profiler options (fixtures under 1 MB)
     train.profile = functools.partial(profile, **PROFILE_OPTIONS)  # type: ignore[assignment]
 
-    variant = {
+    variant = {  # the slow variant with one of the fixed variant's changes, or all of them
         "slow": SLOW,
         "fixed": FIXED,
-        "workers": dataclasses.replace(SLOW, name=run, num_workers=2),
-        "predecode": dataclasses.replace(SLOW, name=run, preprocess_up_front=True),
-        "logging": dataclasses.replace(SLOW, name=run, log_every=50),
+        "workers": dataclasses.replace(SLOW, num_workers=FIXED.num_workers),
+        "predecode": dataclasses.replace(SLOW, preprocess_up_front=True),
+        "logging": dataclasses.replace(SLOW, log_every=FIXED.log_every),
     }[which]
-    variant = dataclasses.replace(variant, name=run)
+    variant = dataclasses.replace(variant, name=run)  # the run folder
     # the demo's own schedule (wait 1, warm-up 1) with this script's number of steps
     return [train_profiled(variant, logdir, steps=WAIT + WARMUP + DEMO_ACTIVE, wait=WAIT,
                            warmup=WARMUP, device="cpu", seed=SEED).trace]
@@ -319,7 +319,8 @@ def _run(variant: str, logdir: str, run: str) -> list[str]:
 # --------------------------------------------------------------------------- measuring
 
 def measured_step_us(trace_path: str) -> tuple[float, list[float]]:
-    """Mean step of a trace and each step, in µs: stepscope's ProfilerStep windows."""
+    """Mean step of a trace and each step, in µs: stepscope's ProfilerStep windows (no
+    warm-up stall to leave out on CPU traces: it is a long CUDA/HIP runtime call)."""
     from stepscope import load
     from stepscope.analysis.events.steps import find_steps
 
