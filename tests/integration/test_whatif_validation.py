@@ -46,7 +46,7 @@ MEASURED_US: dict[str, float] = {
 
 # The engine's predicted step after the fix (after.step_us), µs, per pair; None: the
 # engine has no transform for the fix (the rule keeps its bound). Computed with the
-# cp-graph engine (docs/whatif-validation.md says which commit).
+# cp-graph engine (docs/whatif.md, Validation says which commit).
 PREDICTED_US: dict[str, float | None] = {
     "loader_io": 10032.8,
     "sync": 11048.6,  # drop_sync on CPU: nothing waits, nothing changes
