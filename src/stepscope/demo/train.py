@@ -51,18 +51,18 @@ def train_profiled(variant: Variant, logdir: str, *, steps: int = 8, batch_size:
     warmup`` are recorded and timed."""
     if steps <= wait + warmup:
         raise ValueError(f"steps must exceed wait + warmup ({wait + warmup})")
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     threads = torch.get_num_threads()
-    if dev.type == "cpu":
-        # One intra-op thread: as fast for this small model, and immune to OpenMP
-        # spin-waits that slow 2-thread CPU runs 20x when other processes compete.
-        torch.set_num_threads(1)
-    try:
-        with quiet_native_profiler():
+    with quiet_native_profiler():  # also the CUDA build's no-driver warning of the probe
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if dev.type == "cpu":
+            # One intra-op thread: as fast for this small model, and immune to OpenMP
+            # spin-waits that slow 2-thread CPU runs 20x when other processes compete.
+            torch.set_num_threads(1)
+        try:
             return _train(variant, logdir, steps=steps, batch_size=batch_size, wait=wait,
                           warmup=warmup, dev=dev, seed=seed)
-    finally:
-        torch.set_num_threads(threads)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def _train(variant: Variant, logdir: str, *, steps: int, batch_size: int, wait: int,
