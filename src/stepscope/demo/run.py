@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable
@@ -204,12 +205,13 @@ def _explore(console: Console, result: DemoResult) -> None:
             say(console, f"{label + ':':<22}{escape(_shown(path))}")
     command = stepscope_command()
     say(console, "The whole report of a run, and the comparison:")
-    for line in (f"{command} report {_shown(result.fast_trace)}",
-                 f"{command} diff {_shown(result.slow_trace)} {_shown(result.fast_trace)}"):
+    cmd, slow, fast = (shlex.quote(p) for p in (command, _shown(result.slow_trace),
+                                                _shown(result.fast_trace)))
+    for line in (f"{cmd} report {fast}", f"{cmd} diff {slow} {fast}"):
         console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
     if command != "stepscope":
-        say(console, "(or put stepscope on PATH: source "
-                     f"{escape(os.path.join(os.path.dirname(command), 'activate'))})")
+        activate = shlex.quote(os.path.join(os.path.dirname(command), "activate"))
+        say(console, f"(or put stepscope on PATH: source {escape(activate)})")
 
 
 def _shown(path: str) -> str:
