@@ -157,3 +157,16 @@ def test_pip_hints_are_quoted() -> None:
         words = shlex.split(hint)
         assert all("[" not in w or f"'{w}'" in hint for w in words), hint
         _bash_parses(f"pip install {hint}")
+
+
+def test_prose_breaks_at_spaces_and_keeps_paths_whole() -> None:
+    from rich.text import Text
+
+    from stepscope.report.text.layout import hanging
+
+    path = "/data/runs/" + "long_folder_name/" * 4 + "worker0.1623143089861.pt.trace.json.gz"
+    console = Console(width=40, record=True, color_system=None, file=io.StringIO())
+    hanging(console, "  • ", Text(f"skipped capture: {path}: not a trace stepscope can read"))
+    lines = console.export_text(styles=False).splitlines()
+    assert lines == ["  • skipped capture:", f"    {path}:",
+                     "    not a trace stepscope can read"]

@@ -5,7 +5,8 @@ The report must read well at 60, 80, 120 and 200 columns and when piped (80). Ru
 - when a table is too wide, the least important columns go first, then names shrink;
 - names shrink by stepscope.shortnames' one shortener: whole pieces only (parameters, lambdas,
   namespaces, nested then whole top-level template arguments), never fragments;
-- wrapped prose keeps a hanging indent; code is never cut (long lines fold) nor padded.
+- wrapped prose keeps a hanging indent and breaks only at spaces (a path or a name longer
+  than the line stays whole); code folds only where pasting still works (fold_code).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rich._wrap import divide_line  # rich's word wrap, without folding long words
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
@@ -168,9 +170,15 @@ def print_table(console: Console, fitted: FittedTable, *, indent: int = 0) -> No
 
 
 def hanging(console: Console, prefix: str, body: Text, *, extra: int = 0) -> None:
-    """Print ``prefix`` + ``body`` wrapped to the console, continuation lines under the body."""
+    """Print ``prefix`` + ``body`` wrapped to the console, continuation lines under the body.
+
+    Lines break only at spaces: a word longer than the line (a path, a URL, a kernel name)
+    stays whole on a line of its own, so a copy gives it back whole and the terminal wraps
+    it softly."""
     width = max(console.width - len(prefix) - extra, 20)
-    lines = body.wrap(console, width, overflow="fold")
+    lines = [piece for para in body.split("\n", allow_blank=True)
+             for piece in (para.divide(divide_line(para.plain, width, fold=False))
+                           if para.plain else [para])]
     for i, line in enumerate(lines):
         line.rstrip()
         lead = prefix if i == 0 else " " * (len(prefix) + extra)
