@@ -45,7 +45,7 @@ def test_header_step_time_and_breakdown() -> None:
     assert d["source"]["events"] == 75_718 and "75,718 events · nvidia" in text
     # six ProfilerSteps, 154,911.333 µs on average
     assert len(d["steps"]) == 6 and d["breakdown"]["step_avg_us"] == 154_911.333
-    assert "Step time: 154.91 ms on average over 6 step(s)" in text
+    assert "Step time: 154.91 ms on average over 6 steps" in text
     bd = d["breakdown"]
     for label, key in (("Kernel", "kernel"), ("DataLoader", "dataloader"),
                        ("CPU exec", "cpu_exec"), ("Memset", "memset")):

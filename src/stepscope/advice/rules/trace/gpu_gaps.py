@@ -45,7 +45,7 @@ def check(ctx: Context) -> Finding | None:
     in_use = iv.measure_in(busy, edges[:-1], edges[1:]) / np.maximum(np.diff(edges), 1)
     low = int(np.count_nonzero(in_use * 100 < UTIL_PCT))
     evidence = [
-        f"{int(big.sum()) / ctx.n_steps:.1f} GPU idle gap(s) ≥ {GAP_NS / 1e6:.0f} ms per step, "
+        f"{int(big.sum()) / ctx.n_steps:.1f} GPU idle gaps ≥ {GAP_NS / 1e6:.0f} ms per step, "
         f"{fmt_ns(float(g_len.sum()) / ctx.n_steps)} per step; {fmt_ns(unexplained)} of it is not "
         "data loading, synchronisation or first calls",
         f"{low} of {CHUNKS} equal windows of the GPU's active time are < {UTIL_PCT:.0f} % in use "
