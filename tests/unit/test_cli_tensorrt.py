@@ -207,7 +207,24 @@ def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture
     d = doc["tensorrt_diff"]
     assert d["matched_layers"][0]["name"] == HOSTILE and d["matched_layers"][0]["delta_ms"] == -0.25
     assert run_tensorrt_diff(str(a), str(b)) == 0
-    assert "Matched layers" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Matched layers" in out
+    # two engines of one name are told apart by the shortest folder end that differs
+    assert (d["a"]["engine"], d["b"]["engine"]) == ("a/m.engine", "b/m.engine")
+    assert "\nA: a/m.engine\nB: b/m.engine\n" in out
+
+
+def test_engine_labels_use_the_shortest_distinguishing_parents(tmp_path: Path) -> None:
+    from stepscope.cli.pipelines.engine_diff import distinct_labels
+
+    x, y = tmp_path / "run1" / "fp16", tmp_path / "run2" / "fp16"
+    for d in (x, y):
+        d.mkdir(parents=True)
+        (d / "m.engine.profile.json").write_text("{}")
+    assert distinct_labels(str(x), str(y), "m.engine") == ("run1/fp16/m.engine",
+                                                           "run2/fp16/m.engine")
+    assert distinct_labels(str(x / "m.engine.profile.json"), str(y / "m.engine.profile.json"),
+                           "m.engine") == ("run1/fp16/m.engine", "run2/fp16/m.engine")
 
 
 def test_unsupported_format_is_a_usage_error(tmp_path: Path) -> None:

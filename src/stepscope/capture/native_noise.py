@@ -7,9 +7,11 @@ catch them. The CUDA build of torch on a machine without a usable GPU driver add
 ``ERROR:... DeviceProperties.cpp:NN] gpuGetDeviceCount failed with code 35`` (35: the driver
 is missing or too old; older kineto spells it ``cudaGetDeviceCount``) when the profiler starts,
 and torch's Python ``UserWarning: CUDA initialization: ...`` when it probes for a device: both
-say only that the run is on the CPU, which the report already says. While
-:func:`quiet_native_profiler` is active, fd 2 is a pipe whose reader thread forwards every
-line except those to the real stderr, in order, and the CUDA-initialization warning is ignored.
+say only that the run is on the CPU, which the report already says; with ``--repeat``,
+torch.profiler warns that it clears events after each cycle (each cycle is its own trace
+here). While :func:`quiet_native_profiler` is active, fd 2 is a pipe whose reader thread
+forwards every line except those to the real stderr, in order, and those two warnings are
+ignored.
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ NOISE = re.compile(
     rb"|^\[W\S* \S+ CPUAllocator\.cpp:\d+\] Memory block of unknown size"
     rb"|^ERROR:\S* .*\] (?:gpu|cuda)GetDeviceCount failed with code \d+\s*$"  # no GPU driver
 )
-# torch.cuda's probe on a CUDA build without a usable driver (a Python warning, not fd 2 text).
-CUDA_INIT_WARNING = r"CUDA initialization: "
+# Python warnings, not fd 2 text: torch.cuda's probe on a CUDA build without a usable driver,
+# and torch.profiler's note on a repeating schedule (each cycle's trace is written by its
+# on_trace_ready, so nothing is lost).
+QUIET_WARNINGS = (r"CUDA initialization: ",
+                  r"Warning: Profiler clears events at the end of each cycle")
 _DRAIN_S = 2.0  # how long to wait for forked children still holding the pipe at exit
 
 
@@ -40,7 +45,8 @@ def is_noise(line: bytes) -> bool:
 def quiet_native_profiler() -> Iterator[None]:
     """Filter the profiler's native noise from fd 2 for the duration of the block."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=CUDA_INIT_WARNING, category=UserWarning)
+        for message in QUIET_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
         yield from _quiet_fd2()
 
 
