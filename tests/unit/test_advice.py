@@ -314,6 +314,18 @@ def test_gpu_gaps_evidence(tmp_path: Path) -> None:
     assert "gap of 4.99 ms: CPU in aten::nonzero" in gaps.evidence
 
 
+def test_gpu_gap_with_nothing_on_the_cpu_says_so(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+        mm2 = b.op("aten::mm", 500, 10)  # queued early: the CPU records nothing in the gap
+        b.launch(mm2, "cudaLaunchKernel", 501, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    gaps = next(f for f in findings(b, tmp_path) if f.id == "gpu-gaps")
+    # not "CPU in nothing recorded on the CPU"
+    assert "gap of 4.99 ms: nothing recorded on the CPU meanwhile" in gaps.evidence
+
+
 def test_host_sync_evidence(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):

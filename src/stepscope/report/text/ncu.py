@@ -32,8 +32,9 @@ def render_ncu(data: dict[str, Any] | None, console: Console, top: int) -> None:
     kernels = data["kernels"]
     console.print()
     launches = count(len(kernels), "kernel launch", "kernel launches")
-    say(console, f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {launches}, "
-                 f"{data['matched']} matched to the trace")
+    matched = ("" if data["matched"] is None  # ncu alone: no trace to match them to
+               else f", {data['matched']} matched to the trace")
+    say(console, f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {launches}{matched}")
     shown = kernels[:top]
     if not shown:
         return

@@ -88,6 +88,8 @@ def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
 def _no_devices(src: dict[str, Any]) -> str:
     """Header text when no device ran anything: a GPU trace without device work is not a
     CPU profile."""
+    if not src.get("events"):
+        return "nothing recorded"  # an empty export is no CPU profile either
     return "CPU only" if src["vendor"] in ("cpu", "unknown") else "no device work recorded"
 
 

@@ -63,17 +63,17 @@ def check(ctx: Context) -> Finding | None:
         ov = np.maximum(np.minimum(host.end[ops], e) - np.maximum(host.ts[ops], s), 0)
         # the outermost ranges covering most of the gap, then the deepest of those
         cand = ops[ov > 0]
-        doing = "nothing recorded on the CPU"
+        doing = "nothing recorded on the CPU meanwhile"
         if len(cand):
             ovc = ov[ov > 0]
             depth = ctx.a.tree.depth[cand]
             best = cand[np.lexsort((-depth, -ovc))][:1]
             outer = cand[depth == depth.min()]
             o = outer[np.argmax(ovc[depth == depth.min()])]
-            doing = f"{short(trace.strings[host.name[o]], 60)}"
+            doing = f"CPU in {short(trace.strings[host.name[o]], 60)}"
             if best[0] != o:
                 doing += f" › {short(trace.strings[host.name[best[0]]], 60)}"
-        evidence.append(f"gap of {fmt_ns(e - s)}: CPU in {doing}")
+        evidence.append(f"gap of {fmt_ns(e - s)}: {doing}")
     if ctx.a.clock_skew is not None:
         evidence.append(f"affected by clock skew (up to {fmt_ns(ctx.a.clock_skew.max_ns)}): "
                         "which gaps the host caused is uncertain by that much")
