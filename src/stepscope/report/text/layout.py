@@ -157,12 +157,16 @@ def fit_table(console: Console, name_header: str, names: Sequence[str],
 
 
 def print_table(console: Console, fitted: FittedTable, *, indent: int = 0) -> None:
-    if indent:
-        from rich.padding import Padding
-
-        console.print(Padding(fitted.table, (0, 0, 0, indent), expand=False))
-    else:
-        console.print(fitted.table)
+    """The table line by line, without the spaces rich pads the last column with (trailing
+    spaces make pasted output and diffs of reports noisy)."""
+    options = console.options.update(width=max(console.width - indent, 1))
+    for line in console.render_lines(fitted.table, options, pad=False, new_lines=False):
+        text = Text(" " * indent)
+        for seg in line:
+            if not seg.control:
+                text.append(seg.text, seg.style)
+        text.rstrip()
+        console.print(text, soft_wrap=True, highlight=False)
     if fitted.dropped:
         hanging(console, " " * indent, Text(
             "(narrow terminal: not shown " + ", ".join(fitted.dropped)
