@@ -24,7 +24,9 @@ while [ $# -gt 0 ]; do  # our options first; everything after them goes to pytes
     *) break ;;
   esac
 done
-case "$runs$hogs" in ""|*[!0-9]*) echo "stress_suite.sh: -n and -j take whole numbers" >&2; exit 2 ;; esac
+for n in "$runs" "$hogs"; do
+  case "$n" in ""|*[!0-9]*) echo "stress_suite.sh: -n and -j take whole numbers" >&2; exit 2 ;; esac
+done
 
 python=${PYTHON:-.venv/bin/python}
 if [ ! -x "$python" ]; then
