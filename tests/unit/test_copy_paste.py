@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import io
+import itertools
 import pkgutil
 import re
 import shlex
@@ -170,3 +171,19 @@ def test_prose_breaks_at_spaces_and_keeps_paths_whole() -> None:
     lines = console.export_text(styles=False).splitlines()
     assert lines == ["  • skipped capture:", f"    {path}:",
                      "    not a trace stepscope can read"]
+
+
+def test_units_stay_with_their_numbers() -> None:
+    from rich.text import Text
+
+    from stepscope.report.text.layout import hanging
+
+    body = Text("3.0 synchronising calls per step block the CPU for 2.18 ms per step (6.2 % "
+                "of the step), reserved up to 768 KiB; 3 steps")
+    for width in range(30, 90):
+        console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+        hanging(console, "   • ", body)
+        lines = console.export_text(styles=False).splitlines()
+        assert " ".join(" ".join(lines).split()) == "• " + body.plain
+        for a, b in itertools.pairwise(lines):  # "(6.2" / "% of the step" was the issue
+            assert not (re.search(r"\d$", a) and re.match(r"\s*(%|ms|KiB)(\s|\)|;|,|$)", b)), lines

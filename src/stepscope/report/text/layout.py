@@ -173,6 +173,13 @@ def print_table(console: Console, fitted: FittedTable, *, indent: int = 0) -> No
             + "; widen it or use --format json)", style="dim"))
 
 
+# A unit stays on the line of its number ("6.2 %", "2.18 ms", "768 KiB"): the space between
+# them becomes a private-use character while lines are divided.
+_GLUE = "\ue000"
+_UNIT_AFTER_NUMBER = re.compile(
+    r"(?<=\d) (?=(?:%|ns|µs|ms|s|B|KiB|MiB|GiB|TiB|GB/s|TFLOP/s|qps|x)(?![\w/]))")
+
+
 def hanging(console: Console, prefix: str, body: Text, *, extra: int = 0) -> None:
     """Print ``prefix`` + ``body`` wrapped to the console, continuation lines under the body.
 
@@ -180,9 +187,13 @@ def hanging(console: Console, prefix: str, body: Text, *, extra: int = 0) -> Non
     stays whole on a line of its own, so a copy gives it back whole and the terminal wraps
     it softly."""
     width = max(console.width - len(prefix) - extra, 20)
+    body = body.copy()
+    body.plain = _UNIT_AFTER_NUMBER.sub(_GLUE, body.plain)  # same length: styles stay put
     lines = [piece for para in body.split("\n", allow_blank=True)
              for piece in (para.divide(divide_line(para.plain, width, fold=False))
                            if para.plain else [para])]
+    for line in lines:
+        line.plain = line.plain.replace(_GLUE, " ")
     for i, line in enumerate(lines):
         line.rstrip()
         lead = prefix if i == 0 else " " * (len(prefix) + extra)
