@@ -145,6 +145,12 @@ def test_summary_numbers() -> None:
     text = out.getvalue()
     assert "[Throughput during profiled window] before: ~123 samples/sec" in text
     assert "[Throughput during profiled window] after:  ~1,234 samples/sec  (10.0x)" in text
+    # a CPU run names no CUDA-only fix; a CUDA run names pinned memory
+    assert "pin_memory" not in text and "persistent_workers=True);" in text
+    out = io.StringIO()
+    _summary(Console(file=out, width=200, color_system=None),
+             DemoResult("b/t.json.gz", "a/t.json.gz", 123.4, 1234.5, device="cuda"))
+    assert "persistent_workers=True, pin_memory=True);" in out.getvalue()
     out = io.StringIO()
     _explore(Console(file=out, width=40, color_system=None),
              DemoResult("b/t.json.gz", "a/" + "x" * 60 + ".json.gz", 123.4, 1234.5))

@@ -37,6 +37,7 @@ class DemoResult:
     html_before: str | None = None  # the slow run's
     diff: Diff | None = None  # `stepscope diff before after`
     html_compare: str | None = None  # that diff's single-file page
+    device: str = "cpu"  # where both runs trained
 
     @property
     def speedup(self) -> float:
@@ -66,7 +67,7 @@ def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size:
     diff = _diff(slow.trace, fast.trace)
     compare = _write_compare_html(diff, os.path.join(outdir, "compare.html"))
     result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html,
-                        before, diff, compare)
+                        before, diff, compare, fast.device)
     if not quiet:
         _summary(console, result)
         for title, report in (("Before the fixes", slow_report),
@@ -90,7 +91,7 @@ def _one(variant: Variant, index: int, outdir: str, steps: int, batch_size: int,
         from stepscope.report.text.render import render_text
 
         console.rule(f"[bold]Run {index}/2: {variant.name} the fixes[/]")
-        say(console, f"{escape(variant.description)}.")
+        say(console, f"{escape(variant.says(result.device))}.")
         render_text(report, console)
     say(console, f"  run {index}/2 ({variant.name} the fixes): "
                  f"~{format_rate(result.samples_per_s)} samples/sec")
@@ -163,7 +164,7 @@ def _summary(console: Console, result: DemoResult) -> None:
     console.print(f"[Throughput during profiled window] after:  "
                   f"~{format_rate(result.fast_samples_per_s)} samples/sec  "
                   f"([bold green]{result.speedup:.1f}x[/])")
-    say(console, "What changed: " + escape(FIXED.description) + ".")
+    say(console, "What changed: " + escape(FIXED.says(result.device)) + ".")
     if result.diff is not None:
         from stepscope.report.text.diff import render_diff_brief
 
