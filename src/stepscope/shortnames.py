@@ -296,9 +296,7 @@ def _tell_apart(names: Sequence[str], shorts: list[str], groups: Iterable[list[i
         parts = [[_first_difference(p, o) for o in plains if o != p] for p in plains]
         tries = []
         for pick in (max, min):
-            by_arg = [_by_arg(p, width, pick(at)) or _by_arg(collapse_templates(p, keep=2),
-                                                             width, pick(at))
-                      for p, at in zip(plains, parts, strict=True)]
+            by_arg = [_by_arg(p, width, pick(at)) for p, at in zip(plains, parts, strict=True)]
             if all(by_arg):
                 tries.append([s or "" for s in by_arg])
         # names that differ in two places (conv5_block1, conv2_block1, conv5_block2) may
