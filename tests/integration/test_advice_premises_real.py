@@ -83,4 +83,4 @@ def test_step_clips_dataloader_fetches_to_the_window() -> None:
 def test_step_counts_copies_in_the_window() -> None:
     # before: 115.6 MB per step: the whole trace's pageable copies divided by one step
     (f,) = [f for f in advise(_analyses(NW0, step=6), replay=False) if f.id == "pageable-memcpy"]
-    assert "19.3 MB per step staged through a bounce buffer" in f.evidence[1]
+    assert "18.38 MiB per step staged through a bounce buffer" in f.evidence[1]

@@ -33,6 +33,28 @@ def test_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
     from stepscope.errors import StepscopeError
 
     write_run(tmp_path, [1000, 2000])
-    with pytest.raises(StepscopeError, match="cannot reach the Dask scheduler"):
+    address = f"tcp://127.0.0.1:{free_port()}"
+    with pytest.raises(StepscopeError,
+                       match=f"cannot reach the Dask scheduler at {address} within 3 s"):
+        build_run_report(find_run([str(tmp_path)]), executor="dask", scheduler=address)
+
+
+def test_scheduler_connect_timeout_is_a_few_seconds(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeout dask is given, not a measured wait: a test never depends on speed."""
+    from stepscope.errors import StepscopeError
+    from stepscope.parallel import executor
+
+    asked: list[object] = []
+
+    def client(address: str, timeout: object) -> None:
+        asked.append(timeout)
+        raise OSError(f"Timed out trying to connect to {address} after {timeout}")
+
+    monkeypatch.setattr(distributed, "Client", client)
+    write_run(tmp_path, [1000, 2000])
+    with pytest.raises(StepscopeError) as err:
         build_run_report(find_run([str(tmp_path)]), executor="dask",
-                         scheduler=f"tcp://127.0.0.1:{free_port()}")
+                         scheduler="tcp://10.0.0.1:8786")
+    assert asked == ["3s"] and executor.SCHEDULER_CONNECT_S == 3.0
+    assert "\n" not in str(err.value) and "tcp://10.0.0.1:8786" in str(err.value)

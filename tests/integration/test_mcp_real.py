@@ -72,7 +72,7 @@ def test_every_tool_on_real_traces() -> None:
     ])
     text, doc = _texts(results[0])
     assert doc["schema"] == "stepscope.report/1"
-    assert "6 step(s), average 154.911 ms" in text and "GPU utilization 63.6 %" in text
+    assert "6 steps, average 154.911 ms" in text and "GPU utilization 63.6 %" in text
     text, doc = _texts(results[1])
     ids = [f["id"] for f in doc["findings"]]
     assert ids[:2] == ["input-pipeline", "tensor-cores"] and "input-pipeline" in text

@@ -149,6 +149,15 @@ def test_schema_reference_loads_empty() -> None:
     assert data["source"]["warnings"] == ["no CUDA trace in this export (profile with -t cuda)"]
 
 
+def test_empty_export_is_not_called_a_cpu_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    path = shared_trace("nsys/schema-reference/nsys-2023.4.4-schema-3.7.2-all-tables-empty.sqlite")
+    assert main(["report", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "0 events · unknown · nothing recorded" in out
+    assert "no events at all: the trace recorded nothing to analyse" in out
+    assert "CPU profile" not in out and "CPU only" not in out
+
+
 @pytest.mark.parametrize("name", FUSER)
 def test_nsys_rep_needs_nsys(name: str, capsys: pytest.CaptureFixture[str],
                              monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -106,6 +106,13 @@ def test_repeat_cycles_are_one_process_spans(tmp_path: Path) -> None:
     traces = sorted((tmp_path / "logs" / "r").glob("*.pt.trace.json.gz"))
     assert len(traces) == 2
     assert len({t.name.split(".")[0] for t in traces}) == 1  # one worker: {host}_{pid}
+    # every file written is named, each whole on a line of its own
+    assert "stepscope run: 2 traces written, one per cycle" in proc.stderr
+    named = [line.strip() for line in proc.stderr.splitlines()
+             if line.startswith("  ") and line.endswith(".pt.trace.json.gz")]
+    assert "Profiler clears events" not in proc.stderr  # torch's noise, filtered
+    assert sorted(Path(n).name for n in named) == [t.name for t in traces], proc.stderr
+    assert "all of them: stepscope report " in proc.stderr
     rep = _stepscope("report", "logs/r", "--format", "json", "--executor", "serial",
                      cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr

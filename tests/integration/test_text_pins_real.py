@@ -45,7 +45,7 @@ def test_header_step_time_and_breakdown() -> None:
     assert d["source"]["events"] == 75_718 and "75,718 events · nvidia" in text
     # six ProfilerSteps, 154,911.333 µs on average
     assert len(d["steps"]) == 6 and d["breakdown"]["step_avg_us"] == 154_911.333
-    assert "Step time: 154.91 ms on average over 6 step(s)" in text
+    assert "Step time: 154.91 ms on average over 6 steps" in text
     bd = d["breakdown"]
     for label, key in (("Kernel", "kernel"), ("DataLoader", "dataloader"),
                        ("CPU exec", "cpu_exec"), ("Memset", "memset")):
@@ -183,3 +183,18 @@ def test_tensorrt_diff_overview_and_only_in_rows() -> None:
     top = j["matched_layers"][0]
     assert (top["a_ms"], top["b_ms"], top["delta_ms"]) == (0.34304, 0.082944, -0.260096)
     assert _row(text, top["name"])[:3] == ["343.0", "82.9", "−260.1"]
+
+
+def test_memory_line_wraps_under_its_indent() -> None:
+    """'reserved up' / 'to 0 B' at column 0 was the issue: continuation lines keep the
+    line's indent plus two, and no line ends in a space."""
+    report = build_report(load_trace(str(shared_trace(
+        "hta/df_index_resolver/df_index_resolver.json.gz")), use_cache=False))
+    console = Console(record=True, width=80, file=io.StringIO(), color_system=None)
+    render_text(report, console, view="all")
+    lines = console.export_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Memory (profile_memory"))
+    assert lines[at + 1:at + 3] == [
+        "  CPU: peak allocated 8 B at 53.08 ms, step 2, in CompiledFunction; reserved",
+        "    up to 0 B"]
+    assert not [line for line in lines if line != line.rstrip()]

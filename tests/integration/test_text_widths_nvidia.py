@@ -42,8 +42,10 @@ def _render(draw: Callable[[Console], None], width: int) -> str:
 def _check(text: str, width: int) -> list[str]:
     lines = text.splitlines()
     # URLs stay whole on purpose (terminals keep them clickable)
+    # and so do paths and names longer than half the line: never cut mid-token
     too_wide = [line for line in lines if len(line) > width
-                and not re.fullmatch(r"\s*see https?://\S+", line)]
+                and not re.fullmatch(r"\s*see https?://\S+", line)
+                and len(max(line.split(), key=len)) <= width // 2]
     assert not too_wide, too_wide[:3]
     alone = [line for line in lines if ALONE.fullmatch(line)]
     assert not alone, alone[:3]

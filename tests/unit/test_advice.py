@@ -296,7 +296,7 @@ def test_pageable_memcpy_evidence(tmp_path: Path) -> None:
     _copy_trace(b, "Memcpy HtoD (Pageable -> Device)")
     f = next(f for f in findings(b, tmp_path) if f.id == "pageable-memcpy")
     assert f.saving_us == pytest.approx(2000.0)
-    assert "400.0 MB per step staged through a bounce buffer" in f.evidence
+    assert "381.47 MiB per step staged through a bounce buffer" in f.evidence
     assert any("blocks the CPU 2.90 ms per step" in e for e in f.evidence)
 
 
@@ -314,6 +314,18 @@ def test_gpu_gaps_evidence(tmp_path: Path) -> None:
     assert "gap of 4.99 ms: CPU in aten::nonzero" in gaps.evidence
 
 
+def test_gpu_gap_with_nothing_on_the_cpu_says_so(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+        mm2 = b.op("aten::mm", 500, 10)  # queued early: the CPU records nothing in the gap
+        b.launch(mm2, "cudaLaunchKernel", 501, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    gaps = next(f for f in findings(b, tmp_path) if f.id == "gpu-gaps")
+    # not "CPU in nothing recorded on the CPU"
+    assert "gap of 4.99 ms: nothing recorded on the CPU meanwhile" in gaps.evidence
+
+
 def test_host_sync_evidence(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
@@ -327,7 +339,7 @@ def test_host_sync_evidence(tmp_path: Path) -> None:
     f = next(f for f in findings(b, tmp_path) if f.id == "host-sync")
     assert f.saving_us == pytest.approx(4925.0)  # 5 × 985 µs, under the 5 ms GPU idle
     # operators cover 5 × (10 + 1000 + 5) µs of CPU time; 4925 / 5075 = 97 %
-    assert f.evidence[0] == ("5.0 synchronising call(s) per step block the CPU for 4.92 ms per "
+    assert f.evidence[0] == ("5.0 synchronising calls per step block the CPU for 4.92 ms per "
                              "step (49.2 % of the step, 97 % of the time the CPU spends in "
                              "operators)")
     assert "caused by aten::item (5.0/step, 4.92 ms waiting per step)" in f.evidence

@@ -68,19 +68,25 @@ def test_optimizer_steps_are_profiler_steps(tmp_path: Path) -> None:
 
 def test_inference_records_a_time_window(tmp_path: Path) -> None:
     auto = _auto(tmp_path, wait=1, warmup=1, window_s=0.2)
-    # a few milliseconds per call: a few dozen calls in the window, a small trace
     model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU())
-    x = torch.randn(1024, 512)
-    end = time.monotonic() + 1.2
+    x = torch.randn(64, 512)
+    # Call until the window has closed, then a few more: what is recorded is then a
+    # deterministic part of the calls made, however fast or loaded the machine is (the
+    # deadline only keeps a regression from hanging the suite).
+    calls, after, deadline = 0, 0, time.monotonic() + 120
     with torch.no_grad():
-        while time.monotonic() < end:
+        while after < 3:
+            assert time.monotonic() < deadline, auto.mode
             model(x)
+            calls += 1
+            after += auto.mode.value == "done"
     outcome = auto.finish()
     assert outcome.mode == "window" and len(outcome.traces) == 1
     trace = stepscope.load(outcome.traces[0], cache=False)
-    span = (int(trace.host.end.max()) - int(trace.host.ts.min())) / 1e9
-    assert 0.15 < span < 0.8  # about the 0.2 s window (plus one call), not the 1.2 s run
-    assert "aten::addmm" in trace.strings
+    addmm = trace.strings.index("aten::addmm")
+    recorded = int((trace.host.name == addmm).sum())
+    # not the wait + warm-up calls, nor the call that closed the window and those after it
+    assert 1 <= recorded <= calls - (1 + 1) - 3
     # nested module calls are not counted as separate calls
     assert outcome.module_calls > 2
 

@@ -41,3 +41,21 @@ def test_dashboard_doc_lists_every_api_endpoint() -> None:
     doc = (root / "docs" / "dashboard.md").read_text(encoding="utf-8")
     routes = set(re.findall(r'Route\("/(api/[a-z/]+)"', app))
     assert routes and all(f"`{r}" in doc for r in routes), routes
+
+
+def test_sections_stay_under_their_command() -> None:
+    """No section twice, each table once, under its own command's heading, and each
+    option once in its table."""
+    import re
+
+    doc = _gen().DOC.read_text(encoding="utf-8")
+    headings = re.findall(r"^#+ .*$", doc, re.M)
+    assert len(headings) == len(set(headings)), headings
+    for m in re.finditer(r"<!-- options: ([a-z]+) -->\n(.*?)<!-- /options -->", doc, re.S):
+        above = re.findall(r"^## `stepscope ([a-z]+)", doc[:m.start()], re.M)
+        assert above[-1] == m.group(1), (m.group(1), above[-1])
+        options = re.findall(r"^\| `([^` ]+)", m.group(2), re.M)
+        assert len(options) == len(set(options)), (m.group(1), options)
+    # the line after each table is a blank line or the next heading: no stray fragment
+    for m in re.finditer(r"<!-- /options -->\n(.*)", doc):
+        assert m.group(1) == "" or m.group(1).startswith("#"), m.group(1)

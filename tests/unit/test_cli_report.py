@@ -42,7 +42,7 @@ def test_text_output_contains_key_numbers(tmp_path: Path, capsys: pytest.Capture
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["report", str(_gpu_trace(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert "Step time: 100.0 µs on average over 2 step(s)" in out
+    assert "Step time: 100.0 µs on average over 2 steps" in out
     assert re.search(r"\nKernel +50\.0 +50\.0 ", out)  # kernel µs per step, share of it
     gpu_row = next(line for line in out.splitlines() if line.startswith("0 NVIDIA H100"))
     assert gpu_row.split()[-4:] == ["50.00", "50.00", "25.00", "0.00"]  # util, SM eff, occ, TC
@@ -54,7 +54,7 @@ def test_step_selects_one_step_text(tmp_path: Path, capsys: pytest.CaptureFixtur
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["report", str(_gpu_trace(tmp_path)), "--step", "2"]) == 0
-    assert "over 1 step(s)" in capsys.readouterr().out
+    assert "over 1 step" in capsys.readouterr().out
 
 
 def test_json_annotation_only_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -207,7 +207,24 @@ def test_tensorrt_diff_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture
     d = doc["tensorrt_diff"]
     assert d["matched_layers"][0]["name"] == HOSTILE and d["matched_layers"][0]["delta_ms"] == -0.25
     assert run_tensorrt_diff(str(a), str(b)) == 0
-    assert "Matched layers" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Matched layers" in out
+    # two engines of one name are told apart by the shortest folder end that differs
+    assert (d["a"]["engine"], d["b"]["engine"]) == ("a/m.engine", "b/m.engine")
+    assert "\nA: a/m.engine\nB: b/m.engine\n" in out
+
+
+def test_engine_labels_use_the_shortest_distinguishing_parents(tmp_path: Path) -> None:
+    from stepscope.cli.pipelines.engine_diff import distinct_labels
+
+    x, y = tmp_path / "run1" / "fp16", tmp_path / "run2" / "fp16"
+    for d in (x, y):
+        d.mkdir(parents=True)
+        (d / "m.engine.profile.json").write_text("{}")
+    assert distinct_labels(str(x), str(y), "m.engine") == ("run1/fp16/m.engine",
+                                                           "run2/fp16/m.engine")
+    assert distinct_labels(str(x / "m.engine.profile.json"), str(y / "m.engine.profile.json"),
+                           "m.engine") == ("run1/fp16/m.engine", "run2/fp16/m.engine")
 
 
 def test_unsupported_format_is_a_usage_error(tmp_path: Path) -> None:
@@ -229,3 +246,23 @@ def test_salvage_of_a_layer_info_cut_after_a_key() -> None:
 
     text = '{"Layers": ["conv1"\n,"relu1"\n],\n"Bindings"'  # trtexec writes one name a line
     assert _salvage_names(text) == (["conv1", "relu1"], [])
+
+
+def test_a_log_without_a_summary_is_not_called_missing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = log_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "=== Performance summary ===" in line)
+    end = next(i for i, line in enumerate(lines) if "Total GPU Compute Time" in line)
+    (tmp_path / "m.engine.log").write_text("\n".join(lines[:start] + lines[end + 1:]) + "\n")
+    assert main(["report", str(tmp_path / "m.engine.log")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("Performance summary: not available: the trtexec log has no '=== Performance "
+            "summary ===' section; no trex metadata or --exportTimes either") in out
+    assert main(["report", str(tmp_path / "m.engine.log"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tensorrt"]["log"].endswith("m.engine.log")
+    # without any log: it says what is missing
+    (tmp_path / "m.engine.log").unlink()
+    (tmp_path / "m.engine.profile.json").write_text(profile_text([("Conv_1", 1.0)]))
+    assert main(["report", str(tmp_path / "m.engine.profile.json")]) == 0
+    assert ("not available: no trtexec log, trex metadata or --exportTimes among the files"
+            in " ".join(capsys.readouterr().out.split()))

@@ -168,7 +168,7 @@ def test_runs_without_steps_are_not_testable(tmp_path: Path) -> None:
     assert diff.kernels[0].change.delta == pytest.approx(80.0)
     g = evaluate(diff, [parse("step_time>+5%")])[0]
     assert g.broken and g.significant is None
-    assert "noise not checked (1 step(s) in a run; 3 needed)" in g.reason
+    assert "noise not checked (1 step in a run; 3 needed)" in g.reason
 
 
 def test_normalised_names_match_the_dataloader_iterators() -> None:

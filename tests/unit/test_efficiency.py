@@ -241,8 +241,13 @@ def test_overrides_and_unknown_device(tmp_path: Path) -> None:
     trace = stepscope.load(str(path), cache=False)
     eff = run_analyses(trace).efficiency
     assert eff is not None and eff.devices[0].match is None
-    assert "not in the peak table" in (eff.devices[0].note or "")
+    assert (eff.devices[0].note or "").startswith("Mystery GPU 9000 is not in the peak table")
     assert eff.mfu() == (None, None)
+    raw["deviceProperties"][0]["name"] = ""  # said as such, not "device '' is not in ..."
+    path.write_text(json.dumps(raw))
+    unnamed = run_analyses(stepscope.load(str(path), cache=False)).efficiency
+    assert unnamed is not None and (unnamed.devices[0].note or "").startswith(
+        "its deviceProperties name no model; pass --peak-tflops")
     eff = run_analyses(trace, peaks=Overrides(tflops=100.0, gbps=1000.0)).efficiency
     assert eff is not None and eff.devices[0].how == "override"
     assert eff.devices[0].tflops["bf16"] == 100.0 and eff.devices[0].gbps == 1000.0

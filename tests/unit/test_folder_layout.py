@@ -92,7 +92,7 @@ def test_two_spans_of_one_process_get_its_findings(tmp_path: Path,
     assert isinstance(report, SpansReport)
     assert report.layout.process == "host_7 (pid 1000)"
     assert [s.steps for s in report.spans] == [3, 3]
-    with pytest.raises(UsageError, match=r"2 capture\(s\) of host_7 \(pid 1000\), not ranks"):
+    with pytest.raises(UsageError, match=r"2 captures of host_7 \(pid 1000\), not ranks"):
         build_run_report(find_run([str(tmp_path)]), executor="serial", use_cache=False)
     assert main(["report", str(tmp_path), "--format", "json", "--executor", "serial"]) == 0
     doc = json.loads(capsys.readouterr().out)

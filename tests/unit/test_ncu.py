@@ -133,12 +133,16 @@ def test_cli_ncu_alone_and_joined(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["report", str(REAL), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["source"]["format"] == "ncu" and data["ncu"]["kernels"][0]["name"] == GEMM
+    assert data["ncu"]["matched"] is None  # no trace to match to: not "0 matched"
+    assert main(["report", str(REAL)]) == 0
+    alone = capsys.readouterr().out
+    assert "Nsight Compute (" in alone and "matched to the trace" not in alone
     path = _trace_with(tmp_path, GEMM)
     assert main(["report", str(path), "--ncu", str(REAL), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["ncu"]["matched"] == 1 and data["nsys"] is not None
     assert main(["report", str(path), "--ncu", str(REAL)]) == 0
-    assert "Nsight Compute" in capsys.readouterr().out
+    assert "1 matched to the trace" in " ".join(capsys.readouterr().out.split())
 
 
 @settings(max_examples=60, deadline=None)

@@ -230,13 +230,12 @@ def test_server_answers_while_a_trace_loads(logdir: Path, monkeypatch: pytest.Mo
         while c.get("/api/progress", params={"trace": TRACE}).json()["done"] != 5:
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        # the load is blocked: everything else still answers
-        t = time.monotonic()
+        # the load is blocked (until release is set): everything else still answers, which
+        # these answers arriving at all proves, whatever the machine's speed
         p = c.get("/api/progress", params={"trace": TRACE}).json()
         assert (p["state"], p["done"], p["total"]) == ("reading", 5, 10)
         assert c.get("/api/runs").status_code == 200
         assert c.get("/api/timeline/meta", params={"trace": TRACE}).status_code == 202
-        assert time.monotonic() - t < 5
         release.set()
         assert wait_ready(c)["breakdown"]["step_avg_us"] == pytest.approx(1000.0)
 

@@ -20,6 +20,7 @@ from stepscope.analysis.events.optree import NodeTimes
 from stepscope.analysis.suite import Analyses
 from stepscope.classify import names
 from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, HOST_PYTHON, DeviceProperties
+from stepscope.shortnames import short_name
 from stepscope.units import format_us
 
 I64 = npt.NDArray[np.int64]
@@ -441,4 +442,4 @@ def top_by_name(names: npt.NDArray[np.int32], weight: F64, strings: tuple[str, .
 
 
 def short(name: str, width: int = 90) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return short_name(name, width)

@@ -164,8 +164,8 @@ class AutoProfiler:
         self.module_calls += 1
         now = time.monotonic()
         if self.mode is Mode.IDLE and self.module_calls > self.config.wait + self.config.warmup:
-            if self._start(scheduled=False):
-                self._window_end = now + self.config.window_s
+            if self._start(scheduled=False):  # the window counts from a started profiler
+                self._window_end = time.monotonic() + self.config.window_s
                 self.mode = Mode.WINDOW
         elif self.mode is Mode.WINDOW and now >= self._window_end:
             self._stop(keep=True)

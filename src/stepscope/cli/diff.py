@@ -22,6 +22,7 @@ from stepscope.cli.options import add_top, tell_written
 from stepscope.errors import TraceFormatError, UsageError
 from stepscope.io.source import read_source
 from stepscope.report.json.diff import diff_to_json
+from stepscope.units import count
 
 REPORT, TRACE, FOLDER, TENSORRT = "report", "trace", "folder", "tensorrt"
 KIND_WORDS = {
@@ -233,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("with --baseline FILE give only NEW (one path)")
         paths.insert(0, args.baseline)
     elif len(paths) != 2:
-        raise UsageError(f"expected BASE and NEW, got {len(paths)} path(s)")
+        raise UsageError(f"expected BASE and NEW, got {count(len(paths), 'path')}")
     if not 0.0 < args.alpha < 1.0:
         raise UsageError(f"--alpha {args.alpha}: must be between 0 and 1")
     args.thresholds = [parse(t) for t in args.fail_on]

@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 from stepscope.errors import StepscopeError, UsageError, one_line
+from stepscope.units import count
 
 SQL_ROWS = 200  # rows a sql answer carries (the text shows the first 50)
 SQL_TEXT_ROWS = 50
@@ -79,7 +80,7 @@ def _pct(v: Any) -> str:
 def findings_text(findings: list[dict[str, Any]], limit: int = 10) -> list[str]:
     if not findings:
         return ["no findings"]
-    out = [f"{len(findings)} finding(s), largest saving first:"]
+    out = [f"{count(len(findings), 'finding')}, largest saving first:"]
     for f in findings[:limit]:
         saving = f.get("estimated_saving", {})
         out.append(f"- [{f.get('severity')}] {f.get('title')} ({f.get('id')}): up to "
@@ -98,7 +99,7 @@ def report_text(doc: dict[str, Any]) -> str:
     breakdown = doc.get("breakdown") or {}
     if breakdown.get("step_avg_us") is not None:
         shares = sorted((breakdown.get("pct") or {}).items(), key=lambda kv: -kv[1])
-        lines.append(f"{len(doc.get('steps') or [])} step(s), average "
+        lines.append(f"{count(len(doc.get('steps') or []), 'step')}, average "
                      f"{breakdown['step_avg_us'] / 1000:.3f} ms; time: "
                      + ", ".join(f"{k} {v:.1f} %" for k, v in shares if v >= 0.5))
     for gpu in doc.get("gpu") or []:
@@ -107,7 +108,7 @@ def report_text(doc: dict[str, Any]) -> str:
                          f"{_pct(gpu.get('utilization_pct'))}")
     dist = doc.get("distributed")
     if isinstance(dist, dict) and dist.get("world_size"):
-        lines.append(f"run of {len(dist.get('ranks') or [])} rank(s), world size "
+        lines.append(f"run of {count(len(dist.get('ranks') or []), 'rank')}, world size "
                      f"{dist.get('world_size')}, backend {dist.get('backend')}")
     trt = doc.get("tensorrt")
     if isinstance(trt, dict):

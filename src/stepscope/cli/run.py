@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -265,7 +266,15 @@ def _report(outcome: dict[str, Any], args: argparse.Namespace) -> None:
     newest = traces[-1]
     how = ("one step per optimizer step" if outcome.get("mode") == "steps"
            else f"a {args.window:g} s window: no optimizer step was seen")
-    print(f"\nstepscope run: trace written to {newest} ({how})", file=sys.stderr, flush=True)
+    if len(traces) == 1:
+        print(f"\nstepscope run: trace written to {newest} ({how})", file=sys.stderr,
+              flush=True)
+    else:  # --repeat: every capture, each whole on its own line; the report is the newest's
+        print(f"\nstepscope run: {len(traces)} traces written, one per cycle ({how}):",
+              *(f"  {t}" for t in traces), sep="\n", file=sys.stderr)
+        print("stepscope run: all of them: stepscope report "
+              f"{shlex.quote(os.path.dirname(newest) or '.')}"
+              + ("" if args.no_report else "; below, the newest"), file=sys.stderr, flush=True)
     if args.no_report:
         return
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable
@@ -36,6 +37,7 @@ class DemoResult:
     html_before: str | None = None  # the slow run's
     diff: Diff | None = None  # `stepscope diff before after`
     html_compare: str | None = None  # that diff's single-file page
+    device: str = "cpu"  # where both runs trained
 
     @property
     def speedup(self) -> float:
@@ -65,7 +67,7 @@ def run_demo(outdir: str = "stepscope-logs/demo", *, steps: int = 8, batch_size:
     diff = _diff(slow.trace, fast.trace)
     compare = _write_compare_html(diff, os.path.join(outdir, "compare.html"))
     result = DemoResult(slow.trace, fast.trace, slow.samples_per_s, fast.samples_per_s, html,
-                        before, diff, compare)
+                        before, diff, compare, fast.device)
     if not quiet:
         _summary(console, result)
         for title, report in (("Before the fixes", slow_report),
@@ -89,7 +91,7 @@ def _one(variant: Variant, index: int, outdir: str, steps: int, batch_size: int,
         from stepscope.report.text.render import render_text
 
         console.rule(f"[bold]Run {index}/2: {variant.name} the fixes[/]")
-        say(console, f"{escape(variant.description)}.")
+        say(console, f"{escape(variant.says(result.device))}.")
         render_text(report, console)
     say(console, f"  run {index}/2 ({variant.name} the fixes): "
                  f"~{format_rate(result.samples_per_s)} samples/sec")
@@ -162,7 +164,7 @@ def _summary(console: Console, result: DemoResult) -> None:
     console.print(f"[Throughput during profiled window] after:  "
                   f"~{format_rate(result.fast_samples_per_s)} samples/sec  "
                   f"([bold green]{result.speedup:.1f}x[/])")
-    say(console, "What changed: " + escape(FIXED.description) + ".")
+    say(console, "What changed: " + escape(FIXED.says(result.device)) + ".")
     if result.diff is not None:
         from stepscope.report.text.diff import render_diff_brief
 
@@ -204,12 +206,13 @@ def _explore(console: Console, result: DemoResult) -> None:
             say(console, f"{label + ':':<22}{escape(_shown(path))}")
     command = stepscope_command()
     say(console, "The whole report of a run, and the comparison:")
-    for line in (f"{command} report {_shown(result.fast_trace)}",
-                 f"{command} diff {_shown(result.slow_trace)} {_shown(result.fast_trace)}"):
+    cmd, slow, fast = (shlex.quote(p) for p in (command, _shown(result.slow_trace),
+                                                _shown(result.fast_trace)))
+    for line in (f"{cmd} report {fast}", f"{cmd} diff {slow} {fast}"):
         console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
     if command != "stepscope":
-        say(console, "(or put stepscope on PATH: source "
-                     f"{escape(os.path.join(os.path.dirname(command), 'activate'))})")
+        activate = shlex.quote(os.path.join(os.path.dirname(command), "activate"))
+        say(console, f"(or put stepscope on PATH: source {escape(activate)})")
 
 
 def _shown(path: str) -> str:

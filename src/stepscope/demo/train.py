@@ -27,12 +27,16 @@ class Variant:
     preprocess_up_front: bool
     log_every: int  # 1: a host-device sync (.item()) every step
 
+    def says(self, device: str) -> str:
+        """The description for a run on ``device``: pinned memory only where it applies."""
+        return self.description.replace("{pin}", ", pin_memory=True" if device == "cuda" else "")
+
 
 SLOW = Variant("before", "each sample decoded, resized and augmented in the training process "
                "(num_workers=0); loss and accuracy .item() logged every step",
                num_workers=0, preprocess_up_front=False, log_every=1)
 FIXED = Variant("after", "dataset decoded once before training; DataLoader(num_workers=2, "
-                "persistent_workers=True, pin_memory on CUDA); logging every 50 steps",
+                "persistent_workers=True{pin}); logging every 50 steps",
                 num_workers=2, preprocess_up_front=True, log_every=50)
 
 
@@ -42,6 +46,7 @@ class RunResult:
     samples_per_s: float
     steps: int
     batch_size: int
+    device: str = "cpu"  # where it trained ("cpu", "cuda")
 
 
 def train_profiled(variant: Variant, logdir: str, *, steps: int = 8, batch_size: int = 64,
@@ -51,18 +56,18 @@ def train_profiled(variant: Variant, logdir: str, *, steps: int = 8, batch_size:
     warmup`` are recorded and timed."""
     if steps <= wait + warmup:
         raise ValueError(f"steps must exceed wait + warmup ({wait + warmup})")
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     threads = torch.get_num_threads()
-    if dev.type == "cpu":
-        # One intra-op thread: as fast for this small model, and immune to OpenMP
-        # spin-waits that slow 2-thread CPU runs 20x when other processes compete.
-        torch.set_num_threads(1)
-    try:
-        with quiet_native_profiler():
+    with quiet_native_profiler():  # also the CUDA build's no-driver warning of the probe
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if dev.type == "cpu":
+            # One intra-op thread: as fast for this small model, and immune to OpenMP
+            # spin-waits that slow 2-thread CPU runs 20x when other processes compete.
+            torch.set_num_threads(1)
+        try:
             return _train(variant, logdir, steps=steps, batch_size=batch_size, wait=wait,
                           warmup=warmup, dev=dev, seed=seed)
-    finally:
-        torch.set_num_threads(threads)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def _train(variant: Variant, logdir: str, *, steps: int, batch_size: int, wait: int,
@@ -104,7 +109,7 @@ def _train(variant: Variant, logdir: str, *, steps: int, batch_size: int, wait: 
     del loader  # shuts persistent workers down now, not at interpreter exit
     if prof.last_trace is None:
         raise RuntimeError("the demo's profiler wrote no trace")
-    return RunResult(prof.last_trace, meter.samples_per_s, steps, batch_size)
+    return RunResult(prof.last_trace, meter.samples_per_s, steps, batch_size, dev.type)
 
 
 def _loader(variant: Variant, encoded: list[bytes], labels: torch.Tensor, batch_size: int,

@@ -96,6 +96,11 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
             p.join(timeout=2)
 
 
+# A scheduler that answers at all answers in milliseconds; an unreachable one should fail
+# fast (dask's default connect timeout is 30 s), not after seconds of a silent wait.
+SCHEDULER_CONNECT_S = 3.0
+
+
 def _dask(fn: Callable[[T], R], items: Sequence[T], workers: int | None, scheduler: str | None,
           progress: Progress | None) -> list[R]:
     try:
@@ -108,14 +113,19 @@ def _dask(fn: Callable[[T], R], items: Sequence[T], workers: int | None, schedul
     cluster = None
     try:
         if scheduler:
-            client = Client(scheduler, timeout=10)
+            client = Client(scheduler, timeout=f"{SCHEDULER_CONNECT_S:g}s")
         else:
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
                                    threads_per_worker=1, processes=True,
                                    dashboard_address=None, host="127.0.0.1")
             client = Client(cluster)
-    except OSError as exc:
-        raise StepscopeError(f"cannot reach the Dask scheduler {scheduler!r} ({exc})") from None
+    except (OSError, ValueError) as exc:  # refused, timed out, or not an address
+        if not scheduler:
+            raise StepscopeError(f"cannot start a local Dask cluster ({exc})") from None
+        raise StepscopeError(
+            f"cannot reach the Dask scheduler at {scheduler} within {SCHEDULER_CONNECT_S:g} s "
+            f"(is it running, and is the address tcp://HOST:PORT?): "
+            f"{type(exc).__name__}: {exc}") from None
     try:
         futures = client.map(fn, list(items), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}

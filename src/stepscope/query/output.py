@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from stepscope.errors import UsageError, one_line
+from stepscope.shortnames import elide_middle
 
 FORMATS = ("table", "csv", "json", "parquet")
 CELL = 60  # widest cell of the text table (longer names keep their start and end)
@@ -65,11 +66,7 @@ def _cell_text(value: Any) -> str:
 
 
 def _clip(text: str, width: int = CELL) -> str:
-    text = " ".join(text.split())
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    return elide_middle(" ".join(text.split()), width)
 
 
 def to_table(table: pa.Table, limit: int | None = None) -> str:

@@ -16,6 +16,7 @@ from stepscope.parallel.executor import map_ranks
 from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
 from stepscope.report.folder import RANKS, Capture, Layout, folder_layout
 from stepscope.report.json.distributed import distributed_json
+from stepscope.units import count
 
 if TYPE_CHECKING:
     from stepscope.report.spans import SpansReport
@@ -93,7 +94,7 @@ def build_run_report(run: Run, *, executor: str = "processes", workers: int | No
     ok, failed, layout = _summaries(run, tasks, executor=executor, workers=workers,
                                     scheduler=scheduler, progress=progress)
     if layout.kind != RANKS:
-        raise UsageError(f"{run.location}: {len(ok)} capture(s) of {layout.process}, not "
+        raise UsageError(f"{run.location}: {count(len(ok), 'capture')} of {layout.process}, not "
                          "ranks of a job: open each trace (or `stepscope report` the folder)")
     return _run_report(run, ok, failed, link_gbps)
 

@@ -80,6 +80,7 @@ def tensorrt_json(a: TrtAnalysis, kernels_source: str | None = None) -> dict[str
     return {
         "engine": run.name,
         "files": list(run.files),
+        "log": log.path if log else None,
         "trt_version": log.version if log else None,
         "command": log.command if log else None,
         "passed": log.passed if log else None,

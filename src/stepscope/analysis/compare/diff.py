@@ -23,6 +23,7 @@ from stepscope.analysis.compare.significance import (
 )
 from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.classify import names
+from stepscope.units import count
 
 UNCHANGED_PCT = 2.0  # without per-step samples: |change| below this is "unchanged"
 Series = tuple[float, ...]  # one value per step
@@ -398,7 +399,8 @@ def noise_verdict(ch: Change, alpha: float = ALPHA) -> str:
             return f"unchanged (|change| < {UNCHANGED_PCT:g} %; no per-step samples)"
         return "not noise-checked (no per-step samples)"
     if s.significant is None or s.p_value is None:
-        return f"not testable ({min(s.n_base, s.n_new)} step(s) in a run; {MIN_STEPS} needed)"
+        return (f"not testable ({count(min(s.n_base, s.n_new), 'step')} in a run; "
+                f"{MIN_STEPS} needed)")
     if s.significant:
         return f"significant (p = {s.p_value:.3g})"
     if s.p_value >= alpha:

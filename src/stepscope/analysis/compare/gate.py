@@ -27,7 +27,7 @@ from stepscope.analysis.compare.diff import GPU_METRICS, Change, Diff, ItemChang
 from stepscope.analysis.compare.significance import compare_samples
 from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.errors import UsageError
-from stepscope.units import format_us
+from stepscope.units import count, format_us
 
 _EXPR = re.compile(
     r"^\s*(?P<metric>.+?)\s*(?P<op>>=|<=|>|<)\s*"
@@ -88,7 +88,7 @@ def _sig_text(ch: Change) -> str:
     if s is None:
         return "noise not checked (no per-step samples)"
     if s.significant is None:
-        return f"noise not checked ({min(s.n_base, s.n_new)} step(s) in a run; 3 needed)"
+        return f"noise not checked ({count(min(s.n_base, s.n_new), 'step')} in a run; 3 needed)"
     state = "significant" if s.significant else "within noise"
     return f"{state} (p={s.p_value:.3g}, step-to-step spread {format_us(s.noise)})"
 

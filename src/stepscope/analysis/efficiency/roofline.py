@@ -259,7 +259,8 @@ def device_peaks(trace: Trace, devices: list[int], overrides: Overrides) -> list
             peak = _from_row(d, name, match.peak, match.how, note)
         else:
             why = ("no deviceProperties in the trace" if p is None
-                   else f"device {name!r} is not in the peak table")
+                   else "its deviceProperties name no model" if not p.name.strip()
+                   else f"{p.name} is not in the peak table")
             peak = DevicePeak(d, name, None, "unknown", None, dict.fromkeys(DTYPES), None,
                               f"{why}; pass --peak-tflops/--peak-gbps")
         if overrides.tflops is not None or overrides.gbps is not None:

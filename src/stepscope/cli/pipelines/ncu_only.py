@@ -17,6 +17,8 @@ from stepscope.report.text.ncu import render_ncu
 
 def run_ncu_only(report: NcuReport, fmt: str, top: int) -> int:
     ncu = ncu_json(join_ncu(report, None))
+    if ncu is not None:
+        ncu["matched"] = None  # no trace to match to
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "source": {"path": report.path, "format": "ncu", "events": len(report.kernels),

@@ -80,8 +80,11 @@ def real_trace_json(a: Analyses) -> dict[str, Any]:
     if not len(trace.device) and len(trace.runtime):
         notes.append("runtime calls but no device activity recorded (GPU activities not "
                      "profiled?): the report covers the host side only")
-    elif not len(trace.device) and not len(trace.runtime):
+    elif not len(trace.device) and not len(trace.runtime) and len(trace.host):
         notes.append("CPU operators only (no runtime calls, no device work): a CPU profile")
+    elif not len(trace.device) and not len(trace.runtime):
+        notes.append("no events at all: the trace recorded nothing to analyse (an empty "
+                     "capture or export)")
     for note in (attribution_note(a), coverage_note(trace)):
         if note:
             notes.append(note)

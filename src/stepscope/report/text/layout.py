@@ -3,141 +3,43 @@
 The report must read well at 60, 80, 120 and 200 columns and when piped (80). Rules:
 - number cells never wrap; a column carries its unit in the header, one unit per column;
 - when a table is too wide, the least important columns go first, then names shrink;
-- names shrink by dropping C++ parameters, then nested template arguments, then the middle,
-  keeping the tail that tells similar kernels apart;
-- wrapped prose keeps a hanging indent; code is never cut (long lines fold) nor padded.
+- names shrink by stepscope.shortnames' one shortener: whole pieces only (parameters, lambdas,
+  namespaces, nested then whole top-level template arguments), never fragments;
+- wrapped prose keeps a hanging indent and breaks only at spaces (a path or a name longer
+  than the line stays whole); code folds only where pasting still works (fold_code).
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rich._wrap import divide_line  # rich's word wrap, without folding long words
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from stepscope.shortnames import (
+    collapse_templates,
+    elide_middle,
+    short_name,
+    short_names,
+    strip_params,
+)
 from stepscope.units import bytes_unit, column_unit, column_unit_ns
+
+__all__ = ["collapse_templates", "short_name", "short_names", "strip_params"]  # names.py
 
 MIN_NAME = 16  # narrowest name column before columns are dropped
 MAX_NAME = 100  # wider names push the numbers too far from short names to read across
 MISSING = "–"  # one mark for "not available" in every table
 GAP = 2  # spaces between table columns
-
-
-def strip_params(name: str) -> str:
-    """Drop a trailing C++ parameter list: 'f<T>(int, float)' -> 'f<T>'."""
-    if not name.endswith(")"):
-        return name
-    depth = 0
-    for i in range(len(name) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(name[i], 0)
-        if depth == 0:
-            return name[:i] if i > 0 else name
-    return name
-
-
-def collapse_templates(name: str, keep: int = 1) -> str:
-    """Elide template arguments nested deeper than ``keep``: 'a<b<c>, d>' -> 'a<b<…>, d>'."""
-    out = []
-    depth = 0
-    for ch in name:
-        if ch == "<":
-            if depth == keep:
-                out.append("<…")
-            elif depth < keep:
-                out.append(ch)
-            depth += 1
-        elif ch == ">" and depth > 0:
-            depth -= 1
-            if depth <= keep:
-                out.append(">")
-        elif depth <= keep:
-            out.append(ch)
-    return "".join(out).replace("::(anonymous namespace)::", "::")
-
-
-_NAMESPACES = re.compile(r"\b(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~])")
-
-
-def short_name(name: str, width: int) -> str:
-    """A one-line name of at most ``width`` characters that keeps what tells names apart.
-
-    Shrinks in the order that loses least: 'void ', the parameter list, namespace
-    qualifiers, nested template arguments, and last the middle (head and tail stay).
-    """
-    if len(name) <= width:
-        return name
-    short = strip_params(name.removeprefix("void "))
-    if len(short) > width:
-        short = _NAMESPACES.sub("", short.replace("::(anonymous namespace)::", "::"))
-    if len(short) > width:
-        short = collapse_templates(short)
-    if len(short) <= width:
-        return short
-    if width < 8:
-        return short[: max(width - 1, 0)] + "…"
-    head = max(width // 3, 4)  # the function's name ...
-    tail = width - head - 1  # ... and the end, where template arguments differ
-    return short[:head] + "…" + short[-tail:]
-
-
-def _plain(name: str) -> str:
-    """The name without 'void ', parameters and namespaces (template arguments kept)."""
-    bare = strip_params(name.removeprefix("void ")).replace("::(anonymous namespace)::", "::")
-    return _NAMESPACES.sub("", bare)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _around(text: str, width: int, pos: int) -> str:
-    """head…window around ``pos``…tail: shows where two similar names differ."""
-    head = tail = max(width // 5, 3)
-    mid = width - head - tail - 2
-    if mid < 4 or len(text) <= width:
-        return text[:width]
-    start = max(head, min(pos - mid // 3, len(text) - tail - mid))
-    return text[:head] + "…" + text[start:start + mid] + "…" + text[-tail:]
-
-
-def short_names(names: Sequence[str], width: int) -> list[str]:
-    """``short_name`` for each, then distinct names that came out equal are shown again
-    around the first place where they differ."""
-    shorts = [short_name(n, width) for n in names]
-    groups: dict[str, list[int]] = {}
-    for i, s in enumerate(shorts):
-        groups.setdefault(s, []).append(i)
-    for members in groups.values():
-        fulls = {names[i] for i in members}
-        if len(fulls) < 2:
-            continue
-        # the shortest spelling under which they still differ ('A::compile' and
-        # 'B::compile' are both 'compile' once namespaces go)
-        plains = next(
-            p for p in ([_plain(names[i]) for i in members],
-                        [strip_params(names[i].removeprefix("void ")) for i in members],
-                        [names[i] for i in members])
-            if len(set(p)) == len(fulls))
-        # Show each around where it last parts from a neighbour; names that differ in two
-        # places (conv5_block1, conv2_block1, conv5_block2) may need the first place, or
-        # a window over both.
-        parts = [[_common_prefix(p, o) for o in plains if o != p] for p in plains]
-        tries = [[_around(p, width, pick(at)) for p, at in zip(plains, parts, strict=True)]
-                 for pick in (max, min, lambda at: (min(at) + max(at)) // 2)]
-        best = next((t for t in tries if len(set(t)) == len(set(plains))), tries[0])
-        for i, short in zip(members, best, strict=True):
-            shorts[i] = short
-    return shorts
 
 
 @dataclass(frozen=True)
@@ -161,8 +63,7 @@ class Column:
         text = self.cells[i]
         if len(text) <= self.width:
             return text
-        head = (self.width * 3) // 4  # the start of a shape list is its first input
-        return text[:head] + "…" + text[-(self.width - head - 1):]
+        return elide_middle(text, self.width)
 
 
 def time_column(header: str, values_us: Sequence[float | None], keep: int = 0) -> Column:
@@ -256,22 +157,43 @@ def fit_table(console: Console, name_header: str, names: Sequence[str],
 
 
 def print_table(console: Console, fitted: FittedTable, *, indent: int = 0) -> None:
-    if indent:
-        from rich.padding import Padding
-
-        console.print(Padding(fitted.table, (0, 0, 0, indent), expand=False))
-    else:
-        console.print(fitted.table)
+    """The table line by line, without the spaces rich pads the last column with (trailing
+    spaces make pasted output and diffs of reports noisy)."""
+    options = console.options.update(width=max(console.width - indent, 1))
+    for line in console.render_lines(fitted.table, options, pad=False, new_lines=False):
+        text = Text(" " * indent)
+        for seg in line:
+            if not seg.control:
+                text.append(seg.text, seg.style)
+        text.rstrip()
+        console.print(text, soft_wrap=True, highlight=False)
     if fitted.dropped:
         hanging(console, " " * indent, Text(
             "(narrow terminal: not shown " + ", ".join(fitted.dropped)
             + "; widen it or use --format json)", style="dim"))
 
 
+# A unit stays on the line of its number ("6.2 %", "2.18 ms", "768 KiB"): the space between
+# them becomes a private-use character while lines are divided.
+_GLUE = "\ue000"
+_UNIT_AFTER_NUMBER = re.compile(
+    r"(?<=\d) (?=(?:%|ns|µs|ms|s|B|KiB|MiB|GiB|TiB|GB/s|TFLOP/s|qps|x)(?![\w/]))")
+
+
 def hanging(console: Console, prefix: str, body: Text, *, extra: int = 0) -> None:
-    """Print ``prefix`` + ``body`` wrapped to the console, continuation lines under the body."""
+    """Print ``prefix`` + ``body`` wrapped to the console, continuation lines under the body.
+
+    Lines break only at spaces: a word longer than the line (a path, a URL, a kernel name)
+    stays whole on a line of its own, so a copy gives it back whole and the terminal wraps
+    it softly."""
     width = max(console.width - len(prefix) - extra, 20)
-    lines = body.wrap(console, width, overflow="fold")
+    body = body.copy()
+    body.plain = _UNIT_AFTER_NUMBER.sub(_GLUE, body.plain)  # same length: styles stay put
+    lines = [piece for para in body.split("\n", allow_blank=True)
+             for piece in (para.divide(divide_line(para.plain, width, fold=False))
+                           if para.plain else [para])]
+    for line in lines:
+        line.plain = line.plain.replace(_GLUE, " ")
     for i, line in enumerate(lines):
         line.rstrip()
         lead = prefix if i == 0 else " " * (len(prefix) + extra)
@@ -302,15 +224,132 @@ def say(console: Console, markup: str) -> None:
     hanging(console, " " * lead, text[lead:], extra=2)
 
 
+def is_python(code: str) -> bool:
+    """Fix snippets are Python or a shell command line (trtexec, an environment variable)."""
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return False
+    return True
+
+
+def fold_code(code: str, width: int) -> list[str]:
+    """``code``'s lines for ``width`` columns, each still valid when pasted: a trailing comment
+    that does not fit goes above its line; a Python line breaks after a comma inside brackets
+    (continuation indented four more); a shell line breaks at a space outside quotes, ending
+    in `` \\``. A line with no such place stays whole (the terminal wraps it softly, and a
+    copy gives it back whole): code is never cut mid-token."""
+    code = comments_above(code, width)
+    python = is_python(code)
+    commas, semis = _python_breaks(code) if python else ({}, {})
+    out: list[str] = []
+    for row, line in enumerate(code.splitlines(), 1):
+        if len(line) <= width:
+            out.append(line)
+        elif line.lstrip().startswith("#"):
+            out += _fold_comment(line, width)
+        elif python:
+            out += _fold_python(line, commas.get(row, []), semis.get(row, []), width)
+        else:
+            out += _fold_at(line, _shell_spaces(line), width, " \\")
+    return out
+
+
+def _fold_comment(line: str, width: int) -> list[str]:
+    """A comment line too long: more comment lines, broken at spaces."""
+    lead = line[:len(line) - len(line.lstrip())] + "# "
+    words = line.lstrip()[1:].split()
+    out = [lead]
+    for word in words:
+        if len(out[-1]) > len(lead) and len(out[-1]) + 1 + len(word) > width:
+            out.append(lead)
+        out[-1] += ("" if out[-1] == lead else " ") + word
+    return out
+
+
+_FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12+ tokenizes f-strings
+_FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
+
+
+def _python_breaks(code: str) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Where a line may break: row -> columns just after each comma inside brackets (not
+    inside an f-string), and row -> columns of each ``;`` between statements."""
+    depth = fstring = 0
+    commas: dict[int, list[int]] = {}
+    semis: dict[int, list[int]] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        fstring += (tok.type == _FSTRING_START) - (tok.type == _FSTRING_END)
+        if tok.type != tokenize.OP or fstring:
+            continue
+        if tok.string in "([{":
+            depth += 1
+        elif tok.string in ")]}":
+            depth -= 1
+        elif tok.string == "," and depth > 0:
+            commas.setdefault(tok.start[0], []).append(tok.end[1])
+        elif tok.string == ";" and depth == 0:
+            semis.setdefault(tok.start[0], []).append(tok.start[1])
+    return commas, semis
+
+
+def _fold_python(line: str, commas: list[int], semis: list[int], width: int) -> list[str]:
+    """Statements joined by ``;`` on lines of their own, then each broken after commas."""
+    lead = line[:len(line) - len(line.lstrip())]
+    out: list[str] = []
+    starts = [0, *(s + 1 for s in semis)]
+    ends = [*semis, len(line)]
+    for a, b in zip(starts, ends, strict=True):
+        part = line[a:b].strip()
+        shift = len(lead) - (a + len(line[a:b]) - len(line[a:b].lstrip()))
+        cols = [c + shift for c in commas if a < c <= b]
+        out += _fold_at(lead + part, cols, width, "")
+    return out
+
+
+def _shell_spaces(line: str) -> list[int]:
+    """Columns of the spaces outside quotes, after the command's leading indent."""
+    quote = ""
+    spaces = []
+    lead = len(line) - len(line.lstrip(" "))
+    for i, ch in enumerate(line):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] == " "):
+            break  # a comment: no continuation inside it
+        elif ch == " " and i > lead and line[i - 1] != " ":
+            spaces.append(i)
+    return spaces
+
+
+def _fold_at(line: str, breaks: Sequence[int], width: int, mark: str) -> list[str]:
+    """Break ``line`` at the last allowed column that fits, again and again."""
+    lead = " " * (len(line) - len(line.lstrip(" ")))
+    breaks = [b for b in breaks if b < len(line.rstrip())]  # not after a trailing comma
+    pieces: list[str] = []
+    start, room = 0, width
+    while len(line) - start > room:
+        fits = [b for b in breaks if start < b and b - start + len(mark) <= room]
+        later = [b for b in breaks if b > start]
+        cut = fits[-1] if fits else (later[0] if later else None)
+        if cut is None:
+            break
+        pieces.append(line[start:cut].rstrip() + mark)
+        start = cut + len(line[cut:]) - len(line[cut:].lstrip(" "))
+        room = width - len(lead) - 4
+    rest = line[start:]
+    pieces.append(rest if not pieces else rest.lstrip(" "))
+    return [p if i == 0 else lead + "    " + p for i, p in enumerate(pieces)]
+
+
 def code_block(console: Console, code: str, indent: int) -> None:
-    """Highlighted code, indented, never cut: a line longer than the terminal folds."""
-    width = max(console.width - indent - 2, 20)  # room for the continuation indent
-    code = comments_above(code, width + 2)
-    text = Syntax(code, "python", theme="ansi_dark").highlight(code)
+    """Highlighted code, indented, folded by :func:`fold_code` so every line pastes whole."""
+    width = max(console.width - indent, 20)
+    folded = "\n".join(fold_code(code, width))
+    text = Syntax(folded, "python" if is_python(folded) else "bash",
+                  theme="ansi_dark").highlight(folded)
     text.rstrip()
     for line in text.split("\n", allow_blank=True):
         line.rstrip()
-        pieces = line.wrap(console, width, overflow="fold", no_wrap=False) if line else [line]
-        for j, piece in enumerate(pieces):
-            lead = " " * (indent if j == 0 else indent + 2)
-            console.print(Text(lead) + piece, soft_wrap=True, highlight=False)
+        console.print(Text(" " * indent) + line, soft_wrap=True, highlight=False)

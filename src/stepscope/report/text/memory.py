@@ -14,6 +14,7 @@ from stepscope.report.text.layout import (
     fit_table,
     hanging,
     print_table,
+    say,
     time_column,
 )
 from stepscope.units import format_bytes as fmt_bytes
@@ -39,8 +40,8 @@ def _memory(console: Console, mem: dict[str, Any] | None) -> None:
     if cat:
         parts = ", ".join(f"{k.replace('_', ' ')} {fmt_bytes(v)}" for k, v in
                           sorted(cat["at_peak_bytes"].items(), key=lambda kv: -kv[1]) if v)
-        console.print(f"  by category (memory timeline) at its peak of "
-                      f"{fmt_bytes(cat['peak_bytes'])}: {parts}")
+        say(console, f"  by category (memory timeline) at its peak of "
+                     f"{fmt_bytes(cat['peak_bytes'])}: {escape(parts)}")
     for d in mem["devices"]:
         where = []
         if d["peak_step"] is not None:
@@ -54,12 +55,12 @@ def _memory(console: Console, mem: dict[str, Any] | None) -> None:
                 f"{format_us(d['peak_us'])}" + (f", {', '.join(where)}" if where else ""))
         if d["peak_reserved_bytes"] is not None:
             line += f"; reserved up to {fmt_bytes(d['peak_reserved_bytes'])}"
-        console.print(line)
+        say(console, line)  # wrapped under its own indent, never to column 0
         al = d["allocations"]
         if al["matched"] or al["unfreed_count"]:
-            console.print(f"    {al['count']:,} allocations, {al['matched']:,} freed in the "
-                          f"trace, {al['unfreed_count']:,} never freed "
-                          f"({fmt_bytes(al['unfreed_bytes'])})")
+            say(console, f"    {al['count']:,} allocations, {al['matched']:,} freed in the "
+                         f"trace, {al['unfreed_count']:,} never freed "
+                         f"({fmt_bytes(al['unfreed_bytes'])})")
         ops = d["operators"][:TOP_OPS]
         if not ops:
             continue

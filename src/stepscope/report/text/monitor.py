@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from stepscope.model.system import SystemSamples
+from stepscope.report.text.layout import hanging
 from stepscope.units import format_bytes
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -59,9 +60,9 @@ def render_monitor(data: dict[str, Any], samples: SystemSamples,
     width = min(console.width, 80)
     v = data["verdict"]
     console.print(Text(f"stepscope monitor: {data['command']}", style="bold"))
-    console.print(f"{data['samples']} samples at {data['hz']:g} Hz over "
-                  f"{data['duration_s']:.1f} s; {data['cores']} cores; "
-                  f"GPUs: {', '.join(data['gpus']) or 'none'}")
+    hanging(console, "", Text(f"{data['samples']} samples at {data['hz']:g} Hz over "
+                              f"{data['duration_s']:.1f} s; {data['cores']} cores; "
+                              f"GPUs: {', '.join(data['gpus']) or 'none'}"), extra=2)
     bound = v["bound"] or "unknown"
     console.print(Text.assemble(("bound: ", "bold"), (bound, "bold red"),
                                 f"  (confidence {v['confidence']})"))
@@ -83,7 +84,8 @@ def render_monitor(data: dict[str, Any], samples: SystemSamples,
                 _line(console, f"GPU{g} {name}", values, unit, top, spark)
     files = data.get("samples_file")
     if files:
-        console.print(f"\nsamples: {files}")
+        console.print()
+        hanging(console, "samples: ", Text(files))
 
 
 def _phases(console: Console, data: dict[str, Any]) -> None:
@@ -92,8 +94,8 @@ def _phases(console: Console, data: dict[str, Any]) -> None:
         return
     th = data["throughput"]
     parts = [f"{k} {100 * v:.0f}%" for k, v in phases.items() if v and v >= 0.005]
-    console.print(f"main process ({data['window']['seconds']:.1f} s window): "
-                  + (", ".join(parts) or "no hooked phase"))
+    hanging(console, "", Text(f"main process ({data['window']['seconds']:.1f} s window): "
+                              + (", ".join(parts) or "no hooked phase")), extra=2)
     counts = [f"{th['steps']} optimizer steps"] if th["steps"] else []
     if th["batches"]:
         counts.append(f"{th['batches']} batches")
@@ -102,7 +104,7 @@ def _phases(console: Console, data: dict[str, Any]) -> None:
     if th["samples_per_s"]:
         counts.append(f"{th['samples_per_s']:.1f} samples/s")
     if counts:
-        console.print(", ".join(counts))
+        hanging(console, "", Text(", ".join(counts)), extra=2)
 
 
 def _series(samples: SystemSamples) -> dict[str, list[float]]:

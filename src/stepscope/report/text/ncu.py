@@ -19,6 +19,7 @@ from stepscope.report.text.layout import (
     short_name,
     text_column,
 )
+from stepscope.shortnames import clip_end
 from stepscope.units import count
 
 KERNEL_NAME = 28  # narrow terminals drop the limiter and DRAM before the kernel's name
@@ -31,8 +32,9 @@ def render_ncu(data: dict[str, Any] | None, console: Console, top: int) -> None:
     kernels = data["kernels"]
     console.print()
     launches = count(len(kernels), "kernel launch", "kernel launches")
-    say(console, f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {launches}, "
-                 f"{data['matched']} matched to the trace")
+    matched = ("" if data["matched"] is None  # ncu alone: no trace to match them to
+               else f", {data['matched']} matched to the trace")
+    say(console, f"[bold]Nsight Compute[/] ({escape(data['page'])} page): {launches}{matched}")
     shown = kernels[:top]
     if not shown:
         return
@@ -54,9 +56,7 @@ def render_ncu(data: dict[str, Any] | None, console: Console, top: int) -> None:
         opt = [r for r in k["rules"] if r["estimated_speedup_pct"]]
         opt.sort(key=lambda r: -r["estimated_speedup_pct"])
         for r in opt[:3]:
-            desc = r["description"]
-            if len(desc) > RULE_TEXT:
-                desc = desc[: RULE_TEXT - 1] + "…"
+            desc = clip_end(r["description"], RULE_TEXT)
             line = Text(short_name(k["name"], 40), style="dim")
             line.append(f" {r['name']} (≤{r['estimated_speedup_pct']:.0f} %): {desc}")
             hanging(console, "  ", line, extra=2)

@@ -31,7 +31,7 @@ from stepscope.report.text.ncu import render_ncu
 from stepscope.report.text.nsys import render_nsys
 from stepscope.report.text.real_traces import render_real_traces
 from stepscope.report.text.views import VIEWS
-from stepscope.units import column_unit
+from stepscope.units import column_unit, count
 from stepscope.units import format_us as format_us
 
 LABELS = {
@@ -92,6 +92,8 @@ def render_memory_and_modules(console: Console, data: dict[str, Any]) -> None:
 def _no_devices(src: dict[str, Any]) -> str:
     """Header text when no device ran anything: a GPU trace without device work is not a
     CPU profile."""
+    if not src.get("events"):
+        return "nothing recorded"  # an empty export is no CPU profile either
     return "CPU only" if src["vendor"] in ("cpu", "unknown") else "no device work recorded"
 
 
@@ -132,12 +134,13 @@ def _breakdown(console: Console, data: dict[str, Any]) -> None:
     bd = data["breakdown"]
     steps = data["steps"]
     console.print()
-    what = (f"{len(steps)} step(s)" if data["profiler_steps"]
+    what = (count(len(steps), "step") if data["profiler_steps"]
             else "the whole trace (no ProfilerStep)")
     avg = format_us(bd["step_avg_us"])
     hanging(console, "", Text.assemble(("Step time", "bold"), f": {avg} on average over {what}"))
     if data["steps_dropped"]:
-        hanging(console, "  ", Text("dropped incomplete trailing step(s): "
+        hanging(console, "  ", Text("dropped incomplete trailing "
+                                    + ("steps: " if len(data["steps_dropped"]) > 1 else "step: ")
                                     + ", ".join(data["steps_dropped"])))
     shown = [c for c in CATEGORIES if bd["avg_us"][c] > 0]
     zero = [LABELS[c] for c in CATEGORIES if bd["avg_us"][c] <= 0]

@@ -86,8 +86,14 @@ def _summary(console: Console, t: dict[str, Any]) -> None:
     s = t["summary"]
     console.print()
     if s is None:
-        say(console,
-            "[bold]Performance summary[/]: not available (no log, metadata or --exportTimes)")
+        if t.get("log"):  # read, but it holds no summary: say so, not "no log"
+            why = ("the trtexec log has no '=== Performance summary ===' section"
+                   + (" (the run did not pass)" if t["passed"] is False else
+                      " (the run ended before it?)" if t["passed"] is None else "")
+                   + "; no trex metadata or --exportTimes either")
+        else:
+            why = "no trtexec log, trex metadata or --exportTimes among the files"
+        say(console, f"[bold]Performance summary[/]: not available: {escape(why)}")
         return
     src = {
         "log": "trtexec log",

@@ -39,7 +39,9 @@ def render_engine_diff(
     c: EngineComparison, console: Console | None = None, top: int = DEFAULT_TOP
 ) -> None:
     console = console or Console()
-    console.rule(Text(f"TensorRT engines — A: {c.a_name}  vs  B: {c.b_name}", style="bold"))
+    console.rule(Text("TensorRT engines: A vs B", style="bold"))
+    for side, name in (("A", c.a_name), ("B", c.b_name)):  # names whole, never cut by the rule
+        hanging(console, f"{side}: ", Text(name))
     _overview(console, c)
     if c.speedup:
         say(console, f"B is [bold]{c.speedup:.2f}x[/] the speed of A per inference")

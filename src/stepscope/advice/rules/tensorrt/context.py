@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from stepscope.advice.finding import Finding
 from stepscope.analysis.tensorrt.engine import LayerRow, TrtAnalysis
+from stepscope.shortnames import short_name
 
 
 class TrtContext:
@@ -63,7 +64,7 @@ def fmt_ms(ms: float) -> str:
 
 
 def layer_line(r: LayerRow) -> str:
-    name = r.name if len(r.name) <= 90 else r.name[:89] + "…"
+    name = short_name(r.name, 90)
     parts = [f"{name}: {fmt_ms(r.average_ms or 0.0)}"]
     if r.share_pct is not None:
         parts.append(f"{r.share_pct:.1f} %")

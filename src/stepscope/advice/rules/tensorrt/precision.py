@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.tensorrt.context import TrtContext, fmt_ms, layer_line
+from stepscope.units import count
 
 THRESHOLD_PCT = 10.0  # of the summed per-layer time in higher-precision compute layers
 SPEEDUP = 2.0  # assumed speed-up of one precision step down (FP32->FP16, FP16->INT8)
@@ -45,7 +46,7 @@ def check(ctx: TrtContext) -> Finding | None:
     for r in rows:
         by_prec[r.precision or "?"] = by_prec.get(r.precision or "?", 0.0) + (r.average_ms or 0.0)
     evidence = [
-        f"engine built for {target}; {len(rows)} compute layer(s) run in higher precision: "
+        f"engine built for {target}; {count(len(rows), 'compute layer')} in higher precision: "
         + ", ".join(f"{p} {fmt_ms(v)}" for p, v in sorted(by_prec.items())),
         f"they take {share:.1f} % of the summed per-layer time",
     ] + [layer_line(r) for r in rows[:6]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.tensorrt.context import TrtContext, fmt_ms, layer_line
+from stepscope.units import count
 
 THRESHOLD_PCT = 5.0  # of the summed per-layer time
 
@@ -14,7 +15,7 @@ def check(ctx: TrtContext) -> Finding | None:
         return None
     top = sorted((r for r in ctx.a.layers if r.is_reformat), key=lambda r: -(r.average_ms or 0.0))
     evidence = [
-        f"{rf.layers} reformat layer(s) take {fmt_ms(rf.average_ms)} per inference, "
+        f"{count(rf.layers, 'reformat layer')}: {fmt_ms(rf.average_ms)} per inference, "
         f"{rf.share_pct:.1f} % of the summed per-layer time",
         f"{rf.converting} of them convert the data type ({fmt_ms(rf.converting_ms)}), "
         "the rest only change the memory layout",

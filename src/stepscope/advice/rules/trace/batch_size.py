@@ -55,7 +55,7 @@ def check(ctx: Context) -> Finding | None:
              "warm-up); if memory limits it, use "
              + ("activation checkpointing" if ctx.premises.low_precision
                 else "AMP or activation checkpointing") + " to make room."),
-        code="loader = DataLoader(dataset, batch_size=2 * batch_size, ...)\n"
+        code="loader = DataLoader(dataset, ..., batch_size=2 * batch_size)\n"
              "optimizer = torch.optim.SGD(model.parameters(), lr=2 * lr)",
         references=("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",),
     )

@@ -45,7 +45,7 @@ def check(ctx: Context) -> Finding | None:
     in_use = iv.measure_in(busy, edges[:-1], edges[1:]) / np.maximum(np.diff(edges), 1)
     low = int(np.count_nonzero(in_use * 100 < UTIL_PCT))
     evidence = [
-        f"{int(big.sum()) / ctx.n_steps:.1f} GPU idle gap(s) ≥ {GAP_NS / 1e6:.0f} ms per step, "
+        f"{int(big.sum()) / ctx.n_steps:.1f} GPU idle gaps ≥ {GAP_NS / 1e6:.0f} ms per step, "
         f"{fmt_ns(float(g_len.sum()) / ctx.n_steps)} per step; {fmt_ns(unexplained)} of it is not "
         "data loading, synchronisation or first calls",
         f"{low} of {CHUNKS} equal windows of the GPU's active time are < {UTIL_PCT:.0f} % in use "
@@ -63,17 +63,17 @@ def check(ctx: Context) -> Finding | None:
         ov = np.maximum(np.minimum(host.end[ops], e) - np.maximum(host.ts[ops], s), 0)
         # the outermost ranges covering most of the gap, then the deepest of those
         cand = ops[ov > 0]
-        doing = "nothing recorded on the CPU"
+        doing = "nothing recorded on the CPU meanwhile"
         if len(cand):
             ovc = ov[ov > 0]
             depth = ctx.a.tree.depth[cand]
             best = cand[np.lexsort((-depth, -ovc))][:1]
             outer = cand[depth == depth.min()]
             o = outer[np.argmax(ovc[depth == depth.min()])]
-            doing = f"{short(trace.strings[host.name[o]], 60)}"
+            doing = f"CPU in {short(trace.strings[host.name[o]], 60)}"
             if best[0] != o:
                 doing += f" › {short(trace.strings[host.name[best[0]]], 60)}"
-        evidence.append(f"gap of {fmt_ns(e - s)}: CPU in {doing}")
+        evidence.append(f"gap of {fmt_ns(e - s)}: {doing}")
     if ctx.a.clock_skew is not None:
         evidence.append(f"affected by clock skew (up to {fmt_ns(ctx.a.clock_skew.max_ns)}): "
                         "which gaps the host caused is uncertain by that much")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stepscope.advice.context import Context, fmt_ns
 from stepscope.advice.finding import Finding
+from stepscope.units import count
 
 MIN_SHARE_PCT = 40.0
 CODE = "hot = torch.compile(hot)  # the module named above, e.g. model.encoder"
@@ -34,7 +35,7 @@ def check(ctx: Context) -> Finding | None:
     what = "device" if device else "host"
     evidence = [f"{n.path}: {fmt_ns(t)} of {what} time per step "
                 f"({100.0 * t / ctx.step_ns:.1f} % of a {fmt_ns(ctx.step_ns)} step), "
-                f"{n.calls} call(s)"]
+                f"{count(n.calls, 'call')}"]
     items = n.kernels if device else n.operators
     if items:
         evidence.append("inside it: " + ", ".join(

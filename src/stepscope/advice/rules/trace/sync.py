@@ -44,7 +44,7 @@ def check(ctx: Context) -> Finding | None:
     cpu_sel = host.kind == HOST_OP
     cpu_ns = ctx.per_step_union(host.ts[cpu_sel], host.end[cpu_sel])
     evidence = [
-        f"{len(idx) / ctx.n_steps:.1f} synchronising call(s) per step block the CPU for "
+        f"{len(idx) / ctx.n_steps:.1f} synchronising calls per step block the CPU for "
         f"{fmt_ns(sync_ns)} per step ({ctx.pct(sync_ns):.1f} % of the step"
         + (f", {100 * sync_ns / cpu_ns:.0f} % of the time the CPU spends in operators)"
            if cpu_ns > 0 else ")"),
@@ -63,7 +63,7 @@ def check(ctx: Context) -> Finding | None:
     if len(trace.syncs):
         s = trace.syncs
         sin = ctx.in_steps(s.ts, s.end) > 0
-        evidence.append(f"{int(sin.sum()) / ctx.n_steps:.1f} cuda_sync event(s) per step")
+        evidence.append(f"{int(sin.sum()) / ctx.n_steps:.1f} cuda_sync events per step")
     owner = ctx.a.tree.runtime_owner[idx]
     has = owner >= 0
     for name, ns, n in top_by_name(host.name[owner[has]], inside[has].astype(np.float64),

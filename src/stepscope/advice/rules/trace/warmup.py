@@ -26,10 +26,12 @@ def check(ctx: Context) -> Finding | None:
     evidence = [
         f"warm-up stall of {fmt_ns(w.duration)} at the start of the window "
         f"({w.pct_of_window:.0f} % of the {fmt_ns(w.window_ns)} profiled)",
-        f"stalling call(s): {', '.join(w.calls[:3])} ({fmt_ns(w.stall_ns)} in total, "
+        ("stalling calls: " if len(w.calls) > 1 else "stalling call: ")
+        + f"{', '.join(w.calls[:3])} ({fmt_ns(w.stall_ns)} in total, "
         "GPU idle meanwhile)",
         "steady-state figures in this report exclude it"
-        + (f" (step(s) {', '.join(w.dropped_steps)} dropped)" if w.dropped_steps else ""),
+        + ((" (steps " if len(w.dropped_steps) > 1 else " (step ")
+           + f"{', '.join(w.dropped_steps)} dropped)" if w.dropped_steps else ""),
     ]
     return ctx.finding(
         id="warmup-in-window",

@@ -21,6 +21,7 @@ from stepscope.advice.rules.transfers._api_ops import api_spans, is_async_copy_c
 from stepscope.analysis.events import intervals as iv
 from stepscope.classify import names
 from stepscope.model.trace import DEV_MEMCPY
+from stepscope.units import format_bytes
 
 THRESHOLD_PCT = 1.0
 
@@ -44,12 +45,12 @@ def check(ctx: Context) -> Finding | None:
     if ctx.pct(blocked) < THRESHOLD_PCT:
         return None
     evidence = [
-        f"{len(ops) / ctx.n_steps:.1f} asynchronous copy call(s) per step on pageable memory "
+        f"{len(ops) / ctx.n_steps:.1f} asynchronous copy calls per step on pageable memory "
         f"block the CPU {fmt_ns(iv.length(api) / ctx.n_steps)} per step, "
         f"{fmt_ns(blocked)} of it outside the copies themselves"
         + (f" and outside the {fmt_ns(wait_ns)} per step that device-to-host calls wait for "
            "earlier GPU work (a synchronisation: host-sync)" if wait_ns > 0 else ""),
-        f"{float(dev.bytes[ops].clip(0).sum()) / ctx.n_steps / 1e6:,.1f} MB per step copied",
+        f"{format_bytes(float(dev.bytes[ops].clip(0).sum()) / ctx.n_steps)} per step copied",
     ]
     for name, ns, n in top_by_name(dev.name[ops], ctx.device_in_steps[ops],
                                    trace.strings, 3):

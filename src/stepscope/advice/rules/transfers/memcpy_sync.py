@@ -38,7 +38,7 @@ def check(ctx: Context) -> Finding | None:
     api_ns, saving = sync_saving(ctx, calls)
     if ctx.pct(saving) < THRESHOLD_PCT:
         return None
-    evidence = [f"{len(ops) / ctx.n_steps:.1f} synchronous copy call(s) per step block the "
+    evidence = [f"{len(ops) / ctx.n_steps:.1f} synchronous copy calls per step block the "
                 f"CPU {fmt_ns(api_ns)} per step"]
     for name, ns, n in top_by_name(rt.name[calls],
                                    ctx.in_steps(rt.ts[calls], rt.end[calls]).astype(np.float64),

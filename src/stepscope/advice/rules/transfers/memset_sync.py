@@ -36,7 +36,7 @@ def check(ctx: Context) -> Finding | None:
         saving_ns=saving,
         estimate=("CPU time per step in synchronous cudaMemset calls, capped by the GPU's "
                   "idle time per step."),
-        evidence=[f"{len(ops) / ctx.n_steps:.1f} cudaMemset call(s) per step "
+        evidence=[f"{len(ops) / ctx.n_steps:.1f} cudaMemset calls per step "
                   f"({', '.join(kinds)}) block the CPU {fmt_ns(api_ns)} per step",
                   f"{int(np.count_nonzero(trace.device.bytes[ops] > 0))} of them with a size"],
         fix="Use cudaMemsetAsync on the stream that uses the memory.",

@@ -9,6 +9,7 @@ from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
 from stepscope.classify import names
 from stepscope.model.trace import DEV_MEMCPY
+from stepscope.units import format_bytes
 
 THRESHOLD_PCT = 0.5  # of the step
 
@@ -33,10 +34,10 @@ def check(ctx: Context) -> Finding | None:
         return None
     n = int(np.count_nonzero(ctx.in_steps(dev.ts[sel], dev.end[sel]) > 0))
     nbytes = dev.bytes[sel]
-    evidence = [f"{n / ctx.n_steps:.1f} pageable copy(ies) per step, {fmt_ns(copy_ns)} of copy "
+    evidence = [f"{n / ctx.n_steps:.1f} pageable copies per step, {fmt_ns(copy_ns)} of copy "
                 f"time per step on the GPU, {fmt_ns(exposed)} of it with no kernel running"]
     if (nbytes > 0).any():
-        evidence.append(f"{float(nbytes[nbytes > 0].sum()) / ctx.n_steps / 1e6:,.1f} MB per step "
+        evidence.append(f"{format_bytes(float(nbytes[nbytes > 0].sum()) / ctx.n_steps)} per step "
                         "staged through a bounce buffer")
     if api_ns:
         evidence.append(f"the host call issuing them blocks the CPU {fmt_ns(api_ns)} per step "
