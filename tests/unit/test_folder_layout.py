@@ -167,3 +167,16 @@ def test_relative_times_compare_only_with_their_base(tmp_path: Path) -> None:
     report = build_folder_report(find_run([str(tmp_path)]), executor="serial", use_cache=False)
     assert isinstance(report, SpansReport) and report.layout.processes == 2
     assert summarise_folder(str(tmp_path), use_cache=False).kind == "traces"
+
+
+def test_tensorrt_engines_in_one_folder_are_not_a_run_of_ranks() -> None:
+    pytest.importorskip("starlette")
+    from stepscope.server.logdir import TraceFile
+    from stepscope.server.runs import rank_files
+
+    engines = [TraceFile(id=f"r/{w}", run="r", worker=w, span="", path=f"/x/r/{w}", size=1,
+                         kind="tensorrt") for w in ("fp16", "int8")]
+    assert rank_files(engines, "r") == []
+    traces = [TraceFile(id=f"r/{w}.json", run="r", worker=w, span="", path=f"/x/r/{w}.json",
+                        size=1) for w in ("rank0", "rank1")]
+    assert len(rank_files(engines + traces, "r")) == 2

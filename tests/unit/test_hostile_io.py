@@ -438,3 +438,15 @@ def test_stat_index_links_are_not_followed(tmp_path: Path) -> None:
     _same(ref, stepscope.load(path))
     assert target.read_text() == entry.name.rsplit("-", 1)[-1]  # not written through
     assert stat_file.is_file() and not stat_file.is_symlink()
+
+
+@pytest.mark.parametrize("body", ['{"traceEvents": [',
+                                  '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur'])
+def test_trace_cut_before_any_event_says_truncated(tmp_path: Path, body: str) -> None:
+    from stepscope.errors import TraceFormatError
+    from stepscope.formats.load import load_trace
+
+    path = tmp_path / "cut.json"
+    path.write_text(body)
+    with pytest.raises(TraceFormatError, match=r"cut\.json: truncated JSON"):
+        load_trace(str(path), use_cache=False)

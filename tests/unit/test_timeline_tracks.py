@@ -98,6 +98,8 @@ def test_memory_and_monitor_tracks(tmp_path: Path) -> None:
                              "cpu": [10.0, 20, 30, 40, 50, 60],
                              "gpu_util": [[0.0], [50.0], [100.0], [None], [25.0], [0.0]]}),
                    tmp_path / "monitor.parquet")
+    assert read_monitor(str(path)) is None  # samples without monitor.json: not a monitor output
+    (tmp_path / "monitor.json").write_text('{"schema": "stepscope.monitor/1"}')
     tracks = CounterTracks(trace, read_monitor(str(path)))
     meta = {m["id"]: m for m in tracks.meta()}
     assert set(meta) == {"mem:1:0:allocated", "mem:1:0:reserved", "monitor:cpu",

@@ -18,7 +18,6 @@ is never lost at any zoom. Vectorised numpy; Python loops run over tracks only.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,6 @@ from stepscope.model.trace import Trace
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-MONITOR_FILE = "monitor.parquet"
 # (column, label, unit): scalar columns, then per-GPU list columns ("{i}" = GPU index)
 MONITOR_SCALARS = (("cpu", "host CPU (monitor)", "%"), ("main_rss", "main process RSS", "B"))
 MONITOR_GPU = (("gpu_util", "GPU {i} busy (NVML)", "%"),
@@ -127,25 +125,22 @@ def memory_tracks(trace: Trace) -> list[Track]:
 
 
 def read_monitor(trace_path: str) -> dict[str, Any] | None:
-    """The columns of ``monitor.parquet`` beside a local trace, None when there is none.
+    """The sample columns of the monitor output beside a local trace (formats/monitor finds and
+    reads it, as the report's System view does), None when there is none.
 
     A file that cannot be read is skipped (the timeline is still shown without it)."""
-    path = os.path.join(os.path.dirname(trace_path), MONITOR_FILE)
-    if "://" in trace_path or not os.path.isfile(path):
-        return None
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from stepscope.errors import TraceSourceError
+    from stepscope.formats.monitor.read import read_samples, samples_beside
 
-    wanted = ["wall"] + [c for c, _, _ in MONITOR_SCALARS] + [c for c, _, _ in MONITOR_GPU]
-    try:
-        schema = pq.read_schema(path)
-        cols = [c for c in wanted if c in schema.names]
-        if "wall" not in cols:
-            return None
-        table = pq.read_table(path, columns=cols)
-    except (OSError, pa.ArrowInvalid):
+    path = samples_beside(trace_path)
+    if path is None:
         return None
-    return {c: table.column(c).to_pylist() for c in cols}
+    try:
+        columns = read_samples(path).columns
+    except TraceSourceError:
+        return None
+    wanted = ["wall"] + [c for c, _, _ in MONITOR_SCALARS] + [c for c, _, _ in MONITOR_GPU]
+    return {c: columns[c] for c in wanted if c in columns} if "wall" in columns else None
 
 
 def monitor_tracks(columns: dict[str, Any], base_ns: int) -> list[Track]:

@@ -19,11 +19,12 @@ def rank_files(files: list[TraceFile], run: str) -> list[TraceFile]:
 
     Worker names come from file names only (the listing must stay cheap); whether the
     workers are ranks is decided when the run is read (report/folder.py): workers that are
-    captures of one process make the run's entry an error, never a run of ranks.
+    captures of one process make the run's entry an error, never a run of ranks. Only
+    profiler traces can be ranks (two TensorRT engines in one folder are not a run).
     """
     newest: dict[str, TraceFile] = {}
     for f in files:
-        if f.run == run:
+        if f.run == run and f.kind == "trace":
             old = newest.get(f.worker)
             if old is None or (f.span, f.id) > (old.span, old.id):
                 newest[f.worker] = f

@@ -476,6 +476,9 @@ def _trace(path: str, doc: Document | None, results: list[ChunkResult],
         spans.extend(res.trace_spans)
         n_events += res.events
     if n_events == 0:
+        if salvaged and any("truncated" in w for w in warnings):
+            raise TraceFormatError(f"{path}: truncated JSON: no complete event could be read "
+                                   "before the cut")
         what = "; ".join(f"{n} {r}" for r, n in skipped.items())
         raise TraceFormatError(f"{path}: trace has no events" + (f" ({what})" if what else ""))
     if not any(len(tables[f]["ts"]) for f in (F_HOST, F_RUNTIME, F_DEVICE)):
