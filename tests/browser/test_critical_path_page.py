@@ -150,6 +150,15 @@ def test_replayed_savings_and_steps_windows_in_the_html_report(page: Any,
     assert methods == {"replay", "bound"}
     check_critical_path(page, report, "html-resnet")
     assert page.locator("#cp-windows tbody tr").count() == 6
+    # a window's link: the timeline zoomed to that step, nothing outlined (its path is not kept)
+    first = report["critical_path"]["per_window"][0]
+    assert first["window"] != report["critical_path"]["path"]["window"]
+    page.locator("#cp-windows tbody tr").first.locator("a.tl-link").click()
+    page.wait_for_selector("#timeline-canvas[data-ready='1']", timeout=60_000)
+    cv = page.locator("#timeline-canvas")
+    span = int(cv.get_attribute("data-end")) - int(cv.get_attribute("data-start"))
+    assert abs(span - first["window_us"] * 1000 * 1.04) <= first["window_us"]  # 0.1 %
+    assert page.locator("#timeline-cp").count() == 0 and cv.get_attribute("data-cp-drawn") == "0"
     page.click("#nav-findings")
     page.wait_for_selector("#page-findings")
     w = report["whatif"]
