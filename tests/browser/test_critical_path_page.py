@@ -150,6 +150,11 @@ def test_replayed_savings_and_steps_windows_in_the_html_report(page: Any,
     assert methods == {"replay", "bound"}
     check_critical_path(page, report, "html-resnet")
     assert page.locator("#cp-windows tbody tr").count() == 6
+    # 500 events kept of a longer path: the page says how much of the path they cover
+    path = report["critical_path"]["path"]
+    assert len(path["events"]) == 500
+    kept = sum(e["on_path_us"] for e in path["events"])
+    assert text(page, "#cp-kept") == f"{shown_us(kept)} {time_unit([kept])[0]}"
     # a window's link: the timeline zoomed to that step, nothing outlined (its path is not kept)
     first = report["critical_path"]["per_window"][0]
     assert first["window"] != report["critical_path"]["path"]["window"]
@@ -159,6 +164,8 @@ def test_replayed_savings_and_steps_windows_in_the_html_report(page: Any,
     span = int(cv.get_attribute("data-end")) - int(cv.get_attribute("data-start"))
     assert abs(span - first["window_us"] * 1000 * 1.04) <= first["window_us"]  # 0.1 %
     assert page.locator("#timeline-cp").count() == 0 and cv.get_attribute("data-cp-drawn") == "0"
+    page.click("#nav-critical-path")
+    open_path_on_timeline(page, report, "html-resnet")  # host-only path: one thread's row
     page.click("#nav-findings")
     page.wait_for_selector("#page-findings")
     w = report["whatif"]

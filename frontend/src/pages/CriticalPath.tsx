@@ -35,6 +35,7 @@ export function CriticalPath({ report, trace }: PageProps) {
   ], [trace, path.window]);
   // the window of a trace without steps or --window is the whole trace
   const winName = path.window === "trace" ? "the whole trace" : path.window as string;
+  const kept = (path.events as Dict[]).reduce((a, e) => a + e.on_path_us, 0);
   const lenU = timeUnit([cp.length_us, cp.window_us]);
   // HTA's "cpu_bound" is every host edge; the report splits it into cpu, sync, data_loading
   const b = cp.by_category_us, host = cp.length_us ? (100 * (b.cpu + b.sync + b.data_loading)) / cp.length_us : null;
@@ -50,7 +51,7 @@ export function CriticalPath({ report, trace }: PageProps) {
           <div class="big" id="cp-window">{lenU.fmt(cp.window_us)}</div><div class="unit">{lenU.label}</div></div>
         <div class="card"><div class="label">path / window</div><div class="big" id="cp-share">{pct(share)}</div><div class="unit">%</div></div>
         <div class="card cp-note-card"><div class="label">CPU-bound</div><div class="big" id="cp-cpu">{pct(cp.bound_by_pct.cpu)}</div>
-          <div class="unit">% of the path; all host time <span id="cp-host">{pct(host)}</span> % (HTA's cpu_bound: cpu + sync + data_loading)</div></div>
+          <div class="unit">% of the path; all host time <span id="cp-host">{pct(host)}</span> % (cpu + sync + data_loading: HTA's cpu_bound)</div></div>
         <Prediction report={report} />
       </section>
       <p class="dim" id="cp-definition">{cp.definition}. The longest chain of dependent work (host threads, launches, streams,
@@ -65,7 +66,8 @@ export function CriticalPath({ report, trace }: PageProps) {
           <td class="num" data-key="pct">{pct(c.p)}</td><td class="num" data-key="us">{catU.fmt(c.us)}</td><td class="dim">{c.def}</td></tr>)}</tbody></table>
       <h2>The path {winName === path.window ? "of " : "over "}{winName} <a class="tl-link" id="cp-timeline-link" href={timelineHref(trace, path.start_us, path.end_us, true)}>show on timeline</a></h2>
       <p class="dim">{timeText(path.length_us)} of path in the {timeText(path.end_us - path.start_us)} of {winName}{cp.windows > 1 ? ` (of the ${cp.windows} windows, the one of median path length)` : ""};
-        {path.events.length >= 500 ? " its 500 events with the most path time (the report keeps at most 500)" : ` its ${path.events.length} events`}, by thread and stream. Hover a segment for its name.</p>
+        {path.events.length >= 500 ? <> its 500 events with the most path time (the report keeps at most 500),
+          covering <span id="cp-kept">{timeText(kept)}</span> of it</> : ` its ${path.events.length} events`}, by thread and stream. Hover a segment for its name.</p>
       <Lanes path={path} />
       <h2>Top events on the path</h2>
       <Table id="cp-top" rows={cp.top_events} cols={TOP_COLS} searchKey={(r) => r.name} initialSort="on_path_us" />

@@ -516,7 +516,7 @@ export function Timeline({ source, trace, config, report }: PageProps) {
         shift+drag: box zoom · W/S zoom, A/D pan, 0 reset, ↑/↓ PgUp/PgDn scroll · click a group to fold it, ▸ to open Python frames, ● to pin a track</p>
       {meta.notes?.map((n) => <p class="note" key={n}>{n}</p>)}
       {st.current.cp && <p class="note" id="timeline-cp" data-events={st.current.cp.events} data-placed={st.current.cp.placed}>
-        Critical path of {st.current.cp.window}: its {st.current.cp.events} events outlined in their category's colour
+        Critical path of {st.current.cp.window}: its {st.current.cp.events}{st.current.cp.events >= 500 ? " kept (those with the most path time)" : ""} events outlined in their category's colour
         (a strip under each row shows them at any zoom), the rest faded.{" "}
         <button id="cp-toggle" onClick={() => { st.current.cpOn = !cpOn; setCpOn(!cpOn); draw(); }}>{cpOn ? "hide the path" : "show the path"}</button></p>}
       {hits !== null && hits.list.length > 0 && <ol class="search-results" id="search-results">
