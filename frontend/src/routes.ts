@@ -18,6 +18,7 @@ import { EngineCompare } from "./pages/EngineCompare";
 import { Distributed, rankRun } from "./pages/Distributed";
 import { Query } from "./pages/Query";
 import { System } from "./pages/System";
+import { CriticalPath } from "./pages/CriticalPath";
 
 export interface RouteDef {
   path: string; title: string; page: FunctionComponent<PageProps>;
@@ -34,6 +35,8 @@ export const ROUTES: RouteDef[] = [
   { path: "operators", title: "Operators", page: Operators, when: isTrace },
   { path: "kernels", title: "Kernels", page: Kernels, when: (r) => isTrace(r) && (r.kernels?.length ?? 0) > 0 },
   { path: "timeline", title: "Timeline", page: Timeline, when: isTrace },
+  // the dependency graph's longest path (docs/metrics.md, Critical path)
+  { path: "critical-path", title: "Critical path", page: CriticalPath, when: (r) => !!r.critical_path?.path },
   { path: "tensorrt", title: "TensorRT", page: TensorRT, when: (r) => !!r.tensorrt },
   // the dashboard: a rank trace of a run of 2+ ranks; `report DIR --html`: the run report itself
   { path: "distributed", title: "Distributed", page: Distributed,

@@ -143,10 +143,21 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         expect(c.locator(".title")).to_have_text(f["title"])
         saving = f["estimated_saving"]["us_per_step"]
         expect(c.locator(".saving-us")).to_have_text(shown_us(saving))
-        expect(c.locator(".saving")).to_have_text(
-            f"saves up to {shown_us(saving)} {time_unit([saving])[0]} per step "
-            f"({f['estimated_saving']['pct_of_step']:.2f} % of the step)")
+        expect(c.locator(".saving")).to_have_text(saving_text(f["estimated_saving"]))
     shot(page, f"{name}-findings")
+
+
+def saving_text(s: dict[str, Any]) -> str:
+    """A finding card's saving line: a replayed fix predicts the step ("saves …: predicted
+    step A → B ms"), a bound is a ceiling ("saves up to …")."""
+    us = s["us_per_step"]
+    head = f"{shown_us(us)} {time_unit([us])[0]} per step ({s['pct_of_step']:.2f} % of the step)"
+    if s["method"] == "replay" and s["predicted_step_us"] is not None:
+        after = s["predicted_step_us"]
+        both = [after + us, after]
+        return (f"saves {head}: predicted step {shown_us(after + us, both)} → "
+                f"{shown_us(after, both)} {time_unit(both)[0]} (replayed)")
+    return f"saves up to {head}"
 
 
 def view(page: Any) -> tuple[int, int]:

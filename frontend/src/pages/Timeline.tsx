@@ -3,6 +3,8 @@ import type { PageProps } from "../pageProps";
 import type { Brief, Chunk, EventInfo, TimelineMeta } from "../types";
 import { color, dur, tickLabel } from "../format";
 import { EventPanel } from "./TimelineDetails";
+import { hashParams, linkedView, onPath, pathMarks, type PathMarks } from "./timelinePath";
+import { CP_COLORS } from "../pathCategories";
 import "./timeline.css";
 
 // Geometry (px). Every depth of every row is drawn; rows are laid out once and only the lanes
@@ -19,7 +21,7 @@ interface CounterMeta { id: string; label: string; unit: string; max: number; }
 export type Hit = Brief;
 
 /** Canvas timeline: data comes per window from the source (server-side level of detail). */
-export function Timeline({ source, trace, config }: PageProps) {
+export function Timeline({ source, trace, config, report }: PageProps) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const tip = useRef<HTMLDivElement>(null);
   const bar = useRef<HTMLDivElement>(null);
@@ -29,12 +31,14 @@ export function Timeline({ source, trace, config }: PageProps) {
   const [search, setSearch] = useState("");
   const [hits, setHits] = useState<{ count: number; list: Hit[] } | null>(null);
   const [hitIdx, setHitIdx] = useState(-1);
+  const [cpOn, setCpOn] = useState(true);
   const st = useRef({
     view: { start: 0, end: 1 } as View, chunk: null as Chunk | null, collapsed: new Set<string>(), openPy: new Set<number>(),
     pinned: new Set<string>(), lanes: [] as Lane[], pinBottom: RULER, scrollY: 0, scrollMax: 0,
     selectedId: -1, searchNames: null as Set<number> | null, drag: null as null | { x: number; y: number; view: View; box: boolean; moved: boolean; sy: number },
     box: null as null | [number, number], pending: 0, firstDrawn: false, meta: null as TimelineMeta | null,
     counters: [] as CounterMeta[], timer: 0 as any, searchTimer: 0 as any, searchSeq: 0,
+    cp: null as PathMarks | null, cpOn: true,  // the critical path, when opened with cp=1
   });
 
   useEffect(() => {
@@ -43,6 +47,10 @@ export function Timeline({ source, trace, config }: PageProps) {
       if (!alive) return;
       const s = st.current;
       s.meta = m; s.view = { start: m.start, end: Math.max(m.end, m.start + 1) };
+      // a link (Critical path page) may ask for a window, and for the path outlined in it
+      const p = hashParams(), linked = linkedView(m, p);
+      if (linked) s.view = linked;
+      if (p.get("cp") === "1" && report.critical_path?.path) s.cp = pathMarks(report.critical_path.path, m);
       s.counters = [...m.devices.map((d) => ({ id: `util:${d}`, label: `GPU ${d} utilization`, unit: "share", max: 1 })),
         ...(m.tracks ?? []).map((t) => ({ id: t.id, label: t.label, unit: t.unit, max: t.max }))];
       // pinned by default: the counters and the GPU rows (streams, their annotations)
@@ -117,7 +125,7 @@ export function Timeline({ source, trace, config }: PageProps) {
     const rowLane = new Map<number, Lane>(), counterLane = new Map<string, Lane>();
     for (const l of s.lanes) { if (l.kind === "row") rowLane.set(l.row!, l); else if (l.kind === "counter") counterLane.set(l.counter!, l); }
     const c = s.chunk;
-    let selBox: number[] | null = null;
+    let selBox: number[] | null = null, cpDrawn = 0, cpStrips = 0;
     // Two bands, each clipped: the scrolled one first, the pinned one over it.
     const bands: [boolean, number, number][] = [[false, s.pinBottom, H], [true, RULER, s.pinBottom]];
     for (const [pinned, top, bottom] of bands) {
@@ -146,7 +154,7 @@ export function Timeline({ source, trace, config }: PageProps) {
           if (y === null || !visible(lane, y)) continue;
           g.fillRect(X(a.ts[i]), y, Math.max(1, (a.dur / span) * pw), LANE_H - 1);
         }
-        const e = c.events, sn = s.searchNames;
+        const e = c.events, sn = s.searchNames, cp = s.cpOn ? s.cp : null;
         g.font = "11px sans-serif"; g.textBaseline = "middle";
         for (let i = 0; i < e.id.length; i++) {
           const lane = rowLane.get(e.row[i]), y = rowY(lane, e.depth[i]);
@@ -154,15 +162,35 @@ export function Timeline({ source, trace, config }: PageProps) {
           const x0 = Math.max(GUTTER - 2, X(e.ts[i])), x1 = Math.min(right + 2, X(e.ts[i] + e.dur[i]));
           const w = Math.max(1, x1 - x0), name = c.names[e.name[i]] ?? "";
           const dim = sn !== null && !sn.has(e.name[i]) && e.id[i] !== s.selectedId;  // the selection is never dimmed
+          // the critical path: its events outlined in their category's colour, the others faded
+          const cat = cp ? onPath(cp, e.row[i], e.ts[i], e.dur[i], name) : null;
+          g.globalAlpha = cp && cat === null && e.id[i] !== s.selectedId ? 0.3 : 1;
           g.fillStyle = dim ? "#e4e6ea" : color(name);
           g.fillRect(x0, y, w, LANE_H - 1);
+          g.globalAlpha = 1;
+          if (cat !== null) { g.strokeStyle = CP_COLORS[cat] ?? "#000"; g.lineWidth = 2; g.strokeRect(x0 + 1, y + 1, Math.max(1, w - 2), LANE_H - 3); cpDrawn++; }
           if (sn !== null && !dim) { g.strokeStyle = "#d4a000"; g.lineWidth = 2; g.strokeRect(x0, y, w, LANE_H - 1); }
           if (w > 40) { g.fillStyle = "#111"; g.fillText(fit(g, name, w - 4), x0 + 2, y + LANE_H / 2); }
           if (e.id[i] === s.selectedId) selBox = [x0, y, w, LANE_H - 1];
         }
       }
+      // the path's segments as a strip under each row (drawn whatever the zoom: narrow
+      // events are folded into grey boxes above)
+      if (s.cpOn && s.cp) {
+        for (const [row, mk] of s.cp.byRow) {
+          const lane = rowLane.get(row);
+          if (!lane || lane.pinned !== pinned || lane.y + lane.h < top || lane.y > bottom) continue;
+          for (let k = 0; k < mk.ts.length; k++) {
+            const xa = X(mk.ts[k]), xb = X(mk.end[k]);
+            if (xb < GUTTER || xa > right) continue;
+            g.fillStyle = CP_COLORS[mk.cat[k]] ?? "#000";
+            g.fillRect(xa, lane.y + lane.h - 4, Math.max(2, xb - xa), 4); cpStrips++;
+          }
+        }
+      }
       g.restore();
     }
+    cv.dataset.cpDrawn = String(cpDrawn); cv.dataset.cpStrips = String(cpStrips);
     if (selBox) {
       // the selection: a thick outline, drawn over both bands (it may sit at a band's edge)
       const [x, y, w, h] = selBox;
@@ -487,6 +515,10 @@ export function Timeline({ source, trace, config }: PageProps) {
       <p class="dim timeline-hint" id="timeline-hint">{meta.events} events · wheel: scroll tracks · Ctrl/⌘+wheel: zoom · shift+wheel or drag: pan ·
         shift+drag: box zoom · W/S zoom, A/D pan, 0 reset, ↑/↓ PgUp/PgDn scroll · click a group to fold it, ▸ to open Python frames, ● to pin a track</p>
       {meta.notes?.map((n) => <p class="note" key={n}>{n}</p>)}
+      {st.current.cp && <p class="note" id="timeline-cp" data-events={st.current.cp.events} data-placed={st.current.cp.placed}>
+        Critical path of {st.current.cp.window}: its {st.current.cp.events}{st.current.cp.events >= 500 ? " kept (those with the most path time)" : ""} events outlined in their category's colour
+        (a strip under each row shows them at any zoom), the rest faded.{" "}
+        <button id="cp-toggle" onClick={() => { st.current.cpOn = !cpOn; setCpOn(!cpOn); draw(); }}>{cpOn ? "hide the path" : "show the path"}</button></p>}
       {hits !== null && hits.list.length > 0 && <ol class="search-results" id="search-results">
         {hits.list.map((h, i) => <li key={h.id} id={`hit-${i}`} class={i === hitIdx ? "active" : ""}>
           <button onClick={() => { setHitIdx(i); goTo(h); }}>{dur(h.ts)} · {h.name} · {dur(h.dur)} · {meta.rows[h.row]?.label}</button></li>)}
