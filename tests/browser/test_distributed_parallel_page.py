@@ -165,3 +165,13 @@ def test_1000_ranks_heatmaps_and_histograms(page: Any, tmp_path: Path) -> None:
     page.locator("#skew-chart-0").scroll_into_view_if_needed()
     shot(page, "thousand-ranks-skew")
     assert not page.errors, page.errors
+
+
+def test_gloo_subgroups_note_on_the_page(page: Any, tmp_path: Path) -> None:
+    doc = _report("tp_dp")
+    _open(page, tmp_path, doc, "tp-dp")
+    note = page.locator("#matching-note")
+    note.wait_for()
+    assert note.inner_text() == doc["distributed"]["matching_note"]
+    assert "{0,1}" in note.inner_text()
+    assert not page.errors, page.errors

@@ -120,3 +120,26 @@ def test_no_fsdp_no_all_to_all_on_tp_dp() -> None:
     assert rep.distributed.fsdp is None and rep.distributed.all_to_all is None
     assert not {"fsdp-exposed-all-gather", "expert-imbalance"} & {f.id for f in rep.findings}
     assert rep.to_json()["distributed"]["fsdp"] is None
+
+
+def test_gloo_subgroups_matched_by_order_are_flagged() -> None:
+    """gloo names no process group on its calls: in the TP x DP capture the TP groups {0,1},
+    {2,3} and the DP groups {0,2}, {1,3} issue identical call sequences, so order matching
+    pairs calls over all four ranks; the report must say so, not present them as one group."""
+    tp_dp = _report("tp_dp").distributed
+    assert tp_dp.matched_by == "order"
+    assert [g.ranks for g in tp_dp.groups] == [(0, 1, 2, 3)]
+    note = tp_dp.matching_note
+    assert "{0,1}" in note and "{2,3}" in note and "{0,2}" in note and "{1,3}" in note
+    assert "ranks 0-3" in note
+
+
+@pytest.mark.parametrize("name", ["moe_skew", "fsdp"])
+def test_no_mixed_groups_note_without_subgroups(name: str) -> None:
+    assert _report(name).distributed.matching_note == ""
+
+
+def test_no_mixed_groups_note_when_the_partition_splits_pipeline_replicas() -> None:
+    run = build_run_report(find_run([str(DATA / "pipeline_2stage_1f1b_dp2")]),
+                           executor="serial", use_cache=False)
+    assert run.distributed.matching_note == ""

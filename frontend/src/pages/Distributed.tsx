@@ -152,7 +152,8 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
       <Table id="steps-table" rows={d.steps} cols={STEPS} />
       <h3>Collectives</h3>
       <Table id="collectives-table" rows={d.collectives} cols={COLLECTIVES} searchKey={(r) => `${r.collective} ${r.process_group}`} />
-      {d.groups?.length > 0 ? <><h3>Per collective: start skew and wait, by process group</h3><CollectiveSkewView groups={d.groups} /></>
+      {d.groups?.length > 0 ? <><h3>Per collective: start skew and wait, by process group</h3>
+        {d.matching_note && <p class="note" role="note" id="matching-note">{d.matching_note}</p>}<CollectiveSkewView groups={d.groups} /></>
         : d.calls?.length > 0 && <><h3>Per collective: who arrived last and what the others waited</h3><CallsView calls={d.calls} /></>}
       {d.pipeline && <><h3>Pipeline stages (time per stage over the captured steps, idle = bubble)</h3><PipelineView p={d.pipeline} /></>}
       {d.all_to_all && <><h3>All-to-all traffic (expert parallelism): bytes sender → receiver</h3><AllToAllView a={d.all_to_all} /></>}

@@ -77,6 +77,31 @@ def _partitions(ranked: Sequence[tuple[int, RankSummary]]) -> dict[int, int]:
     return out
 
 
+def mixed_groups_note(ranked: Sequence[tuple[int, RankSummary]], by: str) -> str:
+    """A warning when calls without a process-group name (gloo) were matched over ranks that the
+    traces' ``distributedInfo`` splits into smaller groups no call sequence tells apart (e.g. the
+    tensor-parallel groups of a symmetric TP x DP run): matching by order then pairs calls of
+    different groups, so their waits, skews and bandwidths mix groups. Empty when not so."""
+    if by != "order":
+        return ""
+    part = _partitions(ranked)
+    members: dict[int, set[int]] = defaultdict(set)
+    for rank, s in ranked:
+        if any(not c.pg for c in s.calls):
+            members[part.get(rank, 0)].add(rank)
+    listed = {frozenset(g) for _, s in ranked for _, g in s.process_groups}
+    for ranks in members.values():
+        smaller = sorted(sorted(g) for g in listed if 1 < len(g) < len(ranks) and g <= ranks)
+        if smaller:
+            shown = ", ".join("{" + ",".join(map(str, g)) + "}" for g in smaller[:4])
+            more = f" and {len(smaller) - 4} more" if len(smaller) > 4 else ""
+            return (f"the calls name no process group (gloo) and the traces list smaller groups "
+                    f"({shown}{more}) among ranks {min(ranks)}-{max(ranks)}: calls were matched "
+                    "by order over all of them, so per-call waits, skews and bandwidths may "
+                    "pair calls of different groups")
+    return ""
+
+
 def match(ranked: Sequence[tuple[int, RankSummary]], by: str) -> dict[Key, dict[int, Call]]:
     """Calls of all ranks grouped into collectives: key -> {rank: call}."""
     part = _partitions(ranked) if by == "order" else {}

@@ -30,6 +30,7 @@ from stepscope.analysis.distributed.collectives import (
     group_tables,
     match,
     matched_by,
+    mixed_groups_note,
 )
 from stepscope.analysis.distributed.fsdp import Fsdp, reduce_fsdp
 from stepscope.analysis.distributed.pipeline import Pipeline, pipeline_view
@@ -141,6 +142,7 @@ class Distributed:
     all_to_all: AllToAll | None = None  # expert-parallel traffic (analysis/distributed/all_to_all)
     fsdp: Fsdp | None = None  # FSDP units' all-gathers, reduce-scatters (distributed/fsdp)
     matched_by: str = "order"  # "sequence": the trace's Seq; "order": position per group
+    matching_note: str = ""  # why order matching may pair calls of different groups (gloo)
     groups: tuple[GroupTable, ...] = ()  # per process group, every matched collective
     pipeline: Pipeline | None = None  # stages found from point-to-point traffic
 
@@ -264,6 +266,7 @@ def analyse_run(ranked: Sequence[tuple[int, RankSummary]], *, rank_source: str =
         rank_source=rank_source, ranks=tuple(rows), stragglers=tuple(stragglers),
         collectives=tuple(collectives), steps=steps, calls=tuple(matched), imbalance=imbalance,
         unmatched_calls=unmatched, failed=tuple(failed), matched_by=by,
+        matching_note=mixed_groups_note(ranked, by),
         groups=group_tables(ranked, groups),
         pipeline=pipeline_view({r: s.pipeline for r, s in ranked if s.pipeline is not None}),
         all_to_all=reduce_all_to_all(ranked), fsdp=reduce_fsdp(ranked),

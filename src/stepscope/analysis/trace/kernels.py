@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.classify import names
-from stepscope.model.trace import DEV_KERNEL, Trace
+from stepscope.model.trace import DEV_KERNEL, DeviceOps, Trace
 
 Arr = npt.NDArray[Any]
 
@@ -61,6 +61,19 @@ def _config_keys(configs: Arr) -> Arr:
     return mixed
 
 
+def _launch_means(dev: DeviceOps, sel: np.ndarray, inverse: np.ndarray, dur: np.ndarray,
+                  total: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+    """Per group: blocks per SM and occupancy averaged over the calls, weighted by duration,
+    and whether the trace records them at all."""
+    blocks = np.nan_to_num(dev.blocks_per_sm[sel].astype(np.float64), nan=0.0)
+    occ = np.nan_to_num(dev.occupancy_pct[sel].astype(np.float64), nan=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_blocks = np.bincount(inverse, weights=blocks * dur, minlength=m) / total
+        mean_occ = np.bincount(inverse, weights=occ * dur, minlength=m) / total
+    return (mean_blocks, mean_occ, bool(np.any(blocks > 0)),
+            bool(np.any(dev.occupancy_pct[sel] >= 0)))
+
+
 def kernel_stats(trace: Trace) -> list[KernelRow]:
     dev = trace.device
     sel = np.flatnonzero(dev.kind == DEV_KERNEL)
@@ -71,13 +84,7 @@ def kernel_stats(trace: Trace) -> list[KernelRow]:
     dur = dev.dur[sel].astype(np.float64)
     m = len(uniq)
     total, calls, mins, maxs = group_durations(inverse, dur, m)
-    blocks = np.nan_to_num(dev.blocks_per_sm[sel].astype(np.float64), nan=0.0)
-    occ = np.nan_to_num(dev.occupancy_pct[sel].astype(np.float64), nan=0.0)
-    has_blocks = bool(np.any(blocks > 0))
-    has_occ = bool(np.any(dev.occupancy_pct[sel] >= 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_blocks = np.bincount(inverse, weights=blocks * dur, minlength=m) / total
-        mean_occ = np.bincount(inverse, weights=occ * dur, minlength=m) / total
+    mean_blocks, mean_occ, has_blocks, has_occ = _launch_means(dev, sel, inverse, dur, total, m)
     configs = np.stack(
         (
             inverse,
@@ -142,13 +149,7 @@ def kernel_config_stats(trace: Trace) -> list[KernelRow]:
     m = len(first)
     dur = dev.dur[sel].astype(np.float64)
     total, calls, mins, maxs = group_durations(inverse, dur, m)
-    blocks = np.nan_to_num(dev.blocks_per_sm[sel].astype(np.float64), nan=0.0)
-    occ = np.nan_to_num(dev.occupancy_pct[sel].astype(np.float64), nan=0.0)
-    has_blocks = bool(np.any(blocks > 0))
-    has_occ = bool(np.any(dev.occupancy_pct[sel] >= 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_blocks = np.bincount(inverse, weights=blocks * dur, minlength=m) / total
-        mean_occ = np.bincount(inverse, weights=occ * dur, minlength=m) / total
+    mean_blocks, mean_occ, has_blocks, has_occ = _launch_means(dev, sel, inverse, dur, total, m)
     tc = names.mask(trace, names.is_tensor_core_kernel)
     rows = []
     for i in range(m):  # one row per distinct (name, configuration), not per event

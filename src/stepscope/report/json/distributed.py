@@ -79,6 +79,7 @@ def distributed_json(d: Distributed) -> dict[str, Any]:
         "all_to_all": all_to_all_json(d.all_to_all),
         "fsdp": fsdp_json(d.fsdp),
         "matched_by": d.matched_by,
+        "matching_note": d.matching_note or None,
         "groups": [_group(g) for g in d.groups],
         "pipeline": None if d.pipeline is None else pipeline_json(d.pipeline),
     }

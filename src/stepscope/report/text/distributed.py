@@ -47,6 +47,8 @@ def render_run_text(
     render_all_to_all(console, d.get("all_to_all"), top)
     render_fsdp(console, d.get("fsdp"), top)
     _groups(console, d["groups"], d["matched_by"], top)
+    if d.get("matching_note"):
+        hanging(console, "", Text("note: ", style="yellow") + Text(d["matching_note"]))
     _pipeline(console, d["pipeline"])
 
 
