@@ -193,6 +193,6 @@ def test_brief_numbers_on_a_real_trace() -> None:
            build_report(stepscope.load(str(path))))
     lines = out.getvalue().splitlines()
     assert lines[1] == "Step 177.59 ms: Kernel 56 %, DataLoader 33 %, CPU exec 8 %."
-    assert lines[2] == ("  • Training waits for the input pipeline (DataLoader) [high] up to "
-                        "59.26 ms per")
-    assert lines[3] == "    step (33 %)"
+    assert lines[2] == ("  • Training waits for the input pipeline (DataLoader) [high] saves "
+                        "58.98 ms per")
+    assert lines[3] == "    step (33 %, replayed)"

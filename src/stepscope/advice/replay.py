@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from stepscope.advice.finding import Finding, severity_for
-from stepscope.analysis.graph.fixes import NEEDS_NEXT_STEP, RULE_TRANSFORMS
+from stepscope.analysis.graph.fixes import DEVICE_ONLY, NEEDS_NEXT_STEP, RULE_TRANSFORMS
 from stepscope.analysis.graph.transforms import parse
 from stepscope.analysis.graph.whatif import Replayer, Timing
 from stepscope.analysis.suite import Analyses
@@ -36,10 +36,13 @@ def _replayer(analyses: Analyses) -> Replayer | None:
 def replay_findings(analyses: Analyses,
                     findings: list[Finding]) -> tuple[list[Finding], Combined | None]:
     one_window = len(analyses.windows) < 2
+    host_only = not analyses.trace.has_gpu
 
     def spec_of(f: Finding) -> str | None:
         spec = RULE_TRANSFORMS.get(f.id)
-        return None if spec is None or (one_window and spec in NEEDS_NEXT_STEP) else spec
+        if spec is None or (one_window and spec in NEEDS_NEXT_STEP):
+            return None
+        return None if host_only and spec in DEVICE_ONLY else spec
 
     modelled = [f for f in findings if spec_of(f) is not None]
     if not modelled:

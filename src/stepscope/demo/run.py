@@ -190,9 +190,10 @@ def _brief(console: Console, title: str, report: Report) -> None:
     if not shown:
         say(console, "No finding saves more than a few % of the step.")
     for f in shown:
-        hanging(console, "  • ", Text.assemble(
-            (f.title, "bold"), f" [{f.severity}] ",
-            f"up to {format_us(f.saving_us)} per step ({f.saving_pct:.0f} %)"))
+        saving = (f"saves {format_us(f.saving_us)} per step ({f.saving_pct:.0f} %, replayed)"
+                  if f.method == "replay" else
+                  f"up to {format_us(f.saving_us)} per step ({f.saving_pct:.0f} %)")
+        hanging(console, "  • ", Text.assemble((f.title, "bold"), f" [{f.severity}] ", saving))
 
 
 def _explore(console: Console, result: DemoResult) -> None:

@@ -216,8 +216,9 @@ BASELINE_OPERATOR_SERIES_TOP = 300  # operators per table (by name, by shape) wi
 
 
 # Views a diff never reads: a baseline file stays small without them (call stacks alone
-# were over half of a ResNet-50 baseline).
-NOT_IN_BASELINE = ("operators_by_stack", "kernels_by_operator", "memory", "modules")
+# were over half of a ResNet-50 baseline; the critical path's events are the largest view).
+NOT_IN_BASELINE = ("operators_by_stack", "kernels_by_operator", "memory", "modules",
+                   "critical_path", "kernels_by_config")
 
 
 def baseline_json(doc: dict[str, Any], summary: RunSummary) -> dict[str, Any]:

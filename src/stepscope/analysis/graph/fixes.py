@@ -34,3 +34,10 @@ def transform_for(rule_or_transform: str) -> str:
 # has no next step to start earlier, so it would predict ~0 for a fix that works: with fewer
 # than two windows such findings keep their bound.
 NEEDS_NEXT_STEP: frozenset[str] = frozenset({"drop_sync"})
+
+# Transforms that act on device work only (kernels, launches, collectives' streams). On a trace
+# without GPU work the same rules describe host work (e.g. elementwise ops run as CPU
+# operators), which these transforms do not touch: such findings keep their bound.
+DEVICE_ONLY: frozenset[str] = frozenset({
+    "remove_launch_overhead", "fuse_elementwise", "fuse_optimizer", "scale_kernels:tensor_cores",
+    "overlap_comm"})
