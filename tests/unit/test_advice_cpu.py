@@ -29,9 +29,12 @@ def capture(tmp_path: Path, body: Callable[[], object], steps: int = 4) -> list[
 def test_pointwise_heavy_cpu_loop(tmp_path: Path) -> None:
     x = torch.randn(256, 256)
 
+    # 200 multiplies per step: the pointwise work must outweigh one operator that the OS
+    # deschedules for a time slice on a loaded machine (with 20, a preempted copy operator
+    # once held 79 % of the operators' CPU self time and the copies rule fired instead)
     def body() -> object:
         y = x
-        for _ in range(20):
+        for _ in range(200):
             y = y * 1.0001
         return y
 
