@@ -18,7 +18,7 @@ CODE = """\
 # broadcast instead of materialising repeats/expands
 y = x * w.view(1, -1)            # not: x * w.repeat(n, 1)
 # keep views, avoid .contiguous() after permute where the consumer accepts strides
-q = q.transpose(1, 2)            # then F.scaled_dot_product_attention(q, k, v)
+x = x.permute(0, 2, 1)           # a view: most operators accept its strides as they are
 # let the compiler fuse layout changes into their consumers
 model = torch.compile(model)"""
 # already compiled: the same without the torch.compile line
