@@ -23,14 +23,15 @@ def _samples(*, oncpu: float = 0.0, runq: float = 0.0, state: str = "sleeping",
              phases: dict[str, float] | None = None, steps: bool = False,
              workers: int = 0, worker_demand: float = 0.0, worker_io: float = 0.0,
              gpu: dict[str, float] | None = None, n: int = N,
-             read: float = 0.0, states: list[str] | None = None) -> SystemSamples:
+             read: float = 0.0, states: list[str] | None = None,
+             worker_cpu: float | None = None) -> SystemSamples:
     """``n`` ticks at 10 Hz; phases given as shares of time, accumulated per tick."""
     t = [0.1 * (i + 1) for i in range(n)]
     cols: dict[str, list[Any]] = {
         "t": t, "cpu": [50.0] * n, "iowait": [0.0] * n, "tree_read": [read] * n,
         "main_oncpu": [oncpu] * n, "main_runqueue": [runq] * n, "main_state": states or [state] * n,
         "workers_count": [workers] * n, "workers_demand": [worker_demand * workers] * n,
-        "workers_cpu": [100 * worker_demand * workers] * n,
+        "workers_cpu": [(100 * worker_demand if worker_cpu is None else worker_cpu) * workers] * n,
         "workers_io": [worker_io * workers] * n,
     }
     hooked = phases is not None
@@ -456,3 +457,15 @@ def test_sampler_columns_line_up_when_the_phases_page_fails(
     lengths = {len(v) for v in sampler.columns.values()}
     assert lengths == {4}
     assert sampler.columns["phase_steps"] == [0, 0, 1.0, 1.0]  # 0 before, then carried
+
+
+def test_saturated_workers_waiting_for_a_cpu_are_not_told_to_add_workers() -> None:
+    """Workers that want a CPU 95 % of the time but run 14 % of a core wait for one: the host's
+    other processes hold the cores, so adding workers cannot help."""
+    v = verdict(_samples(oncpu=0.05, phases={"data": 0.9}, steps=True, workers=2,
+                         worker_demand=0.95, worker_cpu=14.0))
+    assert v.bound == "input" and "2 workers saturated, but waiting for a CPU" in v.next_step
+    assert "runs only 14% of a core" in v.next_step and "add workers" not in v.next_step
+    v = verdict(_samples(oncpu=0.05, phases={"data": 0.9}, steps=True, workers=2,
+                         worker_demand=0.95))
+    assert "(each runs 95% of a core" in v.next_step and "add workers" in v.next_step

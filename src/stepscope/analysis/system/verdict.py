@@ -143,15 +143,27 @@ def _input(s: Shares, data: float, n_cores: int) -> tuple[str, float, float, str
         return ("input", data, WAIT_SHARE,
                 waited + f"; its {s.workers} workers were each on a CPU or waiting for one "
                 f"{_pct(s.worker_demand)} of the time",
-                f"look at the DataLoader: {s.workers} workers saturated (each on a CPU "
-                f"{s.worker_cpu:.0f}% of a core, host CPU {s.host_cpu:.0f}% of "
-                f"{n_cores} cores): make the per-sample transform cheaper, or add workers "
-                "if cores are free")
+                _saturated_next(s, n_cores))
     return ("input", data, WAIT_SHARE,
             waited + f"; its {s.workers} workers were busy only {_pct(s.worker_demand)}",
             "look at the DataLoader: the workers are not the limit; suspect passing large "
             "batches between processes, a collate_fn or sampler in the main process, or "
             "prefetch_factor; `stepscope run` shows the main process's side")
+
+
+def _saturated_next(s: Shares, n_cores: int) -> str:
+    """Workers that want a CPU but mostly wait for one (they run under half their demand)
+    are starved by the rest of the host: more workers cannot help; cheaper samples or
+    freed cores can."""
+    head = f"look at the DataLoader: {s.workers} workers saturated"
+    if s.worker_cpu < 50.0 * s.worker_demand:
+        return (f"{head}, but waiting for a CPU: each wants one {_pct(s.worker_demand)} of "
+                f"the time and runs only {s.worker_cpu:.0f}% of a core, the host's "
+                f"{n_cores} cores being {s.host_cpu:.0f}% busy: free cores (other processes "
+                "compete for them) or make the per-sample transform cheaper")
+    return (f"{head} (each runs {s.worker_cpu:.0f}% of a core; host CPU "
+            f"{s.host_cpu:.0f}% of {n_cores} cores): make the per-sample transform cheaper, "
+            "or add workers if cores are free")
 
 
 def _io(s: Shares, value: float, who: str) -> tuple[str, float, float, str, str]:
