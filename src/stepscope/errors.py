@@ -57,4 +57,11 @@ def one_line(text: str, limit: int = 300) -> str:
     if len(flat) <= limit:
         return flat
     head = (limit - 1) // 2
-    return flat[:head] + "…" + flat[len(flat) - (limit - 1 - head):]
+    left, right = flat[:head], flat[len(flat) - (limit - 1 - head):]
+    # cut at spaces where there are some, so no word is left in pieces around the "…"
+    cut_left, cut_right = left.rfind(" "), right.find(" ")
+    if cut_left > head // 2:
+        left = left[:cut_left + 1]
+    if 0 <= cut_right < len(right) // 2:
+        right = right[cut_right:]
+    return left + "…" + right

@@ -463,3 +463,15 @@ def test_memory_on_a_tensorrt_profile_says_what_it_is(
     assert _one_line(capsys) == (f"stepscope: error: {profile}: a TensorRT trtexec export, not "
                                  "a memory snapshot or timeline (for engines use: stepscope "
                                  "report)")
+
+
+def test_one_line_elides_whole_words() -> None:
+    from stepscope.errors import one_line
+
+    text = " ".join(f"word{i}" for i in range(200))
+    short = one_line(text)
+    assert len(short) <= 300 and short.startswith("word0 ") and short.endswith(" word199")
+    left, right = short.split("…")
+    assert left.endswith(" ") and right.startswith(" ")  # no word cut around the ellipsis
+    assert set(left.split() + right.split()) <= set(text.split())
+    assert len(one_line("x" * 400)) == 300  # one long token: cut where it must be
