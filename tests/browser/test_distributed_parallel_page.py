@@ -175,3 +175,14 @@ def test_gloo_subgroups_note_on_the_page(page: Any, tmp_path: Path) -> None:
     assert note.inner_text() == doc["distributed"]["matching_note"]
     assert "{0,1}" in note.inner_text()
     assert not page.errors, page.errors
+
+
+def test_real_pipeline_capture_page(page: Any, tmp_path: Path) -> None:
+    doc = _report("pipeline_4stage_1f1b")
+    _open(page, tmp_path, doc, "pipeline")
+    page.wait_for_selector("#pipeline-chart canvas")
+    assert page.locator("#pipeline-table tbody tr").count() == 4
+    assert "point-to-point traffic only" in page.locator("#collectives-none").inner_text()
+    assert page.locator("#collectives-table").count() == 0
+    assert "schedule 1F1B" in page.locator("#pipeline-summary").inner_text()
+    assert not page.errors, page.errors

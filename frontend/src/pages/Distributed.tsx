@@ -149,9 +149,12 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
       {d.stragglers.length === 0 ? <p>No rank kept the others waiting.</p>
         : <Table id="stragglers-table" rows={d.stragglers} cols={STRAGGLERS} limit={rowLimit(d.ranks.length)} />}
       <h3>Last rank per step</h3>
-      <Table id="steps-table" rows={d.steps} cols={STEPS} />
+      {d.steps.length === 0 ? <p id="steps-none">No collective was matched across ranks, so no step has a last rank.</p>
+        : <Table id="steps-table" rows={d.steps} cols={STEPS} />}
       <h3>Collectives</h3>
-      <Table id="collectives-table" rows={d.collectives} cols={COLLECTIVES} searchKey={(r) => `${r.collective} ${r.process_group}`} />
+      {d.collectives.length === 0
+        ? <p id="collectives-none">No collectives in these traces{d.pipeline ? " (the ranks exchange point-to-point traffic only: see the pipeline stages below)" : ""}.</p>
+        : <Table id="collectives-table" rows={d.collectives} cols={COLLECTIVES} searchKey={(r) => `${r.collective} ${r.process_group}`} />}
       {d.groups?.length > 0 ? <><h3>Per collective: start skew and wait, by process group</h3>
         {d.matching_note && <p class="note" role="note" id="matching-note">{d.matching_note}</p>}<CollectiveSkewView groups={d.groups} /></>
         : d.calls?.length > 0 && <><h3>Per collective: who arrived last and what the others waited</h3><CallsView calls={d.calls} /></>}
