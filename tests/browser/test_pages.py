@@ -253,6 +253,7 @@ def test_compare_page_on_two_real_runs(page: Any, serve: Any) -> None:
     assert text(page, "#diff-step-new") == shown_us(st["new_us"], unit)
     assert text(page, "#diff-step-delta") == signed(st["delta_us"], unit)
     assert text(page, "#diff-verdict") == st["verdict"]
+    assert text(page, "#diff-noise") == st["noise_verdict"]  # the CLI's words for the test
     rows = page.locator("#diff-categories tbody tr")
     spent = [c for c in diff["categories"] if c["base_us"] or c["new_us"]]
     assert rows.count() == len(spent) == 7  # no communication in either run: left out

@@ -19,7 +19,7 @@ function changeCols(u: Unit): Column<D>[] {
     { key: "delta_us", label: `Δ ${u.label}`, num: true, value: (r) => r.delta_us, render: (r) => <span class={tone(r.delta_us)}>{signedIn(u, r.delta_us)}</span> },
     { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct, render: (r) => signed(r.delta_pct, 2) },
     { key: "share_of_step_change_pct", label: "share of step change %", num: true, value: (r) => r.share_of_step_change_pct, render: (r) => pct(r.share_of_step_change_pct) },
-    { key: "significant", label: "significant", value: sig, render: (r) => <span title={r.significance?.p_value != null ? `p = ${r.significance.p_value}` : ""}>{sig(r)}</span> },
+    { key: "significant", label: "significant", value: sig, render: (r) => <span title={r.noise_verdict ?? (r.significance?.p_value != null ? `p = ${r.significance.p_value}` : "")}>{sig(r)}</span> },
   ];
 }
 const catCols = (u: Unit): Column<D>[] => [{ key: "name", label: "category", value: (r) => r.name }, ...changeCols(u)];
@@ -111,7 +111,7 @@ function DiffView({ diff }: { diff: D }) {
     <section class="cards">
       <div class="card"><div class="label">step time base → new</div><div class="big"><span id="diff-step-base">{u.fmt(st.base_us)}</span> → <span id="diff-step-new">{u.fmt(st.new_us)}</span></div><div class="unit">{u.label} per step ({diff.base.steps} vs {diff.new.steps} steps)</div></div>
       <div class="card"><div class="label">change</div><div class={`big ${tone(st.delta_us)}`} id="diff-step-delta">{signedIn(u, st.delta_us)}</div><div class="unit">{u.label} ({signed(st.delta_pct, 2)} %)</div></div>
-      <div class="card"><div class="label">verdict</div><div class="big" id="diff-verdict">{st.verdict}</div><div class="unit">{st.significance ? `p = ${st.significance.p_value ?? "—"} (${st.significance.test})` : "no per-step samples"}</div></div>
+      <div class="card"><div class="label">verdict</div><div class="big" id="diff-verdict">{st.verdict}</div><div class="unit" id="diff-noise">{st.noise_verdict ?? (st.significance ? `p = ${st.significance.p_value ?? "—"} (${st.significance.test})` : "no per-step samples")}</div></div>
       {diff.gate.length > 0 && <div class="card"><div class="label">gate</div><div class={`big ${diff.passed ? "better" : "worse"}`} id="diff-gate-verdict">{diff.passed ? "passed" : "FAILED"}</div><div class="unit">{diff.gate.length} threshold{diff.gate.length > 1 ? "s" : ""}</div></div>}
     </section>
     {diff.main_change && <p id="diff-main">Main change: {diff.main_change}</p>}
