@@ -11,7 +11,7 @@ from rich.text import Text
 
 from stepscope.advice.finding import Finding
 from stepscope.report.text.layout import code_block, hanging
-from stepscope.units import format_us
+from stepscope.units import count, format_us
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "bold yellow", "low": "bold cyan"}
 
@@ -118,9 +118,10 @@ def render_whatif(doc: dict[str, Any] | None, console: Console, *,
     head.append(format_us(a["step_us"]), style="bold")
     head.append(f" per step ({doc['saving_pct']:.1f} % saved)")
     hanging(console, "", head)
-    applied = ", ".join(f"{x.get('apply', x['transform'])} ({x['events']} events)"
+    applied = ", ".join(f"{x.get('apply', x['transform'])} ({count(int(x['events']), 'event')})"
                         for x in doc["applied"])
     hanging(console, "  ", Text("applied: " + applied, style="dim"))
+    console.print("  time on the critical path, per step:", style="dim", highlight=False)
     width = max(len(v) for v in LABELS.values())
     for key, label in LABELS.items():
         before, after = b["by_category_us"].get(key, 0.0), a["by_category_us"].get(key, 0.0)
