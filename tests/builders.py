@@ -159,6 +159,15 @@ class TraceBuilder:
         dev = self.device_op(rt, kernel, k_ts, k_dur, cat=cat, stream=stream, **extra)
         return rt, dev
 
+    def small_launches(self, n: int, period: float, start: float = 5) -> None:
+        """``n`` operators ``period`` µs apart, each launching one 2 µs kernel with a 6 µs
+        call: a launch-bound stretch (the GPU idles between kernels, waiting for launches)."""
+        for i in range(n):
+            t = start + i * period
+            o = self.op("aten::add", t, 8)
+            self.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
+                        k_dur=2)
+
     def memory(self, ts: float, nbytes: int, *, device_type: int = 1, total: int = 0) -> None:
         self.events.append(
             {

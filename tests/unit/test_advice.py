@@ -67,11 +67,7 @@ def test_sync_leads_and_names_the_python_line(tmp_path: Path) -> None:
 def test_launch_bound(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
-        for i in range(1000):
-            t = 5 + i * 10
-            o = b.op("aten::add", t, 8)
-            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
-                     k_dur=2)
+        b.small_launches(1000, 10)
     fs = findings(b, tmp_path)
     f = next(f for f in fs if f.id == "launch-bound")
     assert f.saving_pct > 50  # 8 µs of every 10 µs idle, capped by 6 µs of launch
@@ -234,11 +230,7 @@ def test_first_user_frame() -> None:
 def test_launch_bound_saving_is_capped_by_launch_time(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
-        for i in range(1000):
-            t = 5 + i * 10
-            o = b.op("aten::add", t, 8)
-            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
-                     k_dur=2)
+        b.small_launches(1000, 10)
     f = next(f for f in findings(b, tmp_path) if f.id == "launch-bound")
     # host-wait idle 999 × 8 µs, launch calls 1000 × 6 µs less the 2 µs past the step's end
     assert f.saving_us == pytest.approx(5998.0)

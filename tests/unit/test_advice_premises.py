@@ -515,11 +515,7 @@ def test_launch_bound_caps_by_launch_overhead_not_a_first_launch_stall(tmp_path:
     # time in launch calls" and a HIGH saving; the other 13 calls take 3.7-12.7 µs
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
-        for i in range(100):
-            t = 5 + i * 50
-            o = b.op("aten::add", t, 8)
-            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
-                     k_dur=2)
+        b.small_launches(100, 50)
         o = b.op("aten::add", 5100, 3010)
         b.launch(o, "cudaLaunchKernel", 5101, 3000, kernel="void kernel_small", k_ts=8102,
                  k_dur=2)

@@ -83,11 +83,7 @@ def test_launch_bound_is_silent_when_work_is_queued(tmp_path: Path) -> None:
 def test_launch_bound_evidence_shows_the_gpu_waiting_for_launches(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
-        for i in range(1000):
-            t = 5 + i * 10
-            o = b.op("aten::add", t, 8)
-            b.launch(o, "cudaLaunchKernel", t + 1, 6, kernel="void kernel_small", k_ts=t + 8,
-                     k_dur=2)
+        b.small_launches(1000, 10)
     (f,) = [f for f in _findings(b, tmp_path) if f.id == "launch-bound"]
     assert any("999 gaps per step shorter than 1 ms" in e and "started 1.0 µs (median) after"
                in e for e in f.evidence)
