@@ -61,3 +61,13 @@ def test_resnet_dataloader_replay() -> None:
     after = rp.run((parse("drop_dataloader_wait"),)).after
     assert after.step_ns == pytest.approx(118_607_000, abs=1_000)
     assert after.by_category_ns["data_loading"] == 0
+
+
+def test_no_zero_length_path_where_the_graph_models_nothing() -> None:
+    """hta/cpu_only: a 210 ms step of gloo collective ranges only: no path, not "0 µs of 0 µs"."""
+    from tests.conftest import SHARED_TRACES
+
+    (path,) = (SHARED_TRACES / "hta" / "cpu_only").glob("*.json.gz")
+    a = run_analyses(load_trace(str(shared_trace(str(path.relative_to(SHARED_TRACES))))))
+    assert a.breakdown.avg_step_ns > 200_000_000
+    assert a.critical is None

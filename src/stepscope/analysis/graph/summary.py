@@ -39,11 +39,16 @@ class CriticalPaths:
 
 
 def critical_paths(trace: Trace, links: Links, windows: list[Window]) -> CriticalPaths | None:
-    """HTA's critical path per window (one loop iteration per window, each vectorised)."""
+    """HTA's critical path per window (one loop iteration per window, each vectorised).
+    Windows holding nothing the graph models (e.g. only collective ranges on a CPU trace)
+    have no path and are left out; None when no window has one (never a 0 µs path)."""
     if not windows:
         return None
     ix = index(trace, links)
-    results = tuple(critical_path(trace, links, w, mode="hta", ix=ix) for w in windows)
+    results = tuple(r for r in (critical_path(trace, links, w, mode="hta", ix=ix)
+                                for w in windows) if r.length_ns > 0)
+    if not results:
+        return None
     n = len(results)
     by = {k: sum(r.by_category_ns.get(k, 0) for r in results) / n for k in K.CATEGORIES}
     acc: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0])
