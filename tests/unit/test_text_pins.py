@@ -132,3 +132,34 @@ def test_run_text_figures_by_hand(tmp_path: Path) -> None:
             coll["algbw_gbps"], coll["busbw_gbps"]) == (2, 4e6, 8000, 2000, 4.0, 4.0)
     assert _cells(text, "allreduce ") == ["0", "2", "4,000,000", "8.00", "2.00", "4.000",
                                           "4.000"]
+
+
+def test_critical_path_and_whatif_text_equal_the_json() -> None:
+    """The text sections of the replay (all fixes together) and the critical path print the
+    JSON's figures (ResNet-50, kineto_resnet50/num_workers_0, one V100 run)."""
+    import pytest
+    from tests.conftest import shared_trace
+
+    import stepscope
+    from stepscope.report.text.render import render_text
+    from stepscope.units import format_us
+
+    path = shared_trace("kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+    report = build_report(stepscope.load(str(path)))
+    data = report.to_json()
+    console = _console(200)
+    render_text(report, console)
+    text = console.export_text()
+    cp, wi = data["critical_path"], data["whatif"]
+    assert cp["windows"] == 6 and cp["length_us"] == pytest.approx(96_714, abs=1)
+    assert (f"Critical path (longest dependency chain, HTA's definition; mean of 6 windows): "
+            f"{format_us(cp['length_us'])} of {format_us(cp['window_us'])}") in text
+    assert "bound by: CPU 70.3 %, data loading 29.7 %" in text
+    assert wi["before"]["step_us"] == pytest.approx(177_592, abs=1)
+    assert wi["after"]["step_us"] == pytest.approx(101_632, abs=1)
+    assert (f"All modelled fixes together (replayed step, docs/whatif.md): "
+            f"{format_us(wi['before']['step_us'])} → {format_us(wi['after']['step_us'])} per "
+            f"step ({wi['saving_pct']:.1f} % saved)") in text
+    row = _cells(text, "  data loading")
+    assert row == [format_us(wi["before"]["by_category_us"]["data_loading"]).split()[0], "ms",
+                   "→", "0.0", "µs"]

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from stepscope.advice.finding import Finding
 from stepscope.report.text.layout import code_block, hanging
+from stepscope.shortnames import short_name
 from stepscope.units import count, format_us
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "bold yellow", "low": "bold cyan"}
@@ -97,7 +98,7 @@ def render_critical(console: Console, cp: dict[str, Any] | None) -> None:
     hanging(console, "  ", Text("bound by: " + ", ".join(f"{LABELS[k]} {v:.1f} %"
                                                          for v, k in shares)))
     for e in cp["top_events"][:5]:
-        name = e["name"] if len(e["name"]) <= NAME_CHARS else e["name"][:NAME_CHARS - 1] + "…"
+        name = short_name(e["name"], NAME_CHARS)
         hanging(console, "  • ", Text(f"{format_us(e['on_path_us'])} {name} "
                                       f"({LABELS.get(e['category'], e['category'])})"))
 
