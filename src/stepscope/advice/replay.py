@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from stepscope.advice.finding import Finding, severity_for
 from stepscope.analysis.graph.fixes import DEVICE_ONLY, NEEDS_NEXT_STEP, RULE_TRANSFORMS
 from stepscope.analysis.graph.transforms import parse
-from stepscope.analysis.graph.whatif import Replayer, Timing
+from stepscope.analysis.graph.whatif import Replayer, Timing, WindowReplay
 from stepscope.analysis.suite import Analyses
 
 
@@ -52,13 +52,21 @@ def replay_findings(analyses: Analyses,
         return findings, None
     before_us = rp.before.step_ns / 1000.0
     step_us = analyses.breakdown.avg_step_ns / 1000.0 or before_us  # pct_of_step's base
+    runs: dict[tuple[str, ...], WindowReplay] = {}
+
+    def replay(specs: tuple[str, ...]) -> WindowReplay:
+        # rules sharing a transform (host-sync, sync-memcpy) replay it once
+        if specs not in runs:
+            runs[specs] = rp.run(tuple(parse(s) for s in specs))
+        return runs[specs]
+
     out: list[Finding] = []
     for f in findings:
         spec = spec_of(f)
         if spec is None:
             out.append(f)
             continue
-        after_us = rp.run((parse(spec),)).after.step_ns / 1000.0
+        after_us = replay((spec,)).after.step_ns / 1000.0
         saving = max(before_us - after_us, 0.0)
         pct = min(100.0 * saving / step_us, 100.0)
         out.append(dataclasses.replace(
@@ -69,6 +77,6 @@ def replay_findings(analyses: Analyses,
                       f"{f.saving_us:,.0f} µs"),
             severity=f.severity if f.saving_us == 0.0 else severity_for(pct, saving)))
     specs = tuple(dict.fromkeys(s for f in modelled if (s := spec_of(f)) is not None))
-    both = rp.run(tuple(parse(s) for s in specs))
+    both = replay(specs)
     return out, Combined(rp.before, both.after, specs,
                          tuple(dict.fromkeys(f.id for f in modelled)), both.touched)

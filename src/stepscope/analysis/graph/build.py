@@ -252,7 +252,7 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta",
     idle &= wait_end < launch_ts
     if hta:
         q_rt, q_k = ix.q_rt, ix.q_k
-        launch_rt_names = trace.string_ids(_hta_launch_name)[rt.name[rt_of]]
+        launch_rt_names = trace.string_ids(K.is_hta_launch)[rt.name[rt_of]]
         use_launch = idle & (q_rt[d] == 1) & (q_k[d] == 0) & launch_rt_names
         link_prev = ~use_launch & ~new_lane & (wait_end < prev_end)
         launch_w = ev_ts[dev_ev] - launch_ts
@@ -325,17 +325,6 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta",
         xs=np.concatenate(xs).astype(np.int64), xd=np.concatenate(xd).astype(np.int64),
         xw=np.concatenate(xw).astype(np.int64), xkind=np.concatenate(xk).astype(np.int8),
         xowner=np.concatenate(xo).astype(np.int64), waited=waited, launch_ns=typical)
-
-
-_HTA_LAUNCH = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
-                         "cudaMemcpyAsync", "cudaMemsetAsync", "hipLaunchKernel",
-                         "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync",
-                         "hipMemcpyWithStream"})
-
-
-def _hta_launch_name(name: str) -> bool:
-    """Calls HTA 0.5.0 counts in its launch queue (its launch-delay rule needs one)."""
-    return name in _HTA_LAUNCH
 
 
 def _in_dataloader(trace: Trace, dl: I64, ts: I64, end: I64, tid: npt.NDArray[np.int32]) -> B:

@@ -28,6 +28,12 @@ NO_CATEGORY = -1  # zero-weight dependency edges
 # HTA 0.5.0's list of calls whose end edge has zero weight (the wait is the device's time)
 HTA_BLOCKING = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
                           "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync"})
+# HTA 0.5.0's launch calls (its launch-delay rule needs one); narrower than
+# names.LAUNCH_CALLS | names.COPY_CALLS on purpose, to match HTA's graph
+HTA_LAUNCH = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                        "cudaMemcpyAsync", "cudaMemsetAsync", "hipLaunchKernel",
+                        "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync",
+                        "hipMemcpyWithStream"})
 # Calls that wait for the device (names.SYNC_CALLS) plus the asynchronous copies, which
 # block when they copy to or from pageable memory (decided per call from its timing)
 _WAITING = names.SYNC_CALLS | HTA_BLOCKING | {"hipMemcpyAsync", "cudaMemcpy2DAsync"}
@@ -39,6 +45,10 @@ _SYNC_ONLY = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaE
 
 def is_hta_blocking(name: str) -> bool:
     return name in HTA_BLOCKING
+
+
+def is_hta_launch(name: str) -> bool:
+    return name in HTA_LAUNCH
 
 
 def may_wait(name: str) -> bool:

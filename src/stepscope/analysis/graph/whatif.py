@@ -67,7 +67,6 @@ def _timing(trace: Trace, g: Graph, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_
             last = max(last, int((sol.t[start] + dur).max()))
     begin = int(sol.t[first_node]) if first_node >= 0 else 0
     span = max(last - begin, 0)
-    by = {k: v for k, v in by.items()}
     by["other"] = max(last - sum(by.values()), 0)  # before the path's first event
     # the path runs from the window start: what precedes the first step is not a step's
     if begin > 0:
