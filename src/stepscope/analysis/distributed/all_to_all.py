@@ -101,9 +101,8 @@ def _json(trace: Trace, sid: int) -> Any:
 
 class _Acc:
     def __init__(self) -> None:
-        self.peers: list[int] = []
+        self.peers: list[int] = []  # one entry per (call, peer): indexes sent and received
         self.sent: list[int] = []
-        self.recv_peers: list[int] = []
         self.received: list[int] = []
         self.calls = 0
         self.unmapped = 0
@@ -115,19 +114,16 @@ class _Acc:
             return
         self.peers += group
         self.sent += send
-        self.recv_peers += group
         self.received += recv
 
     def result(self) -> RankAllToAll | None:
         if not self.calls:
             return None
-        peers = np.unique(np.array(self.peers + self.recv_peers, dtype=np.int64))
+        peers, at = np.unique(np.array(self.peers, dtype=np.int64), return_inverse=True)
         sent = np.zeros(len(peers), dtype=np.int64)
         received = np.zeros(len(peers), dtype=np.int64)
-        np.add.at(sent, np.searchsorted(peers, np.array(self.peers, dtype=np.int64)),
-                  np.array(self.sent, dtype=np.int64))
-        np.add.at(received, np.searchsorted(peers, np.array(self.recv_peers, dtype=np.int64)),
-                  np.array(self.received, dtype=np.int64))
+        np.add.at(sent, at.reshape(-1), np.array(self.sent, dtype=np.int64))
+        np.add.at(received, at.reshape(-1), np.array(self.received, dtype=np.int64))
         return RankAllToAll(self.calls, peers, sent, received, self.unmapped)
 
 
