@@ -101,9 +101,8 @@ def _json(trace: Trace, sid: int) -> Any:
 
 class _Acc:
     def __init__(self) -> None:
-        self.peers: list[int] = []
+        self.peers: list[int] = []  # one entry per (call, peer): indexes sent and received
         self.sent: list[int] = []
-        self.recv_peers: list[int] = []
         self.received: list[int] = []
         self.calls = 0
         self.unmapped = 0
@@ -115,19 +114,16 @@ class _Acc:
             return
         self.peers += group
         self.sent += send
-        self.recv_peers += group
         self.received += recv
 
     def result(self) -> RankAllToAll | None:
         if not self.calls:
             return None
-        peers = np.unique(np.array(self.peers + self.recv_peers, dtype=np.int64))
+        peers, at = np.unique(np.array(self.peers, dtype=np.int64), return_inverse=True)
         sent = np.zeros(len(peers), dtype=np.int64)
         received = np.zeros(len(peers), dtype=np.int64)
-        np.add.at(sent, np.searchsorted(peers, np.array(self.peers, dtype=np.int64)),
-                  np.array(self.sent, dtype=np.int64))
-        np.add.at(received, np.searchsorted(peers, np.array(self.recv_peers, dtype=np.int64)),
-                  np.array(self.received, dtype=np.int64))
+        np.add.at(sent, at.reshape(-1), np.array(self.sent, dtype=np.int64))
+        np.add.at(received, at.reshape(-1), np.array(self.received, dtype=np.int64))
         return RankAllToAll(self.calls, peers, sent, received, self.unmapped)
 
 
@@ -145,6 +141,18 @@ def _split_bytes(splits: list[int] | None, nelems: int, esize: int, group: int) 
     return [s * (nelems // rows) * esize for s in splits]
 
 
+def _is_param_comms(name: str) -> bool:
+    return name == "record_param_comms"
+
+
+def _is_all_to_all(name: str) -> bool:
+    return name.startswith("alltoall")
+
+
+def _is_c10d_all_to_all(name: str) -> bool:
+    return name in (_C10D_BASE, _C10D_LIST)
+
+
 def _world_group(n: int, world: int | None) -> list[int] | None:
     return list(range(n)) if world is not None and n == world else None
 
@@ -153,11 +161,11 @@ def _from_param_comms(trace: Trace, acc: _Acc) -> None:
     from stepscope.analysis.distributed.rank import dtype_bytes
 
     c = trace.collectives
-    for i in np.flatnonzero(c.on_device == 0).tolist():
-        if trace.name(int(c.name[i])) != "record_param_comms":
-            continue
-        if not trace.name(int(c.collective[i])).startswith("alltoall"):
-            continue
+    # string masks, not a name lookup per collective: only the all-to-all calls are visited
+    picked = ((c.on_device == 0) & (c.name >= 0) & (c.collective >= 0)
+              & trace.string_ids(_is_param_comms)[c.name]
+              & trace.string_ids(_is_all_to_all)[c.collective])
+    for i in np.flatnonzero(picked).tolist():
         esize = dtype_bytes(trace.name(int(c.dtype[i])))
         ranks = _ints(trace.name(int(c.pg_ranks[i]))) if c.pg_ranks[i] >= 0 else None
         n = len(ranks) if ranks else int(c.group_size[i])
@@ -185,10 +193,10 @@ def _from_c10d(trace: Trace, acc: _Acc) -> None:
 
     h = trace.host
     world = trace.meta.world_size
-    for i in np.flatnonzero(h.kind == HOST_OP).tolist():
+    # a string mask, not a name lookup per host operator: only the c10d all-to-all ops are visited
+    picked = (h.kind == HOST_OP) & (h.name >= 0) & trace.string_ids(_is_c10d_all_to_all)[h.name]
+    for i in np.flatnonzero(picked).tolist():
         name = trace.name(int(h.name[i]))
-        if name not in (_C10D_BASE, _C10D_LIST):
-            continue
         dims = _json(trace, int(h.input_dims[i]))
         types = _json(trace, int(h.input_types[i]))
         if not isinstance(dims, list) or len(dims) < 2 or not isinstance(types, list) or not types:

@@ -150,7 +150,7 @@ def rank_fsdp(trace: Trace, calls: Sequence[Call], comp: iv.Union, starts: np.nd
         return None
     comp = _host_computation(trace, comp)
     computation = int(iv.measure_in(comp, starts, ends).sum()) if len(starts) else 0
-    ann = np.flatnonzero(v2)
+    ann = np.flatnonzero(trace.string_ids(_names_unit)[h.name] & (h.name >= 0))
     ops = np.flatnonzero(trace.string_ids(_is_fsdp_op)[h.name] & (h.kind == HOST_OP)
                          & (h.name >= 0))
     # per kind, its executions in start order and a cursor: pairing is in issue order
@@ -185,17 +185,21 @@ def rank_fsdp(trace: Trace, calls: Sequence[Call], comp: iv.Union, starts: np.nd
     return RankFsdp("FSDP2" if v2.any() else "FSDP1", units, computation)
 
 
+def _names_unit(name: str) -> bool:
+    return _UNIT.match(name) is not None
+
+
 def _unit(trace: Trace, ann: np.ndarray, op: int) -> str:
-    """The unit named by the innermost FSDP2 range around the op on its thread."""
+    """The unit named by the innermost unit-naming FSDP2 range (``ann``) around the op on its
+    thread."""
     h = trace.host
     if not len(ann):
         return ""
     inside = ann[(h.ts[ann] <= h.ts[op]) & (h.end[ann] >= h.end[op]) & (h.tid[ann] == h.tid[op])]
-    for i in inside[np.argsort(-h.ts[inside], kind="stable")].tolist():
-        m = _UNIT.match(trace.name(int(h.name[i])))
-        if m:
-            return m.group(1)
-    return ""
+    if not len(inside):
+        return ""
+    m = _UNIT.match(trace.name(int(h.name[inside[np.argmax(h.ts[inside])]])))
+    return m.group(1) if m else ""
 
 
 def reduce_fsdp(ranked: Sequence[tuple[int, RankSummary]]) -> Fsdp | None:
