@@ -148,3 +148,23 @@ def test_fsdp_rule_silent_when_all_gathers_are_hidden(tmp_path: Path) -> None:
     g = fsdp_prefetch.check_run(dataclasses.replace(dist, fsdp=bound))
     assert g is not None and g.fix.startswith("Communication-bound")
     assert "SHARD_GRAD_OP" in g.fix and "forward_prefetch=True" in g.fix
+
+
+def test_an_ops_unit_is_the_innermost_unit_range_still_open(tmp_path: Path) -> None:
+    """Unit ranges nest on a thread: an op belongs to the innermost one around it, not to a
+    later-starting sibling that already ended, and to none outside every unit range."""
+    from stepscope.analysis.distributed.fsdp import _is_fsdp_op, _names_unit, _units
+
+    b = TraceBuilder()
+    with b.step(1, 0, 1000):
+        b.op("FSDP::all_gather (outer)", 10, 500)
+        b.op("FSDP::all_gather (inner)", 20, 50)
+        b.op("c10d::_allgather_base_", 30, 10)  # in inner
+        b.op("c10d::_allgather_base_", 100, 10)  # inner ended: outer
+        b.op("c10d::_allgather_base_", 700, 10)  # in no unit
+    t = b.load(tmp_path)
+    h = t.host
+    ann = np.flatnonzero(t.string_ids(_names_unit)[h.name] & (h.name >= 0))
+    ops = np.flatnonzero(t.string_ids(_is_fsdp_op)[h.name] & (h.name >= 0))
+    ops = ops[np.argsort(h.ts[ops], kind="stable")]
+    assert _units(t, ann, ops) == ["inner", "outer", ""]

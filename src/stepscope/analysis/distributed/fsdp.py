@@ -158,15 +158,16 @@ def rank_fsdp(trace: Trace, calls: Sequence[Call], comp: iv.Union, starts: np.nd
              for kind, colls in _EXECUTES.items()}
     cursor = dict.fromkeys(execs, 0)
     spans: list[tuple[str, str, int, int, int]] = []
-    for i in ops[np.argsort(h.ts[ops], kind="stable")].tolist():
+    ordered = ops[np.argsort(h.ts[ops], kind="stable")]
+    unit_of = dict(zip(ordered.tolist(), _units(trace, ann, ordered), strict=True))
+    for i in ordered.tolist():
         kind = _OPS[trace.name(int(h.name[i]))]
         todo, k = execs[kind], cursor[kind]
         while k < len(todo) and todo[k].start_ns < h.ts[i]:
             k += 1  # an execution before the op is not its own (the op was cut off)
         if k < len(todo):
             c = todo[k]
-            spans.append((_unit(trace, ann, i), kind, c.start_ns, c.start_ns + c.dur_ns,
-                          c.nbytes))
+            spans.append((unit_of[i], kind, c.start_ns, c.start_ns + c.dur_ns, c.nbytes))
             k += 1
         cursor[kind] = k
     if not spans:
@@ -189,17 +190,33 @@ def _names_unit(name: str) -> bool:
     return _UNIT.match(name) is not None
 
 
-def _unit(trace: Trace, ann: np.ndarray, op: int) -> str:
-    """The unit named by the innermost unit-naming FSDP2 range (``ann``) around the op on its
-    thread."""
+def _units(trace: Trace, ann: np.ndarray, ops: np.ndarray) -> list[str]:
+    """Per op, the unit named by the innermost unit-naming FSDP2 range (``ann``) around it on
+    its thread, "" when none: per thread, the ranges nest (a thread's ranges are a stack), so
+    the innermost one around an op is the last to start before it or one of its ancestors
+    (``intervals.nest_sorted``), found for all ops at once one nesting level at a time."""
     h = trace.host
-    if not len(ann):
-        return ""
-    inside = ann[(h.ts[ann] <= h.ts[op]) & (h.end[ann] >= h.end[op]) & (h.tid[ann] == h.tid[op])]
-    if not len(inside):
-        return ""
-    m = _UNIT.match(trace.name(int(h.name[inside[np.argmax(h.ts[inside])]])))
-    return m.group(1) if m else ""
+    out = [""] * len(ops)
+    for tid in np.unique(h.tid[ops]).tolist():
+        rng = ann[h.tid[ann] == tid]
+        at = np.flatnonzero(h.tid[ops] == tid)
+        if not len(rng):
+            continue
+        rng = rng[np.lexsort((-h.end[rng], h.ts[rng]))]  # start asc, end desc
+        start, end = h.ts[rng], h.end[rng]
+        depth, parent = iv.nest_sorted(start, end)
+        cand = np.searchsorted(start, h.ts[ops[at]], side="right") - 1
+        op_end = h.end[ops[at]]
+        for _ in range(int(depth.max()) + 1):  # climb while the candidate ends too early
+            short = (cand >= 0) & (end[np.maximum(cand, 0)] < op_end)
+            if not short.any():
+                break
+            cand = np.where(short, parent[np.maximum(cand, 0)], cand)
+        for j, c in zip(at.tolist(), cand.tolist(), strict=True):
+            if c >= 0:
+                m = _UNIT.match(trace.name(int(h.name[rng[c]])))
+                out[j] = m.group(1) if m else ""
+    return out
 
 
 def reduce_fsdp(ranked: Sequence[tuple[int, RankSummary]]) -> Fsdp | None:
