@@ -51,7 +51,7 @@ export function CriticalPath({ report, trace }: PageProps) {
           <div class="big" id="cp-window">{lenU.fmt(cp.window_us)}</div><div class="unit">{lenU.label}</div></div>
         <div class="card"><div class="label">path / window</div><div class="big" id="cp-share">{pct(share)}</div><div class="unit">%</div></div>
         <div class="card cp-note-card"><div class="label">CPU-bound</div><div class="big" id="cp-cpu">{pct(cp.bound_by_pct.cpu)}</div>
-          <div class="unit">% of the path; all host time <span id="cp-host">{pct(host)}</span> % (cpu + sync + data_loading: HTA's cpu_bound)</div></div>
+          <div class="unit">% of the path; all host time <span class="nowrap"><span id="cp-host">{pct(host)}</span>&nbsp;%</span> (cpu + sync + data_loading: HTA's cpu_bound)</div></div>
         <Prediction report={report} />
       </section>
       <p class="dim" id="cp-definition">{cp.definition}. The longest chain of dependent work (host threads, launches, streams,
