@@ -76,6 +76,7 @@ class Graph:
     def xcat(self) -> I8:
         out = np.full(len(self.xs), K.SYNC_CAT, dtype=np.int8)
         out[self.xkind == K.LAUNCH] = K.LAUNCH_OVERHEAD
+        out[self.xkind == K.ISSUE] = K.COMMUNICATION  # queued for the backend's thread
         return out
 
 
@@ -100,7 +101,8 @@ def index(trace: Trace, links: Links) -> Index:
     return Index(o.astype(np.int64), d_rt[o], q_rt, q_k, dl.astype(np.int64))
 
 
-def _select(trace: Trace, ix: Index, ws: int, we: int, mode: str) -> tuple[I64, I64, I64]:
+def _select(trace: Trace, ix: Index, ws: int, we: int, mode: str,
+            extra_host: I64 | None = None) -> tuple[I64, I64, I64]:
     host, rt, dev = trace.host, trace.runtime, trace.device
     lo, hi = np.searchsorted(host.ts, [ws, we], side="left")[0], np.searchsorted(
         host.ts, we, side="right")
@@ -110,6 +112,8 @@ def _select(trace: Trace, ix: Index, ws: int, we: int, mode: str) -> tuple[I64, 
         keep |= names.mask(trace, names.is_dataloader)[host.name[h]] & (host.dur[h] > 0)
         # ProfilerStep#N is a cpu_op in torch 1.x: a marker around the step, not work
         keep &= ~names.mask(trace, names.is_profiler_step)[host.name[h]]
+    if extra_host is not None and len(extra_host):  # e.g. gloo's work ranges (a run's graph)
+        keep |= np.isin(h, extra_host) & (host.dur[h] > 0)
     h = h[keep]
     r0, r1 = int(np.searchsorted(rt.ts, ws, side="left")), int(np.searchsorted(rt.ts, we,
                                                                               side="right"))
@@ -197,13 +201,15 @@ def _queue_idle(trace: Trace, links: Links) -> tuple[I64, I64]:
 
 
 def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta",
-          ix: Index | None = None) -> Graph:
+          ix: Index | None = None, extra_host: I64 | None = None) -> Graph:
     """The graph of the events in ``[ws, we]`` (host ranges and runtime calls starting in
-    it, device ops launched by those calls), as HTA 0.5.0 clips a window."""
+    it, device ops launched by those calls), as HTA 0.5.0 clips a window. ``extra_host``:
+    host rows to take although they are not operators (a run's collectives on CPU: the
+    backend's work ranges, analysis/graph/hostcomm.py)."""
     hta = mode == "hta"
     host, rt, dev = trace.host, trace.runtime, trace.device
     ix = ix or index(trace, links)
-    h, r, d = _select(trace, ix, ws, we, mode)
+    h, r, d = _select(trace, ix, ws, we, mode, extra_host)
     n_h = len(h) + len(r)
     fam = np.concatenate((np.full(len(h), K.HOST), np.full(len(r), K.RUNTIME),
                           np.full(len(d), K.DEVICE))).astype(np.int8)
