@@ -14,10 +14,13 @@ In one process, on the trace loaded once (from the Arrow cache, so reading is no
 * ``every transform``: the same graph replayed with each transform on its own and with
   every rule's together (10 replays; more than any report runs);
 * ``ratio`` = (critical path + report's replays) / other analyses (goal <= 1), and
-  ``ratio (every transform)``.
+  ``ratio (every transform)``; with ``--repeat N`` every part is timed N times, the parts
+  interleaved, and the medians are used (the machine's load drifts: a part timed alone
+  under a burst of other jobs would make a ratio of noise).
 
     python benchmarks/bench_critical_path.py                 # 300M
     python benchmarks/bench_critical_path.py --sizes 100M 1G --json
+    python benchmarks/bench_critical_path.py --sizes 100M 300M 1G --repeat 5   # medians
 """
 
 from __future__ import annotations
@@ -45,7 +48,12 @@ def _trace(size: int) -> Path:
     return out
 
 
-def measure(path: Path) -> dict[str, float]:
+def measure(path: Path, repeat: int = 1) -> dict[str, float]:
+    """Each part timed ``repeat`` times, interleaved (other analyses, critical path, rules,
+    replays, again and again) so that every part sees the same drift of the machine's load;
+    the medians are reported, and the ratio of the medians."""
+    from statistics import median
+
     import stepscope
     from stepscope.advice import advise
     from stepscope.advice.replay import replay_findings
@@ -58,49 +66,69 @@ def measure(path: Path) -> dict[str, float]:
 
     trace = stepscope.load(str(path))  # fills the cache on the first run
     trace = stepscope.load(str(path))
-    t = time.perf_counter()
-    a = run_analyses(trace)
-    t_suite = time.perf_counter() - t
-    t = time.perf_counter()
-    critical_paths(trace, a.links, step_windows(a.steps))
-    t_cp = time.perf_counter() - t
-    t = time.perf_counter()
-    findings = advise(a, replay=False)
-    t_rules = time.perf_counter() - t
-    t = time.perf_counter()
-    replayed, _ = replay_findings(a, findings)
-    t_report = time.perf_counter() - t
-    t = time.perf_counter()
-    rp = Replayer(trace, a.links, list(a.windows))
-    for spec in TRANSFORMS:
-        rp.run((parse(spec),))
-    rp.run(tuple(parse(s) for s in dict.fromkeys(RULE_TRANSFORMS.values())))
-    t_replay = time.perf_counter() - t
-    other = t_suite - t_cp + t_rules
+    parts: dict[str, list[float]] = {"other_s": [], "critical_path_s": [],
+                                     "report_replays_s": [], "every_transform_s": [],
+                                     "ratio": []}
+    for _ in range(repeat):
+        t = time.perf_counter()
+        a = run_analyses(trace)
+        t_suite = time.perf_counter() - t
+        t = time.perf_counter()
+        critical_paths(trace, a.links, step_windows(a.steps))
+        t_cp = time.perf_counter() - t
+        t = time.perf_counter()
+        findings = advise(a, replay=False)
+        t_rules = time.perf_counter() - t
+        t = time.perf_counter()
+        replayed, _ = replay_findings(a, findings)
+        t_report = time.perf_counter() - t
+        t = time.perf_counter()
+        rp = Replayer(trace, a.links, list(a.windows))
+        for spec in TRANSFORMS:
+            rp.run((parse(spec),))
+        rp.run(tuple(parse(s) for s in dict.fromkeys(RULE_TRANSFORMS.values())))
+        t_replay = time.perf_counter() - t
+        other = t_suite - t_cp + t_rules
+        for k, v in (("other_s", other), ("critical_path_s", t_cp),
+                     ("report_replays_s", t_report), ("every_transform_s", t_replay),
+                     ("ratio", (t_cp + t_report) / other if other else float("nan"))):
+            parts[k].append(v)
+    med = {k: median(v) for k, v in parts.items()}
+    other = med["other_s"]
     return {"events": float(trace.meta.events), "steps": float(len(a.steps.steps)),
             "graph_nodes": float(2 * rp.graph.events),
             "replayed_findings": float(sum(f.method == "replay" for f in replayed)),
-            "other_s": other, "critical_path_s": t_cp, "report_replays_s": t_report,
-            "every_transform_s": t_replay,
-            "ratio": (t_cp + t_report) / other if other else float("nan"),
-            "ratio_every_transform": (t_cp + t_replay) / other if other else float("nan")}
+            "repeats": float(repeat),
+            "other_s": other, "critical_path_s": med["critical_path_s"],
+            "report_replays_s": med["report_replays_s"],
+            "every_transform_s": med["every_transform_s"],
+            "ratio": (med["critical_path_s"] + med["report_replays_s"]) / other
+            if other else float("nan"),
+            "median_ratio": med["ratio"],
+            "max_ratio": max(parts["ratio"]),
+            "ratio_every_transform": (med["critical_path_s"] + med["every_transform_s"]) / other
+            if other else float("nan")}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", nargs="+", type=parse_size, default=[parse_size("300M")])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time each part this many times, interleaved; medians reported")
     args = ap.parse_args(argv)
     rows = []
     for size in args.sizes:
-        row = {"size_mb": size / 1e6, **measure(_trace(size))}
+        row = {"size_mb": size / 1e6, **measure(_trace(size), args.repeat)}
         rows.append(row)
         if not args.json:
             print(f"{row['size_mb']:.0f} MB, {row['events']:.0f} events, {row['steps']:.0f} "
                   f"steps, {row['graph_nodes']:.0f} graph nodes: other analyses "
                   f"{row['other_s']:.2f} s, critical path {row['critical_path_s']:.2f} s, "
                   f"report's replays ({row['replayed_findings']:.0f} findings + together) "
-                  f"{row['report_replays_s']:.2f} s, ratio {row['ratio']:.2f}; every "
+                  f"{row['report_replays_s']:.2f} s, ratio {row['ratio']:.2f} (per repeat: "
+                  f"median {row['median_ratio']:.2f}, max {row['max_ratio']:.2f}, "
+                  f"{row['repeats']:.0f} repeats); every "
                   f"transform ({len(TRANSFORMS) + 2} replays) {row['every_transform_s']:.2f} s, "
                   f"ratio {row['ratio_every_transform']:.2f}")
     if args.json:

@@ -141,6 +141,7 @@ def test_run_report_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(DIST / "moe_skew"), "--executor", "serial"]) == 0
     out = capsys.readouterr().out
     assert "Critical path across ranks" in out and "runs through rank 3" in out
+    assert "the straggler" in out and cp["straggler"] == 3
 
 
 def test_mixed_groups_are_not_joined() -> None:

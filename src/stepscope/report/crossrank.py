@@ -85,4 +85,8 @@ def run_graph(paths: Sequence[str], ranked: Sequence[tuple[int, RankSummary]], *
             return Built(None, f"rank {rank} ({path}) has no step to analyse")
         inputs.append(RankInput(rank, trace, links, windows))
     joins, note = joins_of(ranked)
+    if any(s.pipeline is not None for _, s in ranked):
+        p2p = ("pipeline stages pass activations by send/recv, which the graph does not join "
+               "across ranks: the path crosses ranks at collectives only")
+        note = f"{note}; {p2p}" if note else p2p
     return Built(RunGraph(inputs, joins), note)

@@ -46,9 +46,10 @@ class PathResult:
 
 
 def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
-                   lead_ns: int = 0) -> tuple[dict[str, int], list[PathEvent], int]:
+                   lead_ns: int = 0, with_events: bool = True
+                   ) -> tuple[dict[str, int], list[PathEvent], int]:
     """Categories and events of the path ending at ``end_node`` (``lead_ns``: time before
-    the path's first node, counted as ``other``)."""
+    the path's first node, counted as ``other``; ``with_events=False``: categories only)."""
     pos, cross = backtrack(sol, g.order, g.xs, end_node)
     cat = g.cat[pos]
     weights = w[pos]
@@ -64,29 +65,44 @@ def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64,
     by_category = {k: int(v) for k, v in zip(K.CATEGORIES, by.round().tolist(), strict=True)}
     if lead_ns > 0:
         by_category["other"] = lead_ns
+    if not with_events:
+        return by_category, [], len(pos) + len(cross)
     has = (all_o >= 0) & keep
     per_ev = np.bincount(all_o[has], weights=all_w[has], minlength=g.events)
-    ev_cat = g.ev_cat.astype(np.int64)
     touched = np.flatnonzero(per_ev > 0)
     top = touched[np.argsort(-per_ev[touched], kind="stable")][:PATH_EVENTS]
-    events = [_event(trace, g, int(e), int(per_ev[e]), int(ev_cat[e])) for e in top.tolist()]
+    events = path_events(trace, g, top, per_ev[top].astype(np.int64), g.ev_cat[top])
     return by_category, events, len(pos) + len(cross)
 
 
-def _event(trace: Trace, g: Graph, e: int, on_path: int, cat: int) -> PathEvent:
-    row = int(g.row[e])
-    fam = int(g.fam[e])
-    if fam == K.DEVICE:
-        dev = trace.device
-        k = int(dev.kind[row])
-        kind = "kernel" if k == DEV_KERNEL else "memcpy" if k == DEV_MEMCPY else "memset"
-        return PathEvent(trace.name(int(dev.name[row])), kind, int(dev.ts[row]),
-                         int(dev.dur[row]), int(dev.stream[row]), None, on_path,
-                         K.CATEGORIES[cat])
-    table = trace.host if fam == K.HOST else trace.runtime
-    return PathEvent(trace.name(int(table.name[row])), "cpu_op" if fam == K.HOST else "runtime",
-                     int(table.ts[row]), int(table.dur[row]),
-                     None, trace.name(int(table.tid[row])), on_path, K.CATEGORIES[cat])
+def path_events(trace: Trace, g: Graph, ids: I64, on_path: I64,
+                cats: npt.NDArray[np.int8]) -> list[PathEvent]:
+    """The events ``ids`` of ``g`` (at most PATH_EVENTS: one object each), their columns
+    gathered per table at once."""
+    out: list[PathEvent | None] = [None] * len(ids)
+    strings = trace.strings
+    on, cat = on_path.tolist(), [K.CATEGORIES[c] for c in cats.tolist()]
+    fam = g.fam[ids]
+    rows = g.row[ids]
+    dev = trace.device
+    sel = np.flatnonzero(fam == K.DEVICE)
+    r = rows[sel]
+    kinds = ["kernel" if k == DEV_KERNEL else "memcpy" if k == DEV_MEMCPY else "memset"
+             for k in dev.kind[r].tolist()]
+    for j, i, n, t, d, st in zip(sel.tolist(), range(len(sel)), dev.name[r].tolist(),
+                                 dev.ts[r].tolist(), dev.dur[r].tolist(),
+                                 dev.stream[r].tolist(), strict=True):
+        out[j] = PathEvent(strings[n] if n >= 0 else "", kinds[i], t, d, st, None, on[j],
+                           cat[j])
+    for f, table, kind in ((K.HOST, trace.host, "cpu_op"), (K.RUNTIME, trace.runtime,
+                                                            "runtime")):
+        sel = np.flatnonzero(fam == f)
+        r = rows[sel]
+        for j, n, t, d, th in zip(sel.tolist(), table.name[r].tolist(), table.ts[r].tolist(),
+                                  table.dur[r].tolist(), table.tid[r].tolist(), strict=True):
+            out[j] = PathEvent(strings[n] if n >= 0 else "", kind, t, d, None,
+                               strings[th] if th >= 0 else "", on[j], cat[j])
+    return [e for e in out if e is not None]
 
 
 def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",

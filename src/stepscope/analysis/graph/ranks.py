@@ -30,7 +30,7 @@ import numpy.typing as npt
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.build import Graph, build
-from stepscope.analysis.graph.critical import PATH_EVENTS, PathEvent, _event
+from stepscope.analysis.graph.critical import PATH_EVENTS, PathEvent, path_events
 from stepscope.analysis.graph.hostcomm import wire
 from stepscope.analysis.graph.solve import NEG, SPAN, Solution, backtrack, longest_sliced
 from stepscope.analysis.graph.transforms import Edit, Transform
@@ -488,6 +488,7 @@ class RunGraph:
             return RunPathEvent(ev, self.inputs[rel].rank,
                                 self.inputs[waited_on].rank if waited_on >= 0 else None)
         g, inp = self.graphs[rank_idx], self.inputs[rank_idx]
-        local = e - int(self.eoff[rank_idx])
-        return RunPathEvent(_event(inp.trace, g, local, on_path, int(g.ev_cat[local])),
-                            inp.rank, None)
+        local = np.array([e - int(self.eoff[rank_idx])], dtype=np.int64)
+        ev = path_events(inp.trace, g, local, np.array([on_path], dtype=np.int64),
+                         g.ev_cat[local])[0]
+        return RunPathEvent(ev, inp.rank, None)

@@ -35,10 +35,10 @@ class Solution:
 
 
 def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
-            max_rounds: int = 100_000) -> Solution:
+            max_rounds: int = 100_000, check_span: bool = True) -> Solution:
     n = len(anchor)
     m = len(order)
-    if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
+    if check_span and m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
         raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
     seg = np.cumsum(first) - 1
     w_eff = np.where(first, 0, w)
@@ -49,7 +49,7 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(m)
     t = np.full(n, NEG, dtype=np.int64)
-    entry = np.arange(m)
+    a = np.full(m, 2 * NEG, dtype=np.int64) + offset
     rounds = 0
     while True:
         rounds += 1
@@ -59,20 +59,21 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
             np.maximum.at(c, xd[ok], t[xs[ok]] + xw[ok])
         cpos = c[order]
         a = np.where(cpos > NEG, cpos - s, 2 * NEG) + offset
-        run = np.maximum.accumulate(a)
-        # enter at the latest position that raised the running maximum (chain preferred
-        # on ties: a strict rise is needed)
-        prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
-        rise = first | (a > prev)
-        entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
-        val = run - offset
-        new = np.where(val > NEG // 2, val + s, NEG)
-        t_new = np.full(n, NEG, dtype=np.int64)
-        t_new[order] = new
-        if np.array_equal(t_new, t) or rounds >= max_rounds:
-            t = t_new
+        val = np.maximum.accumulate(a) - offset
+        t = np.full(n, NEG, dtype=np.int64)
+        t[order] = np.where(val > NEG // 2, val + s, NEG)
+        # done when no cross edge would raise its destination: the next round's arrivals
+        # lie between this round's and these times, which the chains then reproduce
+        src = t[xs]
+        live = src > NEG
+        if not (live & (src + xw > t[xd])).any() or rounds >= max_rounds:
             break
-        t = t_new
+    # enter at the latest position that raised the running maximum (chain preferred on
+    # ties: a strict rise is needed)
+    run = np.maximum.accumulate(a)
+    prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
+    rise = first | (a > prev)
+    entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
     via = np.full(n, -1, dtype=np.int64)
     ok = t[xs] > NEG
     arrive = np.where(ok, t[xs] + xw, NEG)
@@ -105,6 +106,7 @@ def backtrack(sol: Solution, order: I64, xs: I64, end_node: int) -> tuple[I64, I
 
 
 MAX_SLICES = 4096  # a slice costs a few numpy calls: cap their number on huge traces
+MIN_SLICE = 2048  # positions: smaller slices join the next (see longest_sliced)
 
 
 def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
@@ -116,6 +118,8 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
     run forward in recorded time; a node whose edge would cross back is moved to its
     source's slice."""
     n, m = len(anchor), len(order)
+    if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
+        raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
     cuts = np.unique(cuts)
     if len(cuts) > MAX_SLICES:
         cuts = cuts[np.linspace(0, len(cuts) - 1, MAX_SLICES).astype(np.int64)]
@@ -132,13 +136,21 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
         if not back.any():
             break
         np.maximum.at(sl, xd[back], sl[xs[back]])
+    # a slice costs a few dozen numpy calls whatever its size: slices smaller than
+    # MIN_SLICE positions join the next ones (a non-decreasing renumbering, so edges still
+    # run forward); the rounds of a joined slice grow with the waits it holds, over few nodes
+    sizes = np.bincount(sl[order], minlength=int(sl.max()) + 1)
+    sl = ((np.cumsum(sizes) - sizes) // MIN_SLICE)[sl]
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(m)
     s_pos = sl[order]
-    p_sort = np.argsort(s_pos, kind="stable")  # positions by slice, chain order kept
+    # slice numbers fit 16 bits (MAX_SLICES): numpy's stable sort is then a radix sort
+    key = s_pos.astype(np.int16) if int(s_pos.max()) < (1 << 15) else s_pos
+    p_sort = np.argsort(key, kind="stable")  # positions by slice, chain order kept
     bounds = np.searchsorted(s_pos[p_sort], np.arange(int(s_pos.max()) + 2))
     x_sl = sl[xd]
-    x_sort = np.argsort(x_sl, kind="stable")
+    x_key = x_sl.astype(np.int16) if int(s_pos.max()) < (1 << 15) else x_sl
+    x_sort = np.argsort(x_key, kind="stable")
     x_bounds = np.searchsorted(x_sl[x_sort], np.arange(int(s_pos.max()) + 2))
     t = np.full(n, NEG, dtype=np.int64)
     entry = np.arange(m)
@@ -180,7 +192,7 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
             kind[d[win]] = 2
             ext_edge[d[win]] = outer[win]
         sub = longest(np.arange(len(p)), sub_first, w[p], local(xs[inner]), local(xd[inner]),
-                      xw[inner], a)
+                      xw[inner], a, check_span=False)
         rounds = max(rounds, sub.rounds)
         t[nodes] = sub.t
         # entries back to global positions; a carried entry continues the previous slice's

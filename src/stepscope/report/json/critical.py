@@ -97,6 +97,8 @@ def run_path_json(p: RunPath | None, note: str) -> dict[str, Any] | None:
         "length_us": _us(p.length_ns),
         "end_rank": p.end_rank,
         "runs_through_rank": p.runs_through_rank,
+        # a straggler only where collectives join the ranks (else each rank runs alone)
+        "straggler": p.runs_through_rank if p.joined_calls else None,
         "by_rank_us": {str(r): _us(v) for r, v in p.by_rank_ns.items()},
         "waits": [{"collective": w.label, "rank": w.rank, "waited_on_rank": w.waited_on_rank,
                    "wait_us": _us(w.wait_ns)} for w in p.waits],

@@ -122,9 +122,11 @@ def _critical_path(console: Console, cp: dict[str, Any] | None, top: int) -> Non
     through = cp["runs_through_rank"]
     share = cp["by_rank_us"].get(str(through), 0.0)
     pct = 100.0 * share / cp["length_us"] if cp["length_us"] else 0.0
+    role = ("the straggler: the ranks' collectives wait for it" if cp.get("straggler")
+            is not None else "no collective joins the ranks")
     hanging(console, "", Text(
         f"{format_us(cp['length_us'])} per step, ending on rank {cp['end_rank']}; it runs through "
-        f"rank {through} ({pct:.0f} % of it on that rank's events: the straggler); slowest "
+        f"rank {through} ({pct:.0f} % of it on that rank's events; {role}); slowest "
         f"rank's step {format_us(cp['step_us'])} (rank {cp['slowest_rank']})"))
     waits = cp["waits"]
     if waits:
