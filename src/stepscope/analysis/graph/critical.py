@@ -35,6 +35,17 @@ class PathEvent:
 
 
 @dataclass(frozen=True)
+class TopRows:
+    """A path's events with most time on it, as columns (``PATH_EVENTS`` at most, largest
+    first): the graph family and table row of each, its time on the path, its category."""
+
+    fam: npt.NDArray[np.int8]
+    row: I64
+    on_path: I64
+    cat: npt.NDArray[np.int8]
+
+
+@dataclass(frozen=True)
 class PathResult:
     window: Window
     length_ns: int
@@ -43,6 +54,28 @@ class PathResult:
     events: tuple[PathEvent, ...]  # by time on the path, largest first (PATH_EVENTS)
     edges: int
     rounds: int
+    top: TopRows | None = None  # the same events as columns (``events`` may be left empty)
+
+
+def path_top(g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
+             with_events: bool = True) -> tuple[dict[str, int], TopRows | None, int]:
+    """Categories of the path ending at ``end_node`` and, with ``with_events``, its events
+    with most time on it."""
+    pos, cross = backtrack(sol, g.order, g.xs, end_node)
+    all_cat = np.concatenate((g.cat[pos], g.xcat[cross])).astype(np.int64)
+    all_w = np.concatenate((w[pos], xw[cross])).astype(np.int64)
+    keep = all_cat >= 0
+    by = np.bincount(all_cat[keep], weights=all_w[keep], minlength=len(K.CATEGORIES))
+    by_category = {k: int(v) for k, v in zip(K.CATEGORIES, by.round().tolist(), strict=True)}
+    if not with_events:
+        return by_category, None, len(pos) + len(cross)
+    all_o = np.concatenate((g.owner[pos], g.xowner[cross])).astype(np.int64)
+    has = (all_o >= 0) & keep
+    per_ev = np.bincount(all_o[has], weights=all_w[has], minlength=g.events)
+    touched = np.flatnonzero(per_ev > 0)
+    top = touched[np.argsort(-per_ev[touched], kind="stable")][:PATH_EVENTS]
+    rows = TopRows(g.fam[top], g.row[top], per_ev[top].astype(np.int64), g.ev_cat[top])
+    return by_category, rows, len(pos) + len(cross)
 
 
 def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
@@ -50,64 +83,42 @@ def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64,
                    ) -> tuple[dict[str, int], list[PathEvent], int]:
     """Categories and events of the path ending at ``end_node`` (``lead_ns``: time before
     the path's first node, counted as ``other``; ``with_events=False``: categories only)."""
-    pos, cross = backtrack(sol, g.order, g.xs, end_node)
-    cat = g.cat[pos]
-    weights = w[pos]
-    owners = g.owner[pos]
-    xc = g.xcat[cross]
-    xwt = xw[cross]
-    xo = g.xowner[cross]
-    all_cat = np.concatenate((cat, xc)).astype(np.int64)
-    all_w = np.concatenate((weights, xwt)).astype(np.int64)
-    all_o = np.concatenate((owners, xo)).astype(np.int64)
-    keep = all_cat >= 0
-    by = np.bincount(all_cat[keep], weights=all_w[keep], minlength=len(K.CATEGORIES))
-    by_category = {k: int(v) for k, v in zip(K.CATEGORIES, by.round().tolist(), strict=True)}
+    by_category, rows, edges = path_top(g, sol, end_node, w, xw, with_events)
     if lead_ns > 0:
         by_category["other"] = lead_ns
-    if not with_events:
-        return by_category, [], len(pos) + len(cross)
-    has = (all_o >= 0) & keep
-    per_ev = np.bincount(all_o[has], weights=all_w[has], minlength=g.events)
-    touched = np.flatnonzero(per_ev > 0)
-    top = touched[np.argsort(-per_ev[touched], kind="stable")][:PATH_EVENTS]
-    events = path_events(trace, g, top, per_ev[top].astype(np.int64), g.ev_cat[top])
-    return by_category, events, len(pos) + len(cross)
+    return by_category, (path_events(trace, rows) if rows is not None else []), edges
 
 
-def path_events(trace: Trace, g: Graph, ids: I64, on_path: I64,
-                cats: npt.NDArray[np.int8]) -> list[PathEvent]:
-    """The events ``ids`` of ``g`` (at most PATH_EVENTS: one object each), their columns
-    gathered per table at once."""
-    out: list[PathEvent | None] = [None] * len(ids)
+def path_events(trace: Trace, rows: TopRows) -> list[PathEvent]:
+    """One object per listed event (at most PATH_EVENTS), columns gathered per table."""
+    n = len(rows.row)
+    out: list[PathEvent | None] = [None] * n
     strings = trace.strings
-    on, cat = on_path.tolist(), [K.CATEGORIES[c] for c in cats.tolist()]
-    fam = g.fam[ids]
-    rows = g.row[ids]
+    on, cat = rows.on_path.tolist(), [K.CATEGORIES[c] for c in rows.cat.tolist()]
     dev = trace.device
-    sel = np.flatnonzero(fam == K.DEVICE)
-    r = rows[sel]
+    sel = np.flatnonzero(rows.fam == K.DEVICE)
+    r = rows.row[sel]
     kinds = ["kernel" if k == DEV_KERNEL else "memcpy" if k == DEV_MEMCPY else "memset"
              for k in dev.kind[r].tolist()]
-    for j, i, n, t, d, st in zip(sel.tolist(), range(len(sel)), dev.name[r].tolist(),
-                                 dev.ts[r].tolist(), dev.dur[r].tolist(),
-                                 dev.stream[r].tolist(), strict=True):
-        out[j] = PathEvent(strings[n] if n >= 0 else "", kinds[i], t, d, st, None, on[j],
-                           cat[j])
+    for j, kd, nm, t, d, st in zip(sel.tolist(), kinds, dev.name[r].tolist(),
+                                   dev.ts[r].tolist(), dev.dur[r].tolist(),
+                                   dev.stream[r].tolist(), strict=True):
+        out[j] = PathEvent(strings[nm] if nm >= 0 else "", kd, t, d, st, None, on[j], cat[j])
     for f, table, kind in ((K.HOST, trace.host, "cpu_op"), (K.RUNTIME, trace.runtime,
                                                             "runtime")):
-        sel = np.flatnonzero(fam == f)
-        r = rows[sel]
-        for j, n, t, d, th in zip(sel.tolist(), table.name[r].tolist(), table.ts[r].tolist(),
-                                  table.dur[r].tolist(), table.tid[r].tolist(), strict=True):
-            out[j] = PathEvent(strings[n] if n >= 0 else "", kind, t, d, None,
+        sel = np.flatnonzero(rows.fam == f)
+        r = rows.row[sel]
+        for j, nm, t, d, th in zip(sel.tolist(), table.name[r].tolist(), table.ts[r].tolist(),
+                                   table.dur[r].tolist(), table.tid[r].tolist(), strict=True):
+            out[j] = PathEvent(strings[nm] if nm >= 0 else "", kind, t, d, None,
                                strings[th] if th >= 0 else "", on[j], cat[j])
     return [e for e in out if e is not None]
 
 
 def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",
-                  ix: Index | None = None) -> PathResult:
-    """HTA's longest path: it may start at any node (every node anchored at 0)."""
+                  ix: Index | None = None, with_events: bool = True) -> PathResult:
+    """HTA's longest path: it may start at any node (every node anchored at 0).
+    ``with_events=False``: the path's events as columns only (``top``), no objects."""
     g = build(trace, links, window.start, window.end, mode, ix=ix)
     n = 2 * g.events
     if g.events == 0:
@@ -117,9 +128,10 @@ def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",
                          g.ts, cuts)
     t = np.where(sol.t > NEG, sol.t, -1)
     end = int(np.argmax(t))
-    by, events, edges = path_breakdown(trace, g, sol, end, g.w, g.xw)
+    by, rows, edges = path_top(g, sol, end, g.w, g.xw)
+    events = tuple(path_events(trace, rows)) if with_events and rows is not None else ()
     span = int(g.ts.max()) - int(g.ts.min())  # Python ints: no wrap on odd timestamps
-    return PathResult(window, int(t[end]), span, by, tuple(events), edges, sol.rounds)
+    return PathResult(window, int(t[end]), span, by, events, edges, sol.rounds, rows)
 
 
 def shares(by_category_ns: dict[str, int]) -> dict[str, float]:

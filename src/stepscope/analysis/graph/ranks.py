@@ -30,7 +30,7 @@ import numpy.typing as npt
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.build import Graph, build
-from stepscope.analysis.graph.critical import PATH_EVENTS, PathEvent, path_events
+from stepscope.analysis.graph.critical import PATH_EVENTS, PathEvent, TopRows, path_events
 from stepscope.analysis.graph.hostcomm import wire
 from stepscope.analysis.graph.solve import NEG, SPAN, Solution, backtrack, longest_sliced
 from stepscope.analysis.graph.transforms import Edit, Transform
@@ -489,6 +489,7 @@ class RunGraph:
                                 self.inputs[waited_on].rank if waited_on >= 0 else None)
         g, inp = self.graphs[rank_idx], self.inputs[rank_idx]
         local = np.array([e - int(self.eoff[rank_idx])], dtype=np.int64)
-        ev = path_events(inp.trace, g, local, np.array([on_path], dtype=np.int64),
-                         g.ev_cat[local])[0]
+        rows = TopRows(g.fam[local], g.row[local], np.array([on_path], dtype=np.int64),
+                       g.ev_cat[local])
+        ev = path_events(inp.trace, rows)[0]
         return RunPathEvent(ev, inp.rank, None)
