@@ -16,7 +16,8 @@ In one process, on the trace loaded once (from the Arrow cache, so reading is no
 * ``ratio`` = (critical path + report's replays) / other analyses (goal <= 1), and
   ``ratio (every transform)``; with ``--repeat N`` every part is timed N times, the parts
   interleaved, and the medians are used (the machine's load drifts: a part timed alone
-  under a burst of other jobs would make a ratio of noise).
+  under a burst of other jobs would make a ratio of noise). Wall and CPU seconds (this
+  process's ``time.process_time``: on a shared machine the steadier figure) both.
 
     python benchmarks/bench_critical_path.py                 # 300M
     python benchmarks/bench_critical_path.py --sizes 100M 1G --json
@@ -29,12 +30,16 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from gen_large_trace import generate, parse_size, read_source  # noqa: E402
+
+T = TypeVar("T")
 
 TRANSFORMS = ("drop_dataloader_wait", "drop_sync", "async_h2d", "scale_kernels:tensor_cores",
               "remove_launch_overhead", "fuse_elementwise", "fuse_optimizer", "overlap_comm")
@@ -62,52 +67,58 @@ def measure(path: Path, repeat: int = 1) -> dict[str, float]:
     from stepscope.analysis.graph.transforms import parse
     from stepscope.analysis.graph.whatif import Replayer
     from stepscope.analysis.graph.window import step_windows
-    from stepscope.analysis.suite import run_analyses
+    from stepscope.analysis.suite import Analyses, run_analyses
 
     trace = stepscope.load(str(path))  # fills the cache on the first run
     trace = stepscope.load(str(path))
-    parts: dict[str, list[float]] = {"other_s": [], "critical_path_s": [],
-                                     "report_replays_s": [], "every_transform_s": [],
-                                     "ratio": []}
+    names = ("other", "critical_path", "report_replays", "every_transform")
+    wall: dict[str, list[float]] = {k: [] for k in names}
+    cpu: dict[str, list[float]] = {k: [] for k in names}
+
+    def timed(key: str, fn: Callable[[], T]) -> T:
+        w, c = time.perf_counter(), time.process_time()
+        out = fn()
+        wall[key].append(time.perf_counter() - w)
+        cpu[key].append(time.process_time() - c)
+        return out
+
     for _ in range(repeat):
-        t = time.perf_counter()
-        a = run_analyses(trace)
-        t_suite = time.perf_counter() - t
-        t = time.perf_counter()
-        critical_paths(trace, a.links, step_windows(a.steps))
-        t_cp = time.perf_counter() - t
-        t = time.perf_counter()
+        a = timed("other", lambda: run_analyses(trace))
+        timed("critical_path", lambda a=a: critical_paths(trace, a.links, step_windows(a.steps)))
+        # run_analyses computed the critical path too: take it off "other"
+        wall["other"][-1] -= wall["critical_path"][-1]
+        cpu["other"][-1] -= cpu["critical_path"][-1]
+        w0, c0 = time.perf_counter(), time.process_time()
         findings = advise(a, replay=False)
-        t_rules = time.perf_counter() - t
-        t = time.perf_counter()
-        replayed, _ = replay_findings(a, findings)
-        t_report = time.perf_counter() - t
-        t = time.perf_counter()
-        rp = Replayer(trace, a.links, list(a.windows))
-        for spec in TRANSFORMS:
-            rp.run((parse(spec),))
-        rp.run(tuple(parse(s) for s in dict.fromkeys(RULE_TRANSFORMS.values())))
-        t_replay = time.perf_counter() - t
-        other = t_suite - t_cp + t_rules
-        for k, v in (("other_s", other), ("critical_path_s", t_cp),
-                     ("report_replays_s", t_report), ("every_transform_s", t_replay),
-                     ("ratio", (t_cp + t_report) / other if other else float("nan"))):
-            parts[k].append(v)
-    med = {k: median(v) for k, v in parts.items()}
-    other = med["other_s"]
-    return {"events": float(trace.meta.events), "steps": float(len(a.steps.steps)),
-            "graph_nodes": float(2 * rp.graph.events),
-            "replayed_findings": float(sum(f.method == "replay" for f in replayed)),
-            "repeats": float(repeat),
-            "other_s": other, "critical_path_s": med["critical_path_s"],
-            "report_replays_s": med["report_replays_s"],
-            "every_transform_s": med["every_transform_s"],
-            "ratio": (med["critical_path_s"] + med["report_replays_s"]) / other
-            if other else float("nan"),
-            "median_ratio": med["ratio"],
-            "max_ratio": max(parts["ratio"]),
-            "ratio_every_transform": (med["critical_path_s"] + med["every_transform_s"]) / other
-            if other else float("nan")}
+        wall["other"][-1] += time.perf_counter() - w0
+        cpu["other"][-1] += time.process_time() - c0
+        replayed, _ = timed("report_replays", lambda a=a, f=findings: replay_findings(a, f))
+
+        def every(a: Analyses = a) -> Replayer:
+            rp = Replayer(trace, a.links, list(a.windows))
+            for spec in TRANSFORMS:
+                rp.run((parse(spec),))
+            rp.run(tuple(parse(s) for s in dict.fromkeys(RULE_TRANSFORMS.values())))
+            return rp
+
+        rp = timed("every_transform", every)
+    row = {"events": float(trace.meta.events), "steps": float(len(a.steps.steps)),
+           "graph_nodes": float(2 * rp.graph.events),
+           "replayed_findings": float(sum(f.method == "replay" for f in replayed)),
+           "repeats": float(repeat)}
+    for label, d in (("", wall), ("cpu_", cpu)):
+        med = {k: median(v) for k, v in d.items()}
+        other = med["other"]
+        row.update({f"{label}{k}_s": v for k, v in med.items()})
+        row[f"{label}ratio"] = ((med["critical_path"] + med["report_replays"]) / other
+                                if other else float("nan"))
+        row[f"{label}ratio_every_transform"] = ((med["critical_path"] + med["every_transform"])
+                                                / other if other else float("nan"))
+        per = [(c + r) / o for c, r, o in zip(d["critical_path"], d["report_replays"],
+                                              d["other"], strict=True) if o]
+        row[f"{label}median_ratio"] = median(per) if per else float("nan")
+        row[f"{label}max_ratio"] = max(per, default=float("nan"))
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,14 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         if not args.json:
             print(f"{row['size_mb']:.0f} MB, {row['events']:.0f} events, {row['steps']:.0f} "
-                  f"steps, {row['graph_nodes']:.0f} graph nodes: other analyses "
-                  f"{row['other_s']:.2f} s, critical path {row['critical_path_s']:.2f} s, "
-                  f"report's replays ({row['replayed_findings']:.0f} findings + together) "
-                  f"{row['report_replays_s']:.2f} s, ratio {row['ratio']:.2f} (per repeat: "
-                  f"median {row['median_ratio']:.2f}, max {row['max_ratio']:.2f}, "
-                  f"{row['repeats']:.0f} repeats); every "
-                  f"transform ({len(TRANSFORMS) + 2} replays) {row['every_transform_s']:.2f} s, "
-                  f"ratio {row['ratio_every_transform']:.2f}")
+                  f"steps, {row['graph_nodes']:.0f} graph nodes, {row['repeats']:.0f} repeats "
+                  f"(medians), {row['replayed_findings']:.0f} replayed findings")
+            for label, what in (("", "wall"), ("cpu_", "CPU")):
+                print(f"  {what}: other analyses {row[label + 'other_s']:.2f} s, critical path "
+                      f"{row[label + 'critical_path_s']:.2f} s, report's replays "
+                      f"{row[label + 'report_replays_s']:.2f} s, ratio {row[label + 'ratio']:.2f} "
+                      f"(per repeat: median {row[label + 'median_ratio']:.2f}, max "
+                      f"{row[label + 'max_ratio']:.2f}); every transform "
+                      f"{row[label + 'every_transform_s']:.2f} s, ratio "
+                      f"{row[label + 'ratio_every_transform']:.2f}")
     if args.json:
         print(json.dumps(rows, indent=1))
     return 0

@@ -215,7 +215,9 @@ def build(trace: Trace, links: Links, ws: int, we: int, mode: str = "hta",
                           np.full(len(d), K.DEVICE))).astype(np.int8)
     row = np.concatenate((h, r, d)).astype(np.int64)
     ev_ts = np.concatenate((host.ts[h], rt.ts[r], dev.ts[d])) - ws
-    ev_end = np.concatenate((host.end[h], rt.end[r], dev.end[d])) - ws
+    # ends of the selected rows only (Table.end would add the whole columns)
+    ev_end = np.concatenate((host.ts[h] + host.dur[h], rt.ts[r] + rt.dur[r],
+                             dev.ts[d] + dev.dur[d])) - ws
     ev_lane = np.concatenate((host.tid[h].astype(np.int64) * 4096 + host.pid[h],
                               rt.tid[r].astype(np.int64) * 4096 + rt.pid[r],
                               dev.stream[d] * 4096 + dev.device[d]))
@@ -340,7 +342,7 @@ def _in_dataloader(trace: Trace, dl: I64, ts: I64, end: I64, tid: npt.NDArray[np
         return np.zeros(len(ts), dtype=bool)
     k = np.searchsorted(host.ts[dl], ts, side="right") - 1
     kc = dl[np.maximum(k, 0)]
-    inside: B = (k >= 0) & (host.end[kc] >= end) & (host.tid[kc] == tid)
+    inside: B = (k >= 0) & (host.ts[kc] + host.dur[kc] >= end) & (host.tid[kc] == tid)
     return inside
 
 

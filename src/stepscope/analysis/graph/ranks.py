@@ -32,7 +32,14 @@ from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.build import Graph, build
 from stepscope.analysis.graph.critical import PATH_EVENTS, PathEvent, TopRows, path_events
 from stepscope.analysis.graph.hostcomm import wire
-from stepscope.analysis.graph.solve import NEG, SPAN, Solution, backtrack, longest_sliced
+from stepscope.analysis.graph.solve import (
+    NEG,
+    SPAN,
+    Solution,
+    backtrack,
+    longest_sliced,
+    verified,
+)
 from stepscope.analysis.graph.transforms import Edit, Transform
 from stepscope.analysis.graph.whatif import CATEGORY_KEYS, _first_node
 from stepscope.analysis.graph.window import Window
@@ -120,12 +127,14 @@ def _work_rows(trace: Trace, start: I64, dur: I64) -> I64:
     host = trace.host
     lo = np.searchsorted(host.ts, start, side="left")
     hi = np.searchsorted(host.ts, start, side="right")
-    rows: list[int] = []
-    for a, b, d in zip(lo.tolist(), hi.tolist(), dur.tolist(), strict=True):  # one per call
-        hit = np.flatnonzero(host.dur[a:b] == d)
+    lc = np.minimum(lo, max(len(host) - 1, 0))
+    one = (hi - lo == 1) & (host.dur[lc] == dur) if len(host) else np.zeros(len(lo), bool)
+    rows = [lo[one]]
+    for i in np.flatnonzero(hi - lo > 1).tolist():  # ranges starting together: rare
+        hit = np.flatnonzero(host.dur[lo[i]:hi[i]] == dur[i])
         if len(hit):
-            rows.append(a + int(hit[0]))
-    return np.asarray(rows, dtype=np.int64)
+            rows.append(np.array([lo[i] + hit[0]], dtype=np.int64))
+    return np.unique(np.concatenate(rows)).astype(np.int64)
 
 
 def _locate(g: Graph, fam: int, start: I64, dur: I64) -> I64:
@@ -342,16 +351,20 @@ class RunGraph:
         keep = np.concatenate([*keeps, np.ones(jx, dtype=bool)])
         return w, xw, keep, finish, tuple(int(x) for x in touched)
 
-    def _solve(self, w: I64, xw: I64, keep: B, finish: list[tuple[I64, I64]]
-               ) -> tuple[RunTiming, Solution, I64]:
+    def _solve(self, w: I64, xw: I64, keep: B, finish: list[tuple[I64, I64]],
+               as_recorded: bool = False) -> tuple[RunTiming, Solution, I64]:
         n = len(self.ts)
         has_in = np.zeros(n, dtype=bool)
         has_in[self.order[~self.first]] = True
         has_in[self.xd[keep]] = True
         anchor = np.where(has_in, NEG, self.ts)
         xs, xd = self.xs[keep], self.xd[keep]
-        cuts = self.ts[xd[self.xkind[keep] == K.SYNC]] + 1  # after each waiting call's end
-        sol = longest_sliced(self.order, self.first, w, xs, xd, xw[keep], anchor, self.ts, cuts)
+        sol = (verified(self.order, self.first, w, xs, xd, xw[keep], anchor, self.ts)
+               if as_recorded else None)
+        if sol is None:
+            cuts = self.ts[xd[self.xkind[keep] == K.SYNC]] + 1  # after each waiting call's end
+            sol = longest_sliced(self.order, self.first, w, xs, xd, xw[keep], anchor, self.ts,
+                                 cuts)
         t = sol.t
         last = np.full(len(self.inputs), NEG, dtype=np.int64)
         ok = (self.node_rank >= 0) & (t > NEG)
@@ -398,7 +411,7 @@ class RunGraph:
     def before(self) -> RunTiming:
         if self._before is None:
             w, xw, keep, finish, _ = self._edit(())
-            self._before = self._solve(w, xw, keep, finish)
+            self._before = self._solve(w, xw, keep, finish, as_recorded=True)
         return self._before[0]
 
     def replay(self, transforms: tuple[Transform, ...]) -> RunReplay:
