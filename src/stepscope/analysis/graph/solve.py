@@ -57,14 +57,16 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
         pos = np.empty(n, dtype=np.int64)
         pos[order] = np.arange(m)
     t = np.full(n, NEG, dtype=np.int64) if start is None else start
+    # arrivals over the cross edges (NEG from unreached sources: they raise nothing)
+    src = t[xs]
+    arr = np.where(src > NEG, src + xw, NEG) if start is not None else None
     a = low
     rounds = 0
     while True:
         rounds += 1
         c = anchor.copy()
-        ok = t[xs] > NEG
-        if ok.any():
-            np.maximum.at(c, xd[ok], t[xs[ok]] + xw[ok])
+        if arr is not None and len(arr):
+            np.maximum.at(c, xd, arr)
         cpos = c if identity else c[order]
         a = np.where(cpos > NEG, cpos + shift, low)
         val = np.maximum.accumulate(a)
@@ -78,7 +80,8 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
         # done when no cross edge would raise its destination: the next round's arrivals
         # lie between this round's and these times, which the chains then reproduce
         src = t[xs]
-        if not ((src > NEG) & (src + xw > t[xd])).any() or rounds >= max_rounds:
+        arr = np.where(src > NEG, src + xw, NEG)
+        if not (arr > t[xd]).any() or rounds >= max_rounds:
             break
     # enter at the latest position that raised the running maximum (chain preferred on
     # ties: a strict rise is needed)
@@ -87,11 +90,10 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
     rise = first | (a > prev)
     entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
     via = np.full(n, -1, dtype=np.int64)
-    ok = t[xs] > NEG
-    arrive = np.where(ok, t[xs] + xw, NEG)
+    ok = src > NEG
     best = np.full(n, NEG, dtype=np.int64)
-    np.maximum.at(best, xd, arrive)
-    hit = ok & (arrive == best[xd]) & (best[xd] > anchor[xd])
+    np.maximum.at(best, xd, arr)
+    hit = ok & (arr == best[xd]) & (best[xd] > anchor[xd])
     via[xd[hit]] = np.flatnonzero(hit)
     return Solution(t, entry, via, pos, rounds)
 
