@@ -148,7 +148,7 @@ def _host_chains(trace: Trace, n_h: int, ev_ts: I64, ev_end: I64, ev_lane: I64,
     is_start = node % 2 == 0
     t = np.where(is_start, ev_ts[e], ev_end[e])
     sub = np.where(is_start, depth[e], -depth[e])
-    order = node[np.lexsort((sub, is_start, t, ev_lane[e]))]
+    order = node[_node_order(ev, bounds, e, t, is_start, sub, depth, ev_lane)]
     oe = order // 2
     ostart = order % 2 == 0
     first = np.ones(len(order), dtype=bool)
@@ -170,6 +170,25 @@ def _host_chains(trace: Trace, n_h: int, ev_ts: I64, ev_end: I64, ev_lane: I64,
     kind[first] = K.DEPENDENCY
     owner[first] = -1
     return order, first, w, kind, owner
+
+
+def _node_order(ev: I64, bounds: I64, e: I64, t: I64, is_start: B, sub: I64, depth: I64,
+                lane: I64) -> I64:
+    """Endpoints by (thread, time, end before start, ``sub``): one stable sort of a packed
+    64-bit key (thread rank 11 bits, time 41, start 1, sub 10), ~3x faster than a lexsort of
+    four keys; the lexsort where a field does not fit."""
+    n = len(ev)
+    if (len(bounds) < (1 << 11) - 1 and int(depth.max(initial=0)) < (1 << 9)
+            and int(t.min(initial=0)) >= 0 and int(t.max(initial=0)) < (1 << 41)):
+        step = np.zeros(n, dtype=np.int64)
+        step[bounds] = 1
+        rank = np.empty(n, dtype=np.int64)
+        rank[ev] = np.cumsum(step)  # ``ev`` is sorted by thread: its rank among threads
+        key = ((rank[e] << 52) | (t << 11) | (is_start.astype(np.int64) << 10)
+               | (sub + (1 << 9)))
+        out: I64 = np.argsort(key, kind="stable")
+        return out
+    return np.lexsort((sub, is_start, t, lane[e]))
 
 
 def _queue_idle(trace: Trace, links: Links) -> tuple[I64, I64]:

@@ -136,6 +136,7 @@ def backtrack(sol: Solution, order: I64, xs: I64, end_node: int) -> tuple[I64, I
 
 MAX_SLICES = 4096  # a slice costs a few numpy calls: cap their number on huge traces
 MIN_SLICE = 2048  # positions: smaller slices join the next (see longest_sliced)
+MAX_SLICE = 1 << 16  # positions: longer stretches without a wait are cut by time as well
 
 
 def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
@@ -149,6 +150,14 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
     n, m = len(anchor), len(order)
     if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
         raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
+    # and every ~MAX_SLICE nodes of recorded time: a round over a slice that fits the CPU's
+    # cache costs a fraction of one over millions of nodes (a graph without waits, e.g.
+    # with drop_sync, would otherwise be solved in rounds over all of it)
+    if m > MAX_SLICE:
+        stride = max(m // (1 << 16), 1)  # the cut times from a sample of ~64 k node times
+        sample = np.sort(node_time[::stride])
+        per = max(MAX_SLICE // stride, 1)
+        cuts = np.concatenate((cuts, sample[per::per]))
     cuts = np.unique(cuts)
     if len(cuts) > MAX_SLICES:
         cuts = cuts[np.linspace(0, len(cuts) - 1, MAX_SLICES).astype(np.int64)]
