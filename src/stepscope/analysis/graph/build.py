@@ -64,19 +64,28 @@ class Graph:
     @property
     def cat(self) -> I8:
         """Category of the edge into each chain position (NO_CATEGORY: zero-weight link)."""
-        out: I8 = self.ev_cat[np.maximum(self.owner, 0)].copy()
-        out[self.owner < 0] = K.NO_CATEGORY
+        return self.cat_at(np.arange(len(self.order)))
+
+    def cat_at(self, pos: I64) -> I8:
+        """:attr:`cat` of the positions ``pos`` only (a path: no pass over every position)."""
+        owner, kind = self.owner[pos], self.kind[pos]
+        out: I8 = self.ev_cat[np.maximum(owner, 0)]
+        out[owner < 0] = K.NO_CATEGORY
         # a timed gap between top-level ranges is host time outside operators (Python)
-        out[(self.kind == K.DEPENDENCY) & (self.owner < 0) & (self.w > 0)] = K.CPU
-        out[self.kind == K.KERNEL_KERNEL] = K.KERNEL_TO_KERNEL
-        out[self.kind == K.ORDER] = K.NO_CATEGORY
+        out[(kind == K.DEPENDENCY) & (owner < 0) & (self.w[pos] > 0)] = K.CPU
+        out[kind == K.KERNEL_KERNEL] = K.KERNEL_TO_KERNEL
+        out[kind == K.ORDER] = K.NO_CATEGORY
         return out
 
     @property
     def xcat(self) -> I8:
-        out = np.full(len(self.xs), K.SYNC_CAT, dtype=np.int8)
-        out[self.xkind == K.LAUNCH] = K.LAUNCH_OVERHEAD
-        out[self.xkind == K.ISSUE] = K.COMMUNICATION  # queued for the backend's thread
+        return self.xcat_at(np.arange(len(self.xs)))
+
+    def xcat_at(self, cross: I64) -> I8:
+        kind = self.xkind[cross]
+        out = np.full(len(cross), K.SYNC_CAT, dtype=np.int8)
+        out[kind == K.LAUNCH] = K.LAUNCH_OVERHEAD
+        out[kind == K.ISSUE] = K.COMMUNICATION  # queued for the backend's thread
         return out
 
 

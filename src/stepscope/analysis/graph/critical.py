@@ -62,7 +62,7 @@ def path_top(g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
     """Categories of the path ending at ``end_node`` and, with ``with_events``, its events
     with most time on it."""
     pos, cross = backtrack(sol, g.order, g.xs, end_node)
-    all_cat = np.concatenate((g.cat[pos], g.xcat[cross])).astype(np.int64)
+    all_cat = np.concatenate((g.cat_at(pos), g.xcat_at(cross))).astype(np.int64)
     all_w = np.concatenate((w[pos], xw[cross])).astype(np.int64)
     keep = all_cat >= 0
     by = np.bincount(all_cat[keep], weights=all_w[keep], minlength=len(K.CATEGORIES))
