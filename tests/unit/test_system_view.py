@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import inlined_data
 
 from stepscope.analysis.system.series import chart_series
 from stepscope.analysis.system.verdict import verdict
@@ -20,7 +21,6 @@ from stepscope.formats import load_trace
 from stepscope.formats.monitor.read import read_samples, samples_beside
 from stepscope.report.build import build_report
 from stepscope.report.bundle import find_bundle
-from tests.conftest import inlined_data
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "monitor_run" / "loader"
 TRACE = "vm_13337.1795509081314.pt.trace.json.gz"
