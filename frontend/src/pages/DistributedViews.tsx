@@ -3,7 +3,7 @@
 // replace one bar per rank once a run has more than LARGE ranks.
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
-import { pct, timeAxis, timeUnit } from "../format";
+import { num, pct, timeAxis, timeUnit } from "../format";
 
 type K = Record<string, any>;
 
@@ -190,8 +190,8 @@ export function PipelineView({ p }: { p: K }) {
   ];
   return (
     <div id="pipeline">
-      <p id="pipeline-summary">{stages.length} stages · schedule <b>{p.schedule ?? "unknown"}</b> · {m} micro-batches ·
-        theoretical bubble <b>{pct(p.theoretical_bubble_pct)} %</b> ((p−1)/(m+p−1)) · stage imbalance (slowest / mean compute) <b>{p.imbalance?.toFixed(2) ?? "—"}</b></p>
+      <p id="pipeline-summary"><span class="nowrap">{stages.length} stages</span> · <span class="nowrap">schedule <b>{p.schedule ?? "unknown"}</b></span> · <span class="nowrap">{m} micro-batches</span> ·{" "}
+        <span class="nowrap">theoretical bubble <b>{pct(p.theoretical_bubble_pct)}&nbsp;%</b></span> ((p−1)/(m+p−1)) · stage imbalance (slowest / mean compute) <b>{p.imbalance?.toFixed(2) ?? "—"}</b></p>
       <Chart option={option} height={80 + 40 * stages.length} id="pipeline-chart" />
       <Table id="pipeline-table" rows={stages} cols={cols} />
     </div>
@@ -258,7 +258,7 @@ export function FsdpView({ f }: { f: K }) {
   const cols: Column<K>[] = [
     { key: "unit", label: "unit", value: (r) => r.unit || "(all units)" },
     { key: "kind", label: "collective", value: (r) => r.kind.replace("_", "-") },
-    { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+    { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
     { key: "bytes", label: `bytes ${bu}`, num: true, value: (r) => r.bytes, render: (r) => (r.bytes == null ? "—" : (r.bytes / bd).toFixed(2)) },
     timeCol("time_us", "time"),
     timeCol("exposed_us", "exposed"),

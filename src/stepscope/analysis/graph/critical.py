@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
+from stepscope.analysis.graph.bands import Bands, path_bands
 from stepscope.analysis.graph.build import Graph, Index, build
 from stepscope.analysis.graph.solve import NEG, Solution, backtrack, longest_sliced
 from stepscope.analysis.graph.window import Window
@@ -38,17 +39,21 @@ class PathEvent:
 class PathResult:
     window: Window
     length_ns: int
-    span_ns: int  # the window's events, first start to last end
+    # the window's length: from its start to its end or to its last event's end, whichever
+    # is later (device work launched in a step may end after its host range)
+    span_ns: int
     by_category_ns: dict[str, int]
     events: tuple[PathEvent, ...]  # by time on the path, largest first (PATH_EVENTS)
     edges: int
     rounds: int
+    bands: Bands | None = None  # every event of the path, merged for drawing
 
 
 def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
-                   lead_ns: int = 0) -> tuple[dict[str, int], list[PathEvent], int]:
+                   lead_ns: int = 0) -> tuple[dict[str, int], list[PathEvent], int, I64]:
     """Categories and events of the path ending at ``end_node`` (``lead_ns``: time before
-    the path's first node, counted as ``other``)."""
+    the path's first node, counted as ``other``), the edges walked and every event with
+    path time."""
     pos, cross = backtrack(sol, g.order, g.xs, end_node)
     cat = g.cat[pos]
     weights = w[pos]
@@ -70,7 +75,7 @@ def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64,
     touched = np.flatnonzero(per_ev > 0)
     top = touched[np.argsort(-per_ev[touched], kind="stable")][:PATH_EVENTS]
     events = [_event(trace, g, int(e), int(per_ev[e]), int(ev_cat[e])) for e in top.tolist()]
-    return by_category, events, len(pos) + len(cross)
+    return by_category, events, len(pos) + len(cross), touched.astype(np.int64)
 
 
 def _event(trace: Trace, g: Graph, e: int, on_path: int, cat: int) -> PathEvent:
@@ -95,15 +100,18 @@ def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",
     g = build(trace, links, window.start, window.end, mode, ix=ix)
     n = 2 * g.events
     if g.events == 0:
-        return PathResult(window, 0, 0, {k: 0 for k in K.CATEGORIES}, (), 0, 0)
+        return PathResult(window, 0, window.end - window.start, {k: 0 for k in K.CATEGORIES},
+                          (), 0, 0)
     cuts = g.ts[g.xd[g.xkind == K.SYNC]] + 1  # after each waiting call's end
     sol = longest_sliced(g.order, g.first, g.w, g.xs, g.xd, g.xw, np.zeros(n, dtype=np.int64),
                          g.ts, cuts)
     t = np.where(sol.t > NEG, sol.t, -1)
     end = int(np.argmax(t))
-    by, events, edges = path_breakdown(trace, g, sol, end, g.w, g.xw)
-    span = int(g.ts.max()) - int(g.ts.min())  # Python ints: no wrap on odd timestamps
-    return PathResult(window, int(t[end]), span, by, tuple(events), edges, sol.rounds)
+    by, events, edges, touched = path_breakdown(trace, g, sol, end, g.w, g.xw)
+    # events start inside the window: node times are >= 0 from its start
+    span = max(window.end - window.start, int(g.ts.max()))  # Python ints: no wrap
+    return PathResult(window, int(t[end]), span, by, tuple(events), edges, sol.rounds,
+                      path_bands(trace, g, touched, span))
 
 
 def shares(by_category_ns: dict[str, int]) -> dict[str, float]:

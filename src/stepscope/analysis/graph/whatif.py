@@ -61,7 +61,7 @@ def _timing(trace: Trace, g: Graph, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_
     via = (np.where(sol.via >= 0, kept[np.maximum(sol.via, 0)], -1) if len(kept)
            else np.full_like(sol.via, -1))  # no cross edges kept (a CPU-only trace): none used
     full = type(sol)(sol.t, sol.entry, via, sol.pos, sol.rounds)
-    by, _, _ = path_breakdown(trace, g, full, end, w, xw)
+    by, _, _, _ = path_breakdown(trace, g, full, end, w, xw)
     for start, dur in finish:  # work taken off the chains must still end in the step
         if len(start):
             last = max(last, int((sol.t[start] + dur).max()))
