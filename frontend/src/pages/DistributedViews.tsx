@@ -3,7 +3,7 @@
 // replace one bar per rank once a run has more than LARGE ranks.
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
-import { num, pct, timeAxis, timeUnit } from "../format";
+import { bytes, num, pct, timeAxis, timeUnit } from "../format";
 
 type K = Record<string, any>;
 
@@ -20,11 +20,8 @@ export function bytesUnit(values: number[]): [string, number] {
   const big = Math.max(0, ...values.map((v) => Math.abs(v ?? 0)));
   return big >= 2 ** 30 ? ["GiB", 2 ** 30] : big >= 2 ** 20 ? ["MiB", 2 ** 20] : big >= 2 ** 10 ? ["KiB", 2 ** 10] : ["B", 1];
 }
-export const bytesText = (b: number | null | undefined) => {
-  if (b == null) return "—";
-  const [u, d] = bytesUnit([b]);
-  return `${(b / d).toFixed(d === 1 ? 0 : 2)} ${u}`;
-};
+/** One value in the unit that fits it (the pages' shared formatter). */
+export const bytesText = (b: number | null | undefined) => bytes(b);
 
 /** "0–249, 300": consecutive ranks as ranges, so a stage of hundreds of ranks stays one line. */
 export function rankList(ranks: number[]): string {
