@@ -12,7 +12,7 @@ export function timeUnit(valuesUs: Iterable<number | null | undefined>): TimeUni
   let big = 0;
   for (const v of valuesUs) if (v != null && Number.isFinite(v)) big = Math.max(big, Math.abs(v));
   const [label, div] = big >= 1e6 ? ["s", 1e6] : big >= 1e3 ? ["ms", 1e3] : ["µs", 1];
-  const fmt = (x: number | null | undefined) => (x == null ? "—" : (x / div).toFixed(3));
+  const fmt = (x: number | null | undefined) => (x == null ? "—" : num(x / div, 3));
   return { label, div, fmt, text: (x) => (x == null ? "—" : `${fmt(x)} ${label}`) };
 }
 /** One µs value in its own unit: "98.562 ms". */
@@ -23,7 +23,25 @@ export const timeAxis = (u: TimeUnit, more: Record<string, unknown> = {}) => ({
   type: "value", name: u.label, axisLabel: { formatter: (v: number) => String(+(v / u.div).toFixed(3)) },
   axisPointer: { label: { formatter: (p: { value: number }) => u.text(p.value) } }, ...more,
 });
-export const int = (x: number | null | undefined) => (x == null ? "—" : String(x));
+export const int = (x: number | null | undefined) => (x == null ? "—" : num(x));
+/** A number with thousands separators and `nd` decimals, as the terminal prints figures
+ * (Python's "{:,}"): "12,345", "1,234.57". Every page formats counts through it. */
+export function num(x: number | null | undefined, nd = 0): string {
+  if (x == null || !Number.isFinite(x)) return "—";
+  // toFixed rounds the double's exact value (as every other figure here); Intl would round
+  // its shortest decimal form and differ on ties (1.2445 -> 1.245 where toFixed says 1.244)
+  const [int, frac] = x.toFixed(nd).split(".");
+  const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return frac === undefined ? grouped : `${grouped}.${frac}`;
+}
+const BYTE_UNITS: [string, number][] = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
+/** Bytes in the binary unit that fits the value, as the terminal's units.format_bytes:
+ * "512 B", "1.50 KiB", "2.60 GiB" (never "0.00 MiB" for a few bytes). */
+export function bytes(n: number | null | undefined): string {
+  if (n == null || !Number.isFinite(n)) return "—";
+  for (const [unit, size] of BYTE_UNITS) if (Math.abs(n) >= size) return `${num(n / size, 2)} ${unit}`;
+  return `${num(n)} B`;
+}
 /** Tick labels: as few digits as the tick step needs. */
 export function tickLabel(ns: number, step: number): string {
   const [div, unit] = step >= 1e8 ? [1e9, "s"] : step >= 1e5 ? [1e6, "ms"] : step >= 1e2 ? [1e3, "µs"] : [1, "ns"];
@@ -31,7 +49,7 @@ export function tickLabel(ns: number, step: number): string {
   return (ns / div).toFixed(nd) + " " + unit;
 }
 export function dur(ns: number): string {
-  if (ns >= 1e9) return (ns / 1e9).toFixed(3) + " s";
+  if (ns >= 1e9) return num(ns / 1e9, 3) + " s";
   if (ns >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
   if (ns >= 1e3) return (ns / 1e3).toFixed(3) + " µs";
   return ns.toFixed(0) + " ns";
@@ -58,3 +76,11 @@ export function esc(s: unknown): string {
 }
 /** TensorRT times are ms (trtexec's unit), shown with 4 decimals on every TensorRT page. */
 export const ms4 = (x: number | null | undefined) => (x == null ? "—" : x.toFixed(4));
+/** Prose from the report (findings, notes) with each label kept on the line of its value:
+ * a no-break space between a number and its unit ("44 %", "2.82 ms", "1.50 GiB") and after
+ * "stage", "rank", "step", "window" before a number, so "stage 1" and "44 %" never wrap apart. */
+export function glue(text: string): string {
+  return text
+    .replace(/(\d) (%|[kMGT]?i?B(?:\/s)?|[nµm]?s|GB\/s|TFLOP\/s|GFLOP|W)(?![\w])/g, "$1\u00a0$2")
+    .replace(/\b(stage|stages|rank|ranks|step|steps|window|GPU|device|stream) (\d)/gi, "$1\u00a0$2");
+}

@@ -1,6 +1,6 @@
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ComponentChildren } from "preact";
-import { timeUnit, type TimeUnit } from "./format";
+import { num, timeUnit, type TimeUnit } from "./format";
 
 /** `time`: `value` is µs, shown in one unit picked from all its rows (not the filtered ones, so
  * a search never changes it); the header gets the unit: "total ms". Time columns sharing a
@@ -47,12 +47,15 @@ export function Table<T>({ rows, cols, id, searchKey, initialSort, caption, limi
     return out;
   }, [rows, cols, sort, filter]);
   const units = useMemo(() => columnUnits(rows, cols), [rows, cols]);
+  const more = useSideScroll();
   return (
     <div class="table-block">
       {searchKey && <input class="search" id={`${id}-search`} placeholder="search by name…" aria-label="search rows by name" value={filter}
         onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />}
-      <span class="count">{limit != null && shown.length > limit ? `first ${limit} of ${shown.length} rows (sort or search to see others)` : `${shown.length} row${shown.length === 1 ? "" : "s"}`}</span>
-      <div class="table-wrap">
+      <span class="count">{limit != null && shown.length > limit ? `first ${num(limit)} of ${num(shown.length)} rows (sort or search to see others)` : `${num(shown.length)} row${shown.length === 1 ? "" : "s"}`}
+        {more.state && <span class="scroll-cue" id={`${id}-scroll-cue`}> · wider than the page: scroll sideways {more.state === "left" ? "←" : "→"}</span>}</span>
+      <div class="table-frame" data-more={more.state || undefined}>
+      <div class="table-wrap" ref={more.ref}>
       <table id={id}>
         {caption && <caption class="sr-only">{caption}</caption>}
         <thead><tr>{cols.map((c, j) => {
@@ -71,6 +74,29 @@ export function Table<T>({ rows, cols, id, searchKey, initialSort, caption, limi
         ))}</tbody>
       </table>
       </div>
+      </div>
     </div>
   );
+}
+
+/** Which sides of a scrolling box hide content ("left", "right", "left right", ""), kept up to
+ * date on scroll and resize: the cue that a wide table scrolls sideways. */
+function useSideScroll() {
+  const ref = useRef<HTMLDivElement>(null);
+  const [state, setState] = useState("");
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const update = () => {
+      const left = el.scrollLeft > 1, right = el.scrollLeft + el.clientWidth < el.scrollWidth - 1;
+      setState([left && "left", right && "right"].filter(Boolean).join(" "));
+    };
+    update();
+    el.addEventListener("scroll", update, { passive: true });
+    const ro = new ResizeObserver(update);
+    ro.observe(el);
+    if (el.firstElementChild) ro.observe(el.firstElementChild);
+    return () => { el.removeEventListener("scroll", update); ro.disconnect(); };
+  }, []);
+  return { ref, state };
 }

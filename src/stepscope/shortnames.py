@@ -1,12 +1,13 @@
 """One shortener for the names a report shows: kernels, operators, TensorRT layers.
 
 A short name is made of whole pieces of the full one, never of fragments: it shrinks in the
-order that loses least — ``void ``, parameter lists, the lambdas and ``operator()`` of
-PyTorch's elementwise kernels, namespace qualifiers, nested template arguments — and then
-elides *whole* top-level template arguments (``f<a, …, d>``: the function's name stays, the
-arguments kept are those that tell similar kernels apart). A name with no template that is
-still too long keeps whole words from both ends: a cut never falls inside a word of letters
-and digits, though it may between camelCase humps or at ``_`` (``implicit_convolve…``, never
+order that loses least — the return type (``void ``, or ``enable_if<…, void>::type ``),
+parameter lists, the lambdas and ``operator()`` of PyTorch's elementwise kernels, namespace
+qualifiers (anonymous ones too), nested template arguments — and then elides *whole*
+top-level template arguments (``f<a, …, d>``: the function's name stays, the arguments kept
+are those that tell similar kernels apart). A name with no template that is still too long
+keeps whole words from both ends: a cut never falls inside a word of letters and digits,
+though it may between camelCase humps or at ``_`` (``implicit_convolve…``, never
 ``implic…``). :func:`short_names` shortens a list so that distinct names stay distinct.
 """
 
@@ -22,6 +23,35 @@ _NAMESPACES = re.compile(r"\b(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~])")
 # what the compiler names lambdas and their call operators inside template arguments
 _LAMBDA = re.compile(r"::\{lambda\((?:[^(){}]|\([^(){}]*\))*\)#\d+\}")
 _CALL = re.compile(r"::operator\(\)\(\)(?: const)?")
+# an anonymous namespace qualifier anywhere: at the start, after '::', '<' or ', '
+_ANONYMOUS = re.compile(r"\(anonymous namespace\)::")
+# A CUDA kernel returns void (a __global__ function must), so the only return types a
+# demangled kernel name starts with are 'void ' and the SFINAE spelling of void,
+# 'std::enable_if<COND, void>::type ' (vLLM's and FlashInfer's kernels use it).
+_ENABLE_IF = "enable_if<"
+
+
+def drop_return_type(name: str) -> str:
+    """'void f<T>(…)' and 'std::enable_if<…, void>::type f<T>(…)' -> 'f<T>(…)'."""
+    if name.startswith("void "):
+        return name[5:]
+    head = name.removeprefix("std::")
+    if not head.startswith(_ENABLE_IF):
+        return name
+    angle = paren = 0  # a '>' inside parentheses is a comparison ('(((8)>(0)))')
+    for i, ch in enumerate(head):
+        if ch == "(":
+            paren += 1
+        elif ch == ")":
+            paren -= 1
+        elif ch == "<" and not paren:
+            angle += 1
+        elif ch == ">" and not paren:
+            angle -= 1
+            if angle == 0:
+                rest = head[i:]
+                return rest[len(">::type "):] if rest.startswith(">::type ") else name
+    return name
 
 
 def strip_params(name: str) -> str:
@@ -67,12 +97,12 @@ def collapse_templates(name: str, keep: int = 1) -> str:
                 out.append(">")
         elif depth <= keep:
             out.append(ch)
-    return "".join(out).replace("::(anonymous namespace)::", "::")
+    return _ANONYMOUS.sub("", "".join(out))
 
 
 def simplify(name: str) -> str:
     """The name without 'void ', parameter lists, lambdas and namespaces (templates kept)."""
-    bare = strip_params(name.removeprefix("void ")).replace("::(anonymous namespace)::", "::")
+    bare = _ANONYMOUS.sub("", strip_params(drop_return_type(name)))
     bare = _CALL.sub("", _LAMBDA.sub("", bare))
     bare = _inner_params(bare) if "<" in bare else bare
     return _NAMESPACES.sub("", bare)
@@ -175,7 +205,7 @@ def short_name(name: str, width: int) -> str:
     """A one-line name of at most ``width`` characters made of whole pieces of ``name``."""
     if len(name) <= width:
         return name
-    short = strip_params(name.removeprefix("void "))
+    short = strip_params(drop_return_type(name))
     if len(short) <= width:
         return short
     short = simplify(name)
@@ -290,7 +320,7 @@ def _tell_apart(names: Sequence[str], shorts: list[str], groups: Iterable[list[i
         # 'B::compile' are both 'compile' once namespaces go)
         plains = next(
             p for p in ([simplify(names[i]) for i in members],
-                        [strip_params(names[i].removeprefix("void ")) for i in members],
+                        [strip_params(drop_return_type(names[i])) for i in members],
                         [names[i] for i in members])
             if len(set(p)) == len(fulls))
         parts = [[_first_difference(p, o) for o in plains if o != p] for p in plains]

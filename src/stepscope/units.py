@@ -65,6 +65,9 @@ def round_finite(x: float | None, nd: int) -> float | None:
 
 
 def count(n: float, one: str, many: str | None = None) -> str:
-    """``n`` with its noun in the right number: "1 call", "3 calls", "1.5 fetches"."""
-    text = f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
+    """``n`` with its noun in the right number: "1 call", "3 calls", "1.5 fetches". A float
+    (a count per step) shows one decimal unless it is whole or 100 or more: "2 calls", "758
+    calls", never "2.0 calls"."""
+    whole = isinstance(n, int) or float(n).is_integer() or abs(n) >= 100
+    text = f"{round(n):,}" if whole else f"{n:,.1f}"
     return f"{text} {one if text in ('1', '1.0') else (many or one + 's')}"  # as it reads

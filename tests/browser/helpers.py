@@ -26,8 +26,19 @@ def shown_us(x: float | None, column_us: Iterable[float | None] | None = None) -
     if x is None:
         return "—"
     _, div = time_unit([x] if column_us is None else column_us)
-    text = str(Decimal(x / div).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    text = f"{Decimal(x / div).quantize(Decimal('0.001'), rounding=ROUND_HALF_UP):,}"
     return "0.000" if text == "-0.000" and x == 0 else text
+
+
+def size_text(b: float | None) -> str:
+    """format.ts ``bytes``: the binary unit that fits the value, 2 decimals, grouped; B whole
+    (units.format_bytes in the terminal)."""
+    if b is None:
+        return "—"
+    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(b) >= div:
+            return f"{b / div:,.2f} {unit}"
+    return f"{b:,.0f} B"
 
 
 def signed(x: float, column_us: Iterable[float | None]) -> str:
@@ -90,7 +101,7 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
         unit = time_unit(columns(ops, *OP_TIMES))[0]
         assert cell(page, "#operators-table th[data-key='device_self_us']") == \
             f"device self {unit} ▼"
-        assert row.locator("td[data-key='calls']").inner_text() == str(ops[0]["calls"])
+        assert row.locator("td[data-key='calls']").inner_text() == f"{ops[0]['calls']:,}"
         assert page.locator("#operators-table tbody tr").count() == len(ops)
         page.fill("#operators-table-search", ops[0]["name"])
         assert page.locator("#operators-table tbody tr").count() == \
@@ -120,7 +131,7 @@ def check_tables(page: Any, report: dict[str, Any], name: str) -> None:
             assert cell(page, f"#kernels-table th[data-key='{key}']") == f"{label} {unit}"
         page.click("#kernels-table th[data-key='calls']")  # sort by calls, descending
         assert row.locator("td[data-key='calls']").inner_text() == \
-            str(max(k["calls"] for k in ks))
+            f"{max(k['calls'] for k in ks):,}"  # counts grouped, as on every page
     shot(page, f"{name}-kernels")
     page.select_option("#kernel-group", "op")
     kops = report["kernels_by_operator"]

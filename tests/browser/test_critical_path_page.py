@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from tests.browser.conftest import shot
@@ -45,7 +47,22 @@ def check_critical_path(page: Any, report: dict[str, Any], name: str) -> None:
     lanes = {f"stream {e['stream']}" if e["stream"] is not None else f"thread {e['thread']}"
              for e in events}
     assert page.locator("#cp-lanes .cp-lane[data-lane]").count() == len(lanes)
-    assert page.locator("#cp-lanes rect").count() == len(events)
+    assert page.locator("#cp-lanes rect.cp-event").count() == len(events)
+    # every event of the path is drawn: the named ones, and bands of all when more exist
+    bands = cp["path"]["bands"]
+    assert bands["events"] >= len(events)
+    drawn_bands = len(bands["lane"]) if bands["events"] > len(events) else 0
+    assert page.locator("#cp-lanes rect.cp-band").count() == drawn_bands
+    assert text(page, "#cp-total") == f"{bands['events']:,}"
+    # one window basis: cards are the per-window figures' means, the text names the window
+    per = cp["per_window"]
+    assert cp["window_us"] == pytest.approx(sum(w["window_us"] for w in per) / len(per),
+                                            abs=1e-3)
+    ex = next(w for w in per if w["window"] == cp["path"]["window"])
+    path_window = cp["path"]["end_us"] - cp["path"]["start_us"]
+    assert path_window == pytest.approx(ex["window_us"], abs=0.5)  # µs doubles near 1.7e15
+    assert f"{shown_us(path_window)} {time_unit([path_window])[0]} window of" in \
+        text(page, "#cp-path-text")
     assert page.locator("#cp-lanes").get_attribute("data-segments") == str(len(events))
     # top events: one unit for the column
     top = sorted(cp["top_events"], key=lambda r: -r["on_path_us"])
@@ -150,11 +167,14 @@ def test_replayed_savings_and_steps_windows_in_the_html_report(page: Any,
     assert methods == {"replay", "bound"}
     check_critical_path(page, report, "html-resnet")
     assert page.locator("#cp-windows tbody tr").count() == 6
-    # 500 events kept of a longer path: the page says how much of the path they cover
+    # 500 events named of a longer path: the lanes draw all 3,479 (as bands), the 500 over them
     path = report["critical_path"]["path"]
-    assert len(path["events"]) == 500
-    kept = sum(e["on_path_us"] for e in path["events"])
-    assert text(page, "#cp-kept") == f"{shown_us(kept)} {time_unit([kept])[0]}"
+    assert len(path["events"]) == 500 and path["bands"]["events"] == 3479
+    assert text(page, "#cp-named") == "500" and text(page, "#cp-total") == "3,479"
+    # the step's window: ProfilerStep#9's 182.172 ms (its device work included), not its
+    # events' span; the window card is the six steps' mean
+    assert path["end_us"] - path["start_us"] == pytest.approx(182_172, abs=1)
+    assert report["critical_path"]["window_us"] == pytest.approx(177_592.167, abs=1e-3)
     # a window's link: the timeline zoomed to that step, nothing outlined (its path is not kept)
     first = report["critical_path"]["per_window"][0]
     assert first["window"] != report["critical_path"]["path"]["window"]

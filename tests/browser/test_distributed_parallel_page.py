@@ -73,8 +73,8 @@ def test_moe_skew_heatmap_and_fsdp_units(page: Any, tmp_path: Path) -> None:
     coll = doc["distributed"]["collectives"][0]
     assert page.locator("#collectives-table td[data-key='bytes_per_call']").first.inner_text() \
         == bytes_text(coll["bytes_per_call"])
-    assert page.locator("#run-findings .finding .title").first.inner_text() == \
-        doc["findings"][0]["title"]
+    assert page.locator("#run-findings .finding .title").first.inner_text().replace(
+        "\xa0", " ") == doc["findings"][0]["title"]
     # per process group (gloo writes no group name: one default group of the 4 ranks), its
     # matched calls, skew and waits
     groups = doc["distributed"]["groups"]
@@ -185,4 +185,13 @@ def test_real_pipeline_capture_page(page: Any, tmp_path: Path) -> None:
     assert "point-to-point traffic only" in page.locator("#collectives-none").inner_text()
     assert page.locator("#collectives-table").count() == 0
     assert "schedule 1F1B" in page.locator("#pipeline-summary").inner_text()
+    # no collective: sync wait vs transfer has nothing to split; said, not an empty chart
+    ranks = doc["distributed"]["ranks"]
+    assert all(r["sync_us"] == r["transfer_us"] == 0 for r in ranks)
+    assert page.locator("#comm-chart").count() == 0
+    assert page.locator("#comm-none").inner_text().startswith(
+        "No synchronisation wait or transfer to show: they are split on collectives matched")
+    assert "point-to-point sends and receives only" in page.locator("#comm-none").inner_text()
+    page.locator("#comm-none").scroll_into_view_if_needed()
+    shot(page, "pipeline-no-comm-split")
     assert not page.errors, page.errors

@@ -10,7 +10,7 @@ from typing import Any
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from tests.browser.conftest import shot
-from tests.browser.helpers import columns, shown_us, signed, time_text, time_unit
+from tests.browser.helpers import columns, shown_us, signed, size_text, time_text, time_unit
 from tests.conftest import shared_trace
 
 QWEN = "outside/tracelens-h100-qwen"
@@ -19,10 +19,6 @@ QWEN_FILE = "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 
 def _report(path: Path) -> dict[str, Any]:
     return build_report(load_trace(str(path)), top=1000).to_json()
-
-
-def mib(b: int | None) -> str:
-    return "—" if b is None else f"{b / 1048576:.2f}"
 
 
 def text(page: Any, selector: str) -> str:
@@ -35,10 +31,10 @@ def check_memory(page: Any, report: dict[str, Any], name: str) -> None:
     for d in report["memory"]["devices"]:
         card = f".card.mem[data-device='{d['device']}']"
         assert text(page, f"{card} td[data-key='peak_allocated_bytes']") == \
-            f"{mib(d['peak_allocated_bytes'])} MiB"
+            size_text(d["peak_allocated_bytes"])
         assert text(page, f"{card} td[data-key='peak_us']") == time_text(d["peak_us"])
         a = d["allocations"]
-        assert text(page, f"{card} td[data-key='allocs']") == f"{a['count']} / {a['frees']}"
+        assert text(page, f"{card} td[data-key='allocs']") == f"{a['count']:,} / {a['frees']:,}"
     devs = report["memory"]["devices"]
     gpu = next(i for i, d in enumerate(devs) if d["device"].startswith("GPU"))
     page.select_option("#memory-device", str(gpu))
@@ -48,12 +44,12 @@ def check_memory(page: Any, report: dict[str, Any], name: str) -> None:
     row = page.locator("#memory-operators tbody tr").first
     assert row.locator("td[data-key='name']").inner_text() == ops[0]["name"]
     assert row.locator("td[data-key='allocation_size_bytes']").inner_text() == \
-        mib(ops[0]["allocation_size_bytes"])
+        size_text(ops[0]["allocation_size_bytes"])
     assert page.locator("#memory-operators tbody tr").count() == len(ops)
     if d["allocations"]["largest"]:
         big = d["allocations"]["largest"][0]
         row = page.locator("#memory-allocations tbody tr").first
-        assert row.locator("td[data-key='size_bytes']").inner_text() == mib(big["size_bytes"])
+        assert row.locator("td[data-key='size_bytes']").inner_text() == size_text(big["size_bytes"])
         assert page.locator("#memory-allocations tbody tr").count() == \
             len(d["allocations"]["largest"])
     # zoom: the wheel over the curve narrows the x axis (ECharts dataZoom)
@@ -132,7 +128,7 @@ def check_efficiency(page: Any, report: dict[str, Any], name: str) -> None:
     e = report["efficiency"]
     assert text(page, "#mfu") == f"{e['mfu_pct']:.2f}"
     assert text(page, "#hfu") == f"{e['hfu_pct']:.2f}"
-    assert text(page, "#total-gflop") == f"{e['total_gflop']:.3f}"
+    assert text(page, "#total-gflop") == f"{e['total_gflop']:,.3f}"  # grouped: 5,765.705
     assert text(page, "#modelled-pct") == f"{e['modelled_time_pct']:.2f}"
     fams = e["time_by_family_us"]
     assert text(page, "#efficiency-families th:nth-child(2)") == time_unit(fams.values())[0]
@@ -144,11 +140,11 @@ def check_efficiency(page: Any, report: dict[str, Any], name: str) -> None:
     top = max(e["kernels"], key=lambda r: r["time_us"])
     assert rows.first.locator("td[data-key='name']").inner_text() == top["name"]
     assert rows.first.locator("td[data-key='tflops_per_s']").inner_text() == \
-        f"{top['tflops_per_s']:.3f}"
+        f"{top['tflops_per_s']:,.3f}"
     steps = page.locator("#efficiency-steps tbody tr")
     assert steps.count() == len(e["steps"])
     assert steps.first.locator("td[data-key='mfu_pct']").inner_text() == \
-        f"{e['steps'][0]['mfu_pct']:.3f}"
+        f"{e['steps'][0]['mfu_pct']:,.3f}"
     shot(page, f"{name}-efficiency")
     page.select_option("#roofline-points", "operators")
     page.wait_for_selector("#roofline-chart canvas")

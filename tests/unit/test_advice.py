@@ -331,7 +331,7 @@ def test_host_sync_evidence(tmp_path: Path) -> None:
     f = next(f for f in findings(b, tmp_path) if f.id == "host-sync")
     assert f.saving_us == pytest.approx(4925.0)  # 5 × 985 µs, under the 5 ms GPU idle
     # operators cover 5 × (10 + 1000 + 5) µs of CPU time; 4925 / 5075 = 97 %
-    assert f.evidence[0] == ("5.0 synchronising calls per step block the CPU for 4.92 ms per "
+    assert f.evidence[0] == ("5 synchronising calls per step block the CPU for 4.92 ms per "
                              "step (49.2 % of the step, 97 % of the time the CPU spends in "
                              "operators)")
     assert "caused by aten::item (5.0/step, 4.92 ms waiting per step)" in f.evidence

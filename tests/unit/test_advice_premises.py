@@ -360,7 +360,8 @@ def test_htod_pageable_copy_staging_is_not_a_sync(tmp_path: Path) -> None:
 
 # ---- launch-bound speaks the run's vendor and knows a compiled run ----------------------
 
-def _launch_bound(tmp_path: Path, *, amd: bool = False, compiled: bool = False) -> Finding:
+def _launch_bound(tmp_path: Path, *, amd: bool = False, compiled: bool = False,
+                  op: str = "aten::add") -> Finding:
     b = TraceBuilder()
     if amd:
         b.device_properties = [dict(MI300)]
@@ -370,7 +371,7 @@ def _launch_bound(tmp_path: Path, *, amd: bool = False, compiled: bool = False) 
             b.annotation("Torch-Compiled Region: 0/0", 1, 9_998)
         for i in range(1000):
             t = 5 + i * 10
-            o = b.op("aten::add", t, 8)
+            o = b.op(op, t, 8)
             b.launch(o, api, t + 1, 6, kernel="void kernel_small", k_ts=t + 8, k_dur=2)
     fs = advise(run_analyses(b.load(tmp_path)), replay=False)
     (f,) = [f for f in fs if f.id == "launch-bound"]
@@ -393,6 +394,26 @@ def test_launch_bound_on_a_compiled_run_does_not_ask_for_torch_compile(tmp_path:
     f = _launch_bound(tmp_path, compiled=True)
     assert "already compiled (Torch-Compiled Region: 0/0)" in f.fix
     assert 'torch.compile(mode="reduce-overhead")' not in f.fix
+
+
+def test_launch_bound_in_vllm_names_vllms_switches_not_torch_compile(tmp_path: Path) -> None:
+    """A model served by vLLM (its custom operators, vllm::NAME) is compiled and graphed by
+    vLLM itself: the fix names --enforce-eager and cudagraph_mode, no torch.compile snippet."""
+    f = _launch_bound(tmp_path, op="vllm::unified_attention_with_output")
+    assert "serves with vLLM (vllm::unified_attention_with_output)" in f.fix
+    assert "--enforce-eager" in f.fix and "cudagraph_mode=NONE" in f.fix
+    assert "torch.compile" not in f.fix and f.code is None
+    assert all("vllm.ai" in r for r in f.references)
+    (tmp_path / "amd").mkdir()
+    amd = _launch_bound(tmp_path / "amd", amd=True, op="vllm::moe_forward")
+    assert "HIP graphs" in amd.fix and "CUDA" not in amd.fix
+
+
+def test_premises_know_vllm_by_its_operator_namespace() -> None:
+    from stepscope.classify.names import is_vllm_op
+    assert is_vllm_op("vllm::moe_forward") and is_vllm_op("vllm::all_reduce")
+    assert not is_vllm_op("aten::mm") and not is_vllm_op("_C::rms_norm")
+    assert not is_vllm_op("vllm_custom_range")  # a range named like it, not the namespace
 
 
 # ---- low-occupancy: a library GEMM's occupancy is its tile choice -----------------------
@@ -524,3 +545,15 @@ def test_launch_bound_caps_by_launch_overhead_not_a_first_launch_stall(tmp_path:
     assert f.saving_us == pytest.approx(600, abs=1)  # 100 calls × 6 µs, not 3.6 ms
     assert any("101 kernel launches per step, 600.0 µs of CPU time" in e
                and "not counting 3.00 ms" in e for e in f.evidence)
+
+
+def test_low_mfu_in_vllm_names_vllms_batching_not_torch_compile() -> None:
+    from stepscope.advice.context import Premises
+    from stepscope.advice.rules.efficiency.low_mfu import _fix
+    p = Premises(vendor="amd", device=None, matrix_cores=True, matmul_dtypes={"bf16": 1.0},
+                 fp32_off_matrix_ns=0.0, compiled="TorchDynamo Cache Lookup", graph_launches=0,
+                 vllm="vllm::moe_forward")
+    fix, code = _fix(p)
+    assert "serves with vLLM, vllm::moe_forward" in fix and "--max-num-batched-tokens" in fix
+    assert "PYTORCH_TUNABLEOP_ENABLED=1" in fix and "torch.compile" not in fix and code is None
+    assert "--dtype" not in fix and "--enforce-eager" not in fix  # bf16 and compiled already

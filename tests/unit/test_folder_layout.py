@@ -105,11 +105,15 @@ def test_two_spans_of_one_process_get_its_findings(tmp_path: Path,
     files = sorted(str(p) for p in tmp_path.glob("*.json"))
     assert main(["report", *files, "--format", "json", "--executor", "serial"]) == 0
     assert json.loads(capsys.readouterr().out)["source"]["format"] == "spans"
-    # --html writes a run of ranks' page: refused on captures, in one line
+    # --html writes one capture's report or a run of ranks' page: refused on several
+    # captures (no one page), in one line naming them
     assert main(["report", str(tmp_path), "--html", str(tmp_path / "o.html"),
                  "--executor", "serial"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--html writes a run of ranks" in err
+    assert "\n" not in err and err.endswith(
+        "--html writes one capture's report or a run of ranks; these are 2 captures of host_7 "
+        "(pid 1000): give one capture's file (host_7.100.pt.trace.json, host_7.200.pt.trace.json)")
+    assert not (tmp_path / "o.html").exists()
     # diff reads the folder the same way: the spans pooled
     s = summarise_folder(str(tmp_path), use_cache=False)
     assert (s.kind, s.ranks, s.n_steps) == ("traces", 1, 6)

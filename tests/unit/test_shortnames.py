@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
-from stepscope.shortnames import collapse_templates, elide_args, short_name, short_names, simplify
+from stepscope.shortnames import (
+    collapse_templates,
+    drop_return_type,
+    elide_args,
+    short_name,
+    short_names,
+    simplify,
+)
 
 CONV = ("void implicit_convolve_sgemm<float, float, {}, 6, 7, 3, 3, 5, 1, false, true, true>"
         "(int, int, int, float const*, int, float*, float const*, kernel_conv_params, "
@@ -74,3 +81,27 @@ def test_names_without_templates_keep_whole_words() -> None:
         assert len(set(shorts)) == len(layers), shorts
         for short, full in zip(shorts, layers, strict=True):
             assert_whole(short, full, width)
+
+
+# vLLM's kernels on a B200 (tracelens-b200-eager): an anonymous namespace at the very start,
+# and a return type spelled as SFINAE void
+ANON = ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"
+        "(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long)")
+SFINAE = ("std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type "
+          "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long, "
+          "c10::BFloat16*, c10::BFloat16 const*, float, int, int)")
+
+
+def test_return_types_and_anonymous_namespaces_go_whole() -> None:
+    assert simplify(ANON) == "multimem_all_reduce_kernel<BFloat16, 16>"
+    assert simplify(SFINAE) == "fused_add_rms_norm_kernel<BFloat16, 8>"
+    assert drop_return_type(SFINAE).startswith("vllm::fused_add_rms_norm_kernel<")
+    for name in (ANON, SFINAE):
+        for width in (28, 40, 48):
+            short = short_name(name, width)
+            assert_whole(short, name, width)
+            assert "(" not in short and "enable_if" not in short, short
+    # a name that only starts like one keeps its start; a device copy keeps its spaces
+    assert drop_return_type("enable_if_ready<3>") == "enable_if_ready<3>"
+    assert drop_return_type("Memcpy HtoD (Pageable -> Device)") == \
+        "Memcpy HtoD (Pageable -> Device)"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import inlined_data
 
 from stepscope.analysis.system.series import chart_series
 from stepscope.analysis.system.verdict import verdict
@@ -19,6 +20,7 @@ from stepscope.cli.main import main
 from stepscope.formats import load_trace
 from stepscope.formats.monitor.read import read_samples, samples_beside
 from stepscope.report.build import build_report
+from stepscope.report.bundle import find_bundle
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "monitor_run" / "loader"
 TRACE = "vm_13337.1795509081314.pt.trace.json.gz"
@@ -107,6 +109,24 @@ def test_report_on_the_folder(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["system"]["file"] == str(RUN / "monitor.parquet")
     (f,) = [f for f in doc["findings"] if f["id"] == "input-pipeline"]
     assert any(e.startswith("stepscope monitor, over its") for e in f["evidence"])
+
+
+@pytest.mark.skipif(find_bundle() is None, reason="front end not built (setup.sh)")
+def test_html_on_a_folder_of_one_capture_writes_its_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`stepscope run --monitor` writes one capture and the monitor output: --html on that
+    folder writes the capture's report (as `report FILE --html`), the JSON stays `spans`."""
+    out = tmp_path / "loader.html"
+    assert main(["report", str(RUN), "--format", "json", "--no-cache", "--executor", "serial",
+                 "--html", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["source"]["format"] == "spans"
+    assert captured.err.strip() == f"HTML report: {out}"
+    data = inlined_data(out.read_text())
+    report = data["report"]
+    assert data["trace"] == TRACE and report["source"]["format"] == "kineto"
+    assert report["system"]["verdict"]["bound"] == "input"  # the monitor beside it
+    assert report["critical_path"] is not None and len(report["steps"]) == 3
 
 
 def test_a_wait_counted_when_it_ends_is_drawn_where_it_ran() -> None:

@@ -164,3 +164,13 @@ def test_critical_path_and_whatif_text_equal_the_json() -> None:
     row = _cells(text, "  data loading")
     assert row == [format_us(wi["before"]["by_category_us"]["data_loading"]).split()[0], "ms",
                    "→", "0.0", "µs"]
+
+
+def test_counts_take_their_nouns_number() -> None:
+    from stepscope.units import count
+    assert [count(1, "call"), count(3, "call"), count(1.0, "call"), count(2.0, "call")] == \
+        ["1 call", "3 calls", "1 call", "2 calls"]
+    assert count(1.5, "batch fetch", "batch fetches") == "1.5 batch fetches"
+    assert count(758.3, "call") == "758 calls"  # a per-step mean of 100 or more: whole
+    assert count(0.3, "kernel") == "0.3 kernels"
+    assert count(1234, "event") == "1,234 events"

@@ -3,6 +3,7 @@ import type { PageProps } from "../pageProps";
 import { Table, type Column } from "../table";
 import { pct, pctUnit, timeUnit, type TimeUnit as Unit } from "../format";
 import { isDiff, traceList, type RunTree } from "../types";
+import { breakable } from "../names";
 
 type D = Record<string, any>;
 const signed = (x: number | null | undefined, d = 3) => (x == null ? "—" : (x >= 0 ? "+" : "") + x.toFixed(d));
@@ -24,7 +25,7 @@ function changeCols(u: Unit): Column<D>[] {
 }
 const catCols = (u: Unit): Column<D>[] => [{ key: "name", label: "category", value: (r) => r.name }, ...changeCols(u)];
 const itemCols = (u: Unit): Column<D>[] => [
-  { key: "name", label: "name", value: (r) => r.name, render: (r) => <span class="kname">{r.name}</span> },
+  { key: "name", label: "name", value: (r) => r.name, render: (r) => <span class="kname">{breakable(r.name)}</span> },
   { key: "status", label: "status", value: (r) => r.status },
   { key: "calls_base", label: "calls base", num: true, value: (r) => r.calls_base ?? "—" },
   { key: "calls_new", label: "calls new", num: true, value: (r) => r.calls_new ?? "—" },
@@ -98,7 +99,7 @@ function ComparePicker({ source, trace }: PageProps) {
 
 function Sides({ diff }: { diff: D }) {
   const side = (s: D) => `${s.path} (${s.kind}${s.ranks > 1 ? `, ${s.ranks} ranks` : ""}, ${s.steps} steps${s.complete_tables ? "" : ", top rows only"})`;
-  return <dl class="sides" id="diff-sides"><dt>base</dt><dd class="kname">{side(diff.base)}</dd><dt>new</dt><dd class="kname">{side(diff.new)}</dd></dl>;
+  return <dl class="sides" id="diff-sides"><dt>base</dt><dd class="kname">{breakable(side(diff.base))}</dd><dt>new</dt><dd class="kname">{breakable(side(diff.new))}</dd></dl>;
 }
 
 function DiffView({ diff }: { diff: D }) {
@@ -118,7 +119,7 @@ function DiffView({ diff }: { diff: D }) {
     {diff.warnings.length > 0 && <ul class="warn">{diff.warnings.map((w: string, i: number) => <li key={i}>{w}</li>)}</ul>}
     {diff.gate.length > 0 && <><h2>Gate</h2>
       <table id="diff-gate"><thead><tr><th>threshold</th><th>result</th><th>why</th></tr></thead>
-        <tbody>{diff.gate.map((g: D, i: number) => <tr key={i}><td class="kname">{g.expression}</td>
+        <tbody>{diff.gate.map((g: D, i: number) => <tr key={i}><td class="kname">{breakable(g.expression)}</td>
           <td class={g.broken ? "worse" : "better"}>{g.broken ? "broken" : "ok"}</td><td>{g.reason}</td></tr>)}</tbody></table></>}
     <h2>Step breakdown</h2>
     {/* categories the step never spent time in (e.g. kernels of a CPU run) are left out, as in the text diff */}

@@ -1,10 +1,11 @@
 import { useMemo } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Table, timeCol, type Column } from "../table";
-import { pct, timeText, timeUnit } from "../format";
+import { num, pct, timeText, timeUnit } from "../format";
 import type { Dict } from "../types";
 import { CP_CATEGORIES, CP_COLORS } from "../pathCategories";
 import "./criticalPath.css";
+import { breakable } from "../names";
 
 type Row = Dict;
 
@@ -13,11 +14,11 @@ export const timelineHref = (trace: string, startUs: number, endUs: number, cp: 
   `#/timeline?trace=${encodeURIComponent(trace)}&start_us=${startUs}&end_us=${endUs}${cp ? "&cp=1" : ""}`;
 
 const TOP_COLS: Column<Row>[] = [
-  { key: "name", label: "event", value: (r) => r.name, render: (r) => <span class="kname" title={r.name}>{r.name}</span> },
+  { key: "name", label: "event", value: (r) => r.name, render: (r) => <span class="kname" title={r.name}>{breakable(r.name)}</span> },
   { key: "kind", label: "kind", value: (r) => r.kind },
   { key: "category", label: "category", value: (r) => r.category, render: (r) => <Cat c={r.category} /> },
   timeCol("on_path_us", "on path per window"),
-  { key: "occurrences", label: "occurrences", num: true, value: (r) => r.occurrences },
+  { key: "occurrences", label: "occurrences", num: true, value: (r) => r.occurrences, render: (r) => num(r.occurrences) },
 ];
 
 const Cat = ({ c }: { c: string }) => <span class="cp-cat"><i class="swatch" style={{ background: CP_COLORS[c] ?? "#999" }} />{c}</span>;
@@ -35,7 +36,10 @@ export function CriticalPath({ report, trace }: PageProps) {
   ], [trace, path.window]);
   // the window of a trace without steps or --window is the whole trace
   const winName = path.window === "trace" ? "the whole trace" : path.window as string;
-  const kept = (path.events as Dict[]).reduce((a, e) => a + e.on_path_us, 0);
+  const bands = path.bands as Dict | null;
+  const total: number = bands?.events ?? path.events.length;
+  // the DataLoader share of the step (breakdown) beside the path's: they measure different things
+  const dlStep = report.breakdown?.pct?.dataloader as number | undefined;
   const lenU = timeUnit([cp.length_us, cp.window_us]);
   // HTA's "cpu_bound" is every host edge; the report splits it into cpu, sync, data_loading
   const b = cp.by_category_us, host = cp.length_us ? (100 * (b.cpu + b.sync + b.data_loading)) / cp.length_us : null;
@@ -47,7 +51,7 @@ export function CriticalPath({ report, trace }: PageProps) {
       <section class="cards">
         <div class="card"><div class="label">critical path{cp.windows > 1 ? ` (mean of ${cp.windows} windows)` : ""}</div>
           <div class="big" id="cp-length">{lenU.fmt(cp.length_us)}</div><div class="unit">{lenU.label}</div></div>
-        <div class="card"><div class="label">window (its events' span)</div>
+        <div class="card"><div class="label">window{cp.windows > 1 ? ` (mean of ${cp.windows})` : ""}</div>
           <div class="big" id="cp-window">{lenU.fmt(cp.window_us)}</div><div class="unit">{lenU.label}</div></div>
         <div class="card"><div class="label">path / window</div><div class="big" id="cp-share">{pct(share)}</div><div class="unit">%</div></div>
         <div class="card cp-note-card"><div class="label">CPU-bound</div><div class="big" id="cp-cpu">{pct(cp.bound_by_pct.cpu)}</div>
@@ -56,6 +60,10 @@ export function CriticalPath({ report, trace }: PageProps) {
       </section>
       <p class="dim" id="cp-definition">{cp.definition}. The longest chain of dependent work (host threads, launches, streams,
         synchronisations): shortening anything off it does not shorten the step.</p>
+      <p class="dim" id="cp-basis">Window: each analysed {path.window === "trace" ? "trace" : "step (or --window range)"}, from its start to its end or to its last event's end if later (device work can outlast the host range);
+        the cards are means over the {cp.windows === 1 ? "one window" : `${cp.windows} windows`}, the table below per window, the lanes one window.</p>
+      {dlStep != null && dlStep > 0 && <p class="dim" id="cp-dataloader">Data loading here is path time inside DataLoader ranges (<span class="nowrap">{pct(cp.bound_by_pct.data_loading)}&nbsp;%</span> of the path); the Overview's <span class="nowrap">{pct(dlStep)}&nbsp;%</span> is
+        the step's time waiting for batches: HTA's path counts only time in operators, runtime calls and device work, so a wait with no operator running is not on it.</p>}
       <h2>Bound by</h2>
       <div class="cp-bar" id="cp-bar" role="img" aria-label={cats.filter((c) => c.p > 0).map((c) => `${c.k} ${pct(c.p)} %`).join(", ")}>
         {cats.filter((c) => c.p > 0).map((c) => <div key={c.k} data-cat={c.k} title={`${c.k}: ${pct(c.p)} %`}
@@ -65,9 +73,9 @@ export function CriticalPath({ report, trace }: PageProps) {
         <tbody>{cats.map((c) => <tr key={c.k} data-cat={c.k}><td><Cat c={c.k} /></td>
           <td class="num" data-key="pct">{pct(c.p)}</td><td class="num" data-key="us">{catU.fmt(c.us)}</td><td class="dim">{c.def}</td></tr>)}</tbody></table>
       <h2>The path {winName === path.window ? "of " : "over "}{winName} <a class="tl-link" id="cp-timeline-link" href={timelineHref(trace, path.start_us, path.end_us, true)}>show on timeline</a></h2>
-      <p class="dim">{timeText(path.length_us)} of path in the {timeText(path.end_us - path.start_us)} of {winName}{cp.windows > 1 ? ` (of the ${cp.windows} windows, the one of median path length)` : ""};
-        {path.events.length >= 500 ? <> its 500 events with the most path time (the report keeps at most 500),
-          covering <span id="cp-kept">{timeText(kept)}</span> of it</> : ` its ${path.events.length} events`}, by thread and stream. Hover a segment for its name.</p>
+      <p class="dim" id="cp-path-text">{timeText(path.length_us)} of path in the {timeText(path.end_us - path.start_us)} window of {winName}{cp.windows > 1 ? ` (of the ${cp.windows} windows, the one of median path length)` : ""};
+        all <span id="cp-total">{num(total)}</span> of its events, by thread and stream{total > path.events.length ? <>: bands where events touch (merged below 1/4000 of the window);
+          the <span id="cp-named">{num(path.events.length)}</span> with the most path time are drawn over them, hover one for its name</> : ". Hover a segment for its name"}.</p>
       <Lanes path={path} />
       <h2>Top events on the path</h2>
       <Table id="cp-top" rows={cp.top_events} cols={TOP_COLS} searchKey={(r) => r.name} initialSort="on_path_us" />
@@ -95,30 +103,44 @@ function Prediction({ report }: { report: Dict }) {
 }
 
 /** The path's events as lanes (host threads, then streams) over the window; each segment
- * coloured by its category. SVG in % of the width, so it follows the page's width. */
+ * coloured by its category. A path of more events than the report names (500) is drawn whole
+ * from its bands (every event, merged where they touch), the named events over them.
+ * SVG in % of the width, so it follows the page's width. */
 function Lanes({ path }: { path: Dict }) {
   const { lanes, ticks } = useMemo(() => {
     const t0 = path.start_us as number, span = Math.max(1, (path.end_us as number) - t0);
-    const by = new Map<string, Dict[]>();
-    for (const e of path.events as Dict[]) {
+    type Seg = { x: number; w: number; cat: string; title: string; band: boolean };
+    const by = new Map<string, Seg[]>();
+    const add = (key: string, s: Seg) => (by.get(key) ?? by.set(key, []).get(key)!).push(s);
+    const events = path.events as Dict[], b = path.bands as Dict | null;
+    if (b && b.events > events.length) {
+      for (let i = 0; i < b.lane.length; i++) {
+        const cat = b.categories[b.cat[i]] as string;
+        add(b.lanes[b.lane[i]], { x: (100 * b.start_us[i]) / span, w: (100 * b.dur_us[i]) / span, cat, band: true,
+          title: `${cat} · path events over ${timeText(b.dur_us[i])} from ${timeText(b.start_us[i])}` });
+      }
+    }
+    for (const e of events) {
       const key = e.stream != null ? `stream ${e.stream}` : `thread ${e.thread ?? "?"}`;
-      (by.get(key) ?? by.set(key, []).get(key)!).push(e);
+      add(key, { x: Math.max(0, (100 * (e.ts_us - t0)) / span), w: Math.max(0, (100 * e.dur_us) / span), cat: e.category, band: false,
+        title: `${e.name} · ${e.kind} · ${e.category} · ${timeText(e.dur_us)} (${timeText(e.on_path_us)} on the path)` });
     }
     const keys = [...by.keys()].sort((a, b) => (a.startsWith("thread") === b.startsWith("thread") ? a.localeCompare(b, undefined, { numeric: true }) : a.startsWith("thread") ? -1 : 1));
     const u = timeUnit([span]);
     const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => ({ f, text: `${+(f * span / u.div).toFixed(3)} ${u.label}` }));
-    return { ticks, lanes: keys.map((k) => ({ key: k, segs: by.get(k)!.map((e) => ({ e,
-      x: Math.max(0, (100 * (e.ts_us - t0)) / span), w: Math.max(0, (100 * e.dur_us) / span) })) })) };
+    return { ticks, lanes: keys.map((k) => ({ key: k, segs: by.get(k)! })) };
   }, [path]);
+  const named = lanes.reduce((n, l) => n + l.segs.filter((s) => !s.band).length, 0);
   return (
-    <div class="cp-lanes" id="cp-lanes" data-lanes={lanes.length} data-segments={lanes.reduce((n, l) => n + l.segs.length, 0)}>
+    <div class="cp-lanes" id="cp-lanes" data-lanes={lanes.length} data-segments={named}
+      data-bands={lanes.reduce((n, l) => n + l.segs.length, 0) - named}>
       {lanes.map((l) => (
         <div class="cp-lane" key={l.key} data-lane={l.key}>
           <span class="cp-lane-label">{l.key}</span>
-          <svg class="cp-lane-plot" role="img" aria-label={`${l.key}: ${l.segs.length} path events`}>
-            {l.segs.map((s, i) => <rect key={i} x={`${s.x}%`} y="3" width={`${s.w}%`} height="16" fill={CP_COLORS[s.e.category] ?? "#999"}
-              stroke={CP_COLORS[s.e.category] ?? "#999"} stroke-width="1" data-cat={s.e.category}>
-              <title>{`${s.e.name} · ${s.e.kind} · ${s.e.category} · ${timeText(s.e.dur_us)} (${timeText(s.e.on_path_us)} on the path)`}</title></rect>)}
+          <svg class="cp-lane-plot" role="img" aria-label={`${l.key}: ${l.segs.filter((s) => !s.band).length} named path events`}>
+            {l.segs.map((s, i) => <rect key={i} class={s.band ? "cp-band" : "cp-event"} x={`${s.x}%`} y="3" width={`${s.w}%`} height="16"
+              fill={CP_COLORS[s.cat] ?? "#999"} stroke={CP_COLORS[s.cat] ?? "#999"} stroke-width="1" data-cat={s.cat}>
+              <title>{s.title}</title></rect>)}
           </svg>
         </div>))}
       <div class="cp-lane cp-axis"><span class="cp-lane-label dim">since its start</span>

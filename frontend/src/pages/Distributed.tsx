@@ -5,7 +5,7 @@ import type { PageProps } from "../pageProps";
 import { isRun, type Dict, type Progress, type RunTree } from "../types";
 import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";
-import { pct, timeAxis, timeUnit } from "../format";
+import { num, pct, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";
 import { AllToAllView, CallsView, CollectiveSkewView, Definitions, FsdpView, LARGE, PipelineView, bytesText, highest, rankHeatmap, rankHistogram, rowLimit } from "./DistributedViews";
 
@@ -48,7 +48,7 @@ const STEPS: Column<K>[] = [
 const COLLECTIVES: Column<K>[] = [
   { key: "collective", label: "type", value: (r) => r.collective },
   { key: "process_group", label: "group", value: (r) => `${r.process_group || "default"} (${r.group_size ?? "?"})` },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
   { key: "bytes_per_call", label: "bytes/call", num: true, value: (r) => r.bytes_per_call, render: (r) => <span title={r.bytes_per_call == null ? "" : `${r.bytes_per_call} B`}>{bytesText(r.bytes_per_call)}</span> },
   { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
   timeCol("time_us", "time"),
@@ -122,11 +122,16 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
   }, [data]);
 
   const d = data.distributed;
+  // sync wait and transfer split matched collectives; a run without any (a pipeline's
+  // point-to-point sends and receives) has nothing to split: say so instead of an empty chart
+  const split = (d.ranks as K[]).some((r) => (r.sync_us ?? 0) + (r.transfer_us ?? 0) > 0);
+  const noSplit = <p class="dim" id="comm-none">No synchronisation wait or transfer to show: they are split on collectives matched across ranks, and
+    {d.pipeline ? " these ranks exchange point-to-point sends and receives only (their time is in communication above; the pipeline stages below show the bubble)" : " these traces hold none"}.</p>;
   return (
     <div class="page" id="page-distributed">
       <h2>Distributed run <span class="dim">{run}</span></h2>
-      <p id="run-summary">{d.world_size} ranks · backend <b>{d.backend ?? "—"}</b> · ranks from {d.rank_source}
-        {d.imbalance && <> · busy computation max/mean <b id="imbalance">{fixed(d.imbalance.max_over_mean, 3)}</b> (slowest rank {d.imbalance.slowest_rank})</>}
+      <p id="run-summary"><span class="nowrap">{num(d.world_size)} ranks</span> · <span class="nowrap">backend <b>{d.backend ?? "—"}</b></span> · ranks from {d.rank_source}
+        {d.imbalance && <> · busy computation <span class="nowrap">max/mean <b id="imbalance">{fixed(d.imbalance.max_over_mean, 3)}</b></span> (<span class="nowrap">slowest rank {d.imbalance.slowest_rank}</span>)</>}
         {d.failed.length > 0 && <span class="error"> · {d.failed.length} rank traces could not be read</span>}</p>
       <Definitions />
       {charts.large ? <>
@@ -136,13 +141,13 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
         <Chart option={charts.hist} height={300} id="ranks-histogram" />
         <p class="dim" id="busiest-ranks">most busy computation: {highest(d.ranks, (r) => r.computation_us + r.overlap_us)}</p>
         <h3>Sync wait per rank (histogram)</h3>
-        <Chart option={charts.comm} height={300} id="comm-histogram" />
-        <p class="dim">longest sync wait: {highest(d.ranks, (r) => r.sync_us)}</p>
+        {split ? <><Chart option={charts.comm} height={300} id="comm-histogram" />
+          <p class="dim">longest sync wait: {highest(d.ranks, (r) => r.sync_us)}</p></> : noSplit}
       </> : <>
         <h3>Time per rank (computation, overlap, communication, other)</h3>
         <Chart option={charts.time} height={280} id="ranks-chart" />
         <h3>Communication per rank: synchronisation wait vs data transfer</h3>
-        <Chart option={charts.comm} height={240} id="comm-chart" />
+        {split ? <Chart option={charts.comm} height={240} id="comm-chart" /> : noSplit}
       </>}
       <Table id="ranks-table" rows={d.ranks} cols={RANKS} searchKey={(r) => String(r.rank)} limit={rowLimit(d.ranks.length)} />
       <h3>Stragglers (slowest first)</h3>

@@ -3,7 +3,7 @@
 // replace one bar per rank once a run has more than LARGE ranks.
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
-import { pct, timeAxis, timeUnit } from "../format";
+import { bytes, num, pct, timeAxis, timeUnit } from "../format";
 
 type K = Record<string, any>;
 
@@ -20,11 +20,8 @@ export function bytesUnit(values: number[]): [string, number] {
   const big = Math.max(0, ...values.map((v) => Math.abs(v ?? 0)));
   return big >= 2 ** 30 ? ["GiB", 2 ** 30] : big >= 2 ** 20 ? ["MiB", 2 ** 20] : big >= 2 ** 10 ? ["KiB", 2 ** 10] : ["B", 1];
 }
-export const bytesText = (b: number | null | undefined) => {
-  if (b == null) return "—";
-  const [u, d] = bytesUnit([b]);
-  return `${(b / d).toFixed(d === 1 ? 0 : 2)} ${u}`;
-};
+/** One value in the unit that fits it (the pages' shared formatter). */
+export const bytesText = (b: number | null | undefined) => bytes(b);
 
 /** "0–249, 300": consecutive ranks as ranges, so a stage of hundreds of ranks stays one line. */
 export function rankList(ranks: number[]): string {
@@ -190,8 +187,8 @@ export function PipelineView({ p }: { p: K }) {
   ];
   return (
     <div id="pipeline">
-      <p id="pipeline-summary">{stages.length} stages · schedule <b>{p.schedule ?? "unknown"}</b> · {m} micro-batches ·
-        theoretical bubble <b>{pct(p.theoretical_bubble_pct)} %</b> ((p−1)/(m+p−1)) · stage imbalance (slowest / mean compute) <b>{p.imbalance?.toFixed(2) ?? "—"}</b></p>
+      <p id="pipeline-summary"><span class="nowrap">{stages.length} stages</span> · <span class="nowrap">schedule <b>{p.schedule ?? "unknown"}</b></span> · <span class="nowrap">{m} micro-batches</span> ·{" "}
+        <span class="nowrap">theoretical bubble <b>{pct(p.theoretical_bubble_pct)}&nbsp;%</b></span> ((p−1)/(m+p−1)) · stage imbalance (slowest / mean compute) <b>{p.imbalance?.toFixed(2) ?? "—"}</b></p>
       <Chart option={option} height={80 + 40 * stages.length} id="pipeline-chart" />
       <Table id="pipeline-table" rows={stages} cols={cols} />
     </div>
@@ -258,7 +255,7 @@ export function FsdpView({ f }: { f: K }) {
   const cols: Column<K>[] = [
     { key: "unit", label: "unit", value: (r) => r.unit || "(all units)" },
     { key: "kind", label: "collective", value: (r) => r.kind.replace("_", "-") },
-    { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+    { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
     { key: "bytes", label: `bytes ${bu}`, num: true, value: (r) => r.bytes, render: (r) => (r.bytes == null ? "—" : (r.bytes / bd).toFixed(2)) },
     timeCol("time_us", "time"),
     timeCol("exposed_us", "exposed"),

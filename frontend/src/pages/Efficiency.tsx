@@ -2,24 +2,26 @@ import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
-import { pct, timeText, timeUnit } from "../format";
+import { num, pct, timeText, timeUnit } from "../format";
+import { breakable } from "../names";
 
 const PALETTE = ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc", "#999"];
 
 type D = Record<string, any>;
-const num = (x: number | null | undefined, d = 3) => (x == null ? "—" : x.toFixed(d));
+/** 3 decimals (GFLOP, TFLOP/s, ...), thousands grouped as every figure. */
+const dec3 = (x: number | null | undefined, d = 3) => num(x, d);
 const short = (s: string) => (s.length > 70 ? s.slice(0, 33) + "…" + s.slice(-33) : s);
 
 const POINT_COLS: Column<D>[] = [
-  { key: "name", label: "name", value: (r) => r.name, render: (r) => <span class="kname">{r.name}</span> },
+  { key: "name", label: "name", value: (r) => r.name, render: (r) => <span class="kname">{breakable(r.name)}</span> },
   { key: "family", label: "family", value: (r) => r.family },
   { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
   timeCol("time_us", "time"),
-  { key: "gflop", label: "GFLOP", num: true, value: (r) => r.gflop, render: (r) => num(r.gflop) },
-  { key: "tflops_per_s", label: "TFLOP/s", num: true, value: (r) => r.tflops_per_s, render: (r) => num(r.tflops_per_s) },
-  { key: "gbytes_per_s", label: "GB/s", num: true, value: (r) => r.gbytes_per_s, render: (r) => num(r.gbytes_per_s) },
-  { key: "intensity_flop_per_byte", label: "FLOP/B", num: true, value: (r) => r.intensity_flop_per_byte, render: (r) => num(r.intensity_flop_per_byte) },
+  { key: "gflop", label: "GFLOP", num: true, value: (r) => r.gflop, render: (r) => dec3(r.gflop) },
+  { key: "tflops_per_s", label: "TFLOP/s", num: true, value: (r) => r.tflops_per_s, render: (r) => dec3(r.tflops_per_s) },
+  { key: "gbytes_per_s", label: "GB/s", num: true, value: (r) => r.gbytes_per_s, render: (r) => dec3(r.gbytes_per_s) },
+  { key: "intensity_flop_per_byte", label: "FLOP/B", num: true, value: (r) => r.intensity_flop_per_byte, render: (r) => dec3(r.intensity_flop_per_byte) },
   { key: "pct_roofline", label: "% of roofline", num: true, value: (r) => r.pct_roofline, render: (r) => pct(r.pct_roofline) },
   { key: "bound", label: "bound", value: (r) => r.bound ?? "—" },
   { key: "above_roof", label: "above its roof", value: (r) => r.above_roof ?? "",
@@ -29,22 +31,22 @@ const STEP_COLS: Column<D>[] = [
   { key: "step", label: "step", value: (r) => r.step },
   { key: "device", label: "device", num: true, value: (r) => r.device },
   timeCol("duration_us", "duration"),
-  { key: "model_gflop", label: "model GFLOP", num: true, value: (r) => r.model_gflop, render: (r) => num(r.model_gflop) },
-  { key: "hardware_gflop", label: "hardware GFLOP", num: true, value: (r) => r.hardware_gflop, render: (r) => num(r.hardware_gflop) },
-  { key: "peak_tflops", label: "peak TFLOP/s", num: true, value: (r) => r.peak_tflops, render: (r) => num(r.peak_tflops, 1) },
-  { key: "mfu_pct", label: "MFU %", num: true, value: (r) => r.mfu_pct, render: (r) => num(r.mfu_pct) },
-  { key: "hfu_pct", label: "HFU %", num: true, value: (r) => r.hfu_pct, render: (r) => num(r.hfu_pct) },
+  { key: "model_gflop", label: "model GFLOP", num: true, value: (r) => r.model_gflop, render: (r) => dec3(r.model_gflop) },
+  { key: "hardware_gflop", label: "hardware GFLOP", num: true, value: (r) => r.hardware_gflop, render: (r) => dec3(r.hardware_gflop) },
+  { key: "peak_tflops", label: "peak TFLOP/s", num: true, value: (r) => r.peak_tflops, render: (r) => dec3(r.peak_tflops, 1) },
+  { key: "mfu_pct", label: "MFU %", num: true, value: (r) => r.mfu_pct, render: (r) => dec3(r.mfu_pct) },
+  { key: "hfu_pct", label: "HFU %", num: true, value: (r) => r.hfu_pct, render: (r) => dec3(r.hfu_pct) },
 ];
 const NO_MODEL_COLS: Column<D>[] = [
   { key: "name", label: "launching operator", value: (r) => r.name },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
   timeCol("time_us", "time"),
 ];
 const SHAPE_COLS: Column<D>[] = [
   { key: "op", label: "operator", value: (r) => r.op },
   { key: "m", label: "M", num: true, value: (r) => r.m }, { key: "n", label: "N", num: true, value: (r) => r.n },
   { key: "k", label: "K", num: true, value: (r) => r.k }, { key: "dtype", label: "dtype", value: (r) => r.dtype ?? "—" },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
   timeCol("time_us", "time"),
 ];
 
@@ -122,7 +124,7 @@ export function Efficiency({ report }: PageProps) {
       <section class="cards">
         <div class="card"><div class="label">MFU ({e.mfu_dtype ?? "—"})</div><div class="big" id="mfu">{pct(e.mfu_pct)}</div><div class="unit">% of peak</div></div>
         <div class="card"><div class="label">HFU</div><div class="big" id="hfu">{pct(e.hfu_pct)}</div><div class="unit">% (with recomputation)</div></div>
-        <div class="card"><div class="label">model work</div><div class="big" id="total-gflop">{num(e.total_gflop)}</div><div class="unit">GFLOP, {num(e.total_mbytes)} MB moved</div></div>
+        <div class="card"><div class="label">model work</div><div class="big" id="total-gflop">{dec3(e.total_gflop)}</div><div class="unit">GFLOP, {dec3(e.total_mbytes)} MB moved</div></div>
         <div class="card"><div class="label">time with a work model</div><div class="big" id="modelled-pct">{pct(e.modelled_time_pct)}</div><div class="unit">% of {timeText(e.time_us)} ({e.timed_on} time)</div></div>
         <div class="card"><div class="label">FP32 matmul time</div><div class="big" id="fp32-matmul">{fp32.fmt(e.fp32_matmul_us)}</div><div class="unit">{fp32.label}</div></div>
         {e.devices.map((d: D) => (

@@ -6,6 +6,7 @@ import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { Table, type Column } from "../table";
 import { esc, ms4, pct } from "../format";
+import { breakable } from "../names";
 
 type D = Record<string, any>;
 const signed = (x: number | null | undefined, d = 4) => (x == null ? "—" : (x > 0 ? "+" : "") + x.toFixed(d));
@@ -23,7 +24,7 @@ const precision = (d: D) => (d.a_precision === d.b_precision || d.a_ms == null |
 const deltaCell = (x: number | null | undefined) => <span class={x == null || x === 0 ? "" : x > 0 ? "worse" : "better"}>{signed(x)}</span>;
 
 const LAYER_COLS: Column<D>[] = [
-  { key: "name", label: "layer", value: (r) => r.name, render: (r) => <span class="kname">{r.name}</span> },
+  { key: "name", label: "layer", value: (r) => r.name, render: (r) => <span class="kname">{breakable(r.name)}</span> },
   { key: "status", label: "status", value: status, render: (r) => <span class={`status ${status(r).replace(/ /g, "-")}`}>{status(r)}</span> },
   { key: "a_ms", label: "A ms", num: true, value: (r) => r.a_ms, render: (r) => ms4(r.a_ms) },
   { key: "b_ms", label: "B ms", num: true, value: (r) => r.b_ms, render: (r) => ms4(r.b_ms) },
@@ -34,10 +35,10 @@ const LAYER_COLS: Column<D>[] = [
 ];
 const FUSION_COLS: Column<D>[] = [
   { key: "fused_in", label: "fused in", value: (r) => r.fused_in.toUpperCase() },
-  { key: "layer", label: "layer", value: (r) => r.layer, render: (r) => <span class="kname">{r.layer}</span> },
+  { key: "layer", label: "layer", value: (r) => r.layer, render: (r) => <span class="kname">{breakable(r.layer)}</span> },
   { key: "layer_ms", label: "layer ms", num: true, value: (r) => r.layer_ms, render: (r) => ms4(r.layer_ms) },
   { key: "split_layers", label: "the other engine runs it as", value: (r) => r.split_layers.length,
-    render: (r) => <ul class="plain">{r.split_layers.map((n: string, i: number) => <li key={i} class="kname">{n}</li>)}</ul> },
+    render: (r) => <ul class="plain">{r.split_layers.map((n: string, i: number) => <li key={i} class="kname">{breakable(n)}</li>)}</ul> },
   { key: "split_ms", label: "those layers ms", num: true, value: (r) => r.split_ms, render: (r) => ms4(r.split_ms) },
 ];
 const SIDE_COLS = (label: string): Column<D>[] => [

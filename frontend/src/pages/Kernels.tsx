@@ -2,7 +2,8 @@ import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";
-import { pct, timeText } from "../format";
+import { num, pct, timeText } from "../format";
+import { breakable } from "../names";
 
 type K = Record<string, any>;
 const dims = (d: number[] | null) => (d ? `[${d.join(", ")}]` : "—");
@@ -18,8 +19,8 @@ const TIMES = <T extends K>(): Column<T>[] => [
   timeCol("total_us", "total"), timeCol("mean_us", "mean", "call"), timeCol("min_us", "min", "call"), timeCol("max_us", "max", "call"),
 ];
 const COLS: Column<K>[] = [
-  { key: "name", label: "kernel", value: (r) => r.name, render: (r) => <span class="kname" title={r.name}>{r.name}</span> },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "name", label: "kernel", value: (r) => r.name, render: (r) => <span class="kname" title={r.name}>{breakable(r.name)}</span> },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
   ...TIMES<K>(),
   { key: "blocks_per_sm", label: "blocks/SM", num: true, value: (r) => r.blocks_per_sm, render: (r) => pct(r.blocks_per_sm) },
   { key: "achieved_occupancy_pct", label: "occupancy %", num: true, value: (r) => r.achieved_occupancy_pct, render: (r) => pct(r.achieved_occupancy_pct) },
@@ -31,9 +32,9 @@ const COLS: Column<K>[] = [
 ];
 
 const BY_OP: Column<K>[] = [
-  { key: "kernel", label: "kernel", value: (r) => r.kernel, render: (r) => <span class="kname">{r.kernel}</span> },
+  { key: "kernel", label: "kernel", value: (r) => r.kernel, render: (r) => <span class="kname">{breakable(r.kernel)}</span> },
   { key: "operator", label: "operator", value: (r) => r.operator },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
   ...TIMES<K>(),
 ];
 

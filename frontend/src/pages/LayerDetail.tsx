@@ -2,6 +2,7 @@
 // and kernel, and the tensors it reads and writes (neighbours are links that select them).
 import { ms4 } from "../format";
 import { dims } from "./EngineGraph";
+import { breakable } from "../names";
 
 type D = Record<string, any>;
 
@@ -25,7 +26,7 @@ export function LayerDetail({ index, layers, edges, onSelect }: {
   const dec = r.decoded ?? {}, k = r.kernel;
   return (
     <div id="trt-layer-detail" class="layer-detail" data-index={index}>
-      <h3 id="trt-detail-name" class="kname">{r.name}</h3>
+      <h3 id="trt-detail-name" class="kname">{breakable(r.name)}</h3>
       <table class="kv"><tbody>
         <tr><td>type</td><td id="trt-detail-type">{r.type || "—"}</td></tr>
         <tr><td>precision</td><td id="trt-detail-precision">{r.precision ?? "—"}</td></tr>
@@ -33,7 +34,7 @@ export function LayerDetail({ index, layers, edges, onSelect }: {
         <tr><td>median ms</td><td>{ms4(r.median_ms)}</td></tr>
         <tr><td>share %</td><td id="trt-detail-share">{r.share_pct == null ? "—" : r.share_pct.toFixed(2)}</td></tr>
         {r.gpu_ms != null && <tr><td>GPU ms (nsys)</td><td>{ms4(r.gpu_ms)}</td></tr>}
-        <tr><td>tactic</td><td class="kname">{r.tactic || "—"}</td></tr>
+        <tr><td>tactic</td><td class="kname">{breakable(r.tactic || "—")}</td></tr>
         {k && <tr><td>kernel</td><td id="trt-detail-kernel">{k.summary}</td></tr>}
         <tr><td>name decoded</td><td id="trt-detail-decoded">{dec.summary ?? "—"}</td></tr>
         {(dec.ops?.length ?? 0) > 0 && <tr><td>ops</td><td id="trt-detail-ops">{dec.ops.join(" → ")}</td></tr>}
@@ -43,11 +44,11 @@ export function LayerDetail({ index, layers, edges, onSelect }: {
       </tbody></table>
       <h4>Inputs</h4>
       <table id="trt-detail-inputs"><thead><tr><th>tensor</th><th>dtype</th><th>dims</th><th>from</th></tr></thead>
-        <tbody>{ins.map((e, i) => <tr key={i}><td class="kname">{e.tensor}</td><td>{e.dtype}</td><td class="dims">{dims(e.dims)}</td>
+        <tbody>{ins.map((e, i) => <tr key={i}><td class="kname">{breakable(e.tensor)}</td><td>{e.dtype}</td><td class="dims">{dims(e.dims)}</td>
           <td><End layer={e.from} layers={layers} word="network input" onSelect={onSelect} /></td></tr>)}</tbody></table>
       <h4>Outputs</h4>
       <table id="trt-detail-outputs"><thead><tr><th>tensor</th><th>dtype</th><th>dims</th><th>to</th></tr></thead>
-        <tbody>{[...outs.values()].map(({ e, to }, i) => <tr key={i}><td class="kname">{e.tensor}</td><td>{e.dtype}</td><td class="dims">{dims(e.dims)}</td>
+        <tbody>{[...outs.values()].map(({ e, to }, i) => <tr key={i}><td class="kname">{breakable(e.tensor)}</td><td>{e.dtype}</td><td class="dims">{dims(e.dims)}</td>
           <td>{to.map((t, j) => <div key={j}><End layer={t} layers={layers} word="network output" onSelect={onSelect} /></div>)}</td></tr>)}</tbody></table>
     </div>
   );

@@ -2,16 +2,14 @@ import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
-import { timeAxis, timeText, timeUnit } from "../format";
+import { bytes, num, timeAxis, timeText, timeUnit } from "../format";
 
 type D = Record<string, any>;
-/** Bytes as MiB with 2 decimals (the exact count is in the cell's title). */
-export const mib = (b: number | null | undefined) => (b == null ? "—" : (b / 1048576).toFixed(2));
-
-const withUnit = (v: string, unit: string) => (v === "—" ? v : `${v} ${unit}`);
+/** A size in the unit that fits it (format.ts `bytes`); the exact count in the title. */
+const Size = ({ b }: { b: number | null | undefined }) => <span class="nowrap" title={b == null ? undefined : `${num(b)} B`}>{bytes(b)}</span>;
 
 const ALLOC_COLS: Column<D>[] = [
-  { key: "size_bytes", label: "size MiB", num: true, value: (r) => r.size_bytes, render: (r) => <span title={`${r.size_bytes} B`}>{mib(r.size_bytes)}</span> },
+  { key: "size_bytes", label: "size", num: true, value: (r) => r.size_bytes, render: (r) => <Size b={r.size_bytes} /> },
   timeCol("alloc_us", "allocated at", "at"),
   timeCol("free_us", "freed at", "at"),
   timeCol("lifetime_us", "lifetime"),
@@ -19,17 +17,17 @@ const ALLOC_COLS: Column<D>[] = [
   { key: "step", label: "step", value: (r) => r.step ?? "—" },
 ];
 
-const mibCol = (key: string, label: string): Column<D> =>
-  ({ key, label, num: true, value: (r) => r[key], render: (r) => <span title={`${r[key]} B`}>{mib(r[key])}</span> });
+const sizeCol = (key: string, label: string): Column<D> =>
+  ({ key, label, num: true, value: (r) => r[key], render: (r) => <Size b={r[key]} /> });
 const OP_COLS: Column<D>[] = [
   { key: "name", label: "operator", value: (r) => r.name },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
-  mibCol("size_increase_bytes", "size increase MiB"),
-  mibCol("self_size_increase_bytes", "self size increase MiB"),
-  { key: "allocation_count", label: "allocations", num: true, value: (r) => r.allocation_count },
-  { key: "self_allocation_count", label: "self allocations", num: true, value: (r) => r.self_allocation_count },
-  mibCol("allocation_size_bytes", "allocation size MiB"),
-  mibCol("self_allocation_size_bytes", "self allocation size MiB"),
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
+  sizeCol("size_increase_bytes", "size increase"),
+  sizeCol("self_size_increase_bytes", "self size increase"),
+  { key: "allocation_count", label: "allocations", num: true, value: (r) => r.allocation_count, render: (r) => num(r.allocation_count) },
+  { key: "self_allocation_count", label: "self allocations", num: true, value: (r) => r.self_allocation_count, render: (r) => num(r.self_allocation_count) },
+  sizeCol("allocation_size_bytes", "allocation size"),
+  sizeCol("self_allocation_size_bytes", "self allocation size"),
 ];
 
 function curveOption(d: D) {
@@ -38,12 +36,12 @@ function curveOption(d: D) {
   const series: D[] = [{
     name: d.cumulative ? "recorded bytes (running sum)" : "allocated", type: "line", step: "end", showSymbol: false, data: alloc,
     markPoint: { symbol: "pin", symbolSize: 44, label: { formatter: "peak" },
-      data: [{ name: "peak", coord: [d.peak_us, d.peak_allocated_bytes / 1048576], value: mib(d.peak_allocated_bytes) }] },
+      data: [{ name: "peak", coord: [d.peak_us, d.peak_allocated_bytes / 1048576], value: bytes(d.peak_allocated_bytes) }] },
   }];
   if (c.reserved_bytes) series.push({ name: "reserved", type: "line", step: "end", showSymbol: false,
     data: t.map((x, i) => [x, c.reserved_bytes[i] / 1048576]) });
   return {
-    tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(2)} MiB` },
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => bytes(v * 1048576) },
     legend: { top: 0 },
     grid: { left: 80, right: 30, top: 36, bottom: 70 },
     xAxis: timeAxis(timeUnit(t), { min: "dataMin", max: "dataMax" }),
@@ -56,7 +54,7 @@ function curveOption(d: D) {
 function categoryOption(m: D) {
   const cats: string[] = m.categories, t: number[] = m.t_us;
   return {
-    tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(2)} MiB` },
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => bytes(v * 1048576) },
     legend: { type: "scroll", top: 0 },
     grid: { left: 80, right: 30, top: 36, bottom: 70 },
     xAxis: timeAxis(timeUnit(t), { min: "dataMin", max: "dataMax" }),
@@ -82,23 +80,23 @@ export function Memory({ report }: PageProps) {
           <div class={`card mem${i === dev ? " selected" : ""}`} key={x.device} data-device={x.device} onClick={() => setDev(i)}>
             <div class="label">{x.device}{x.cumulative ? " (running sum)" : ""}</div>
             <table class="kv"><tbody>
-              <tr><td>peak allocated</td><td class="num" data-key="peak_allocated_bytes" title={`${x.peak_allocated_bytes} B`}>{mib(x.peak_allocated_bytes)} MiB</td></tr>
-              <tr><td>peak reserved</td><td class="num" data-key="peak_reserved_bytes">{withUnit(mib(x.peak_reserved_bytes), "MiB")}</td></tr>
+              <tr><td>peak allocated</td><td class="num" data-key="peak_allocated_bytes" ><Size b={x.peak_allocated_bytes} /></td></tr>
+              <tr><td>peak reserved</td><td class="num" data-key="peak_reserved_bytes"><Size b={x.peak_reserved_bytes} /></td></tr>
               <tr><td>peak at</td><td class="num" data-key="peak_us">{timeText(x.peak_us)}</td></tr>
               <tr><td>peak step / operator</td><td data-key="peak_where">{x.peak_step ?? "—"} / {x.peak_operator ?? "—"}</td></tr>
               <tr><td>% of capacity</td><td class="num" data-key="peak_pct_of_capacity">{x.peak_pct_of_capacity == null ? "—" : `${x.peak_pct_of_capacity.toFixed(2)} %`}</td></tr>
-              <tr><td>allocations / frees</td><td class="num" data-key="allocs">{x.allocations.count} / {x.allocations.frees}</td></tr>
-              <tr><td>never freed</td><td class="num" data-key="unfreed">{x.allocations.unfreed_count} ({mib(x.allocations.unfreed_bytes)} MiB)</td></tr>
+              <tr><td>allocations / frees</td><td class="num" data-key="allocs">{num(x.allocations.count)} / {num(x.allocations.frees)}</td></tr>
+              <tr><td>never freed</td><td class="num" data-key="unfreed">{num(x.allocations.unfreed_count)} (<Size b={x.allocations.unfreed_bytes} />)</td></tr>
             </tbody></table>
           </div>))}
         </section>
         <h2>Memory curve: <select id="memory-device" aria-label="memory curve of device" value={String(dev)} onChange={(e) => setDev(Number((e.target as HTMLSelectElement).value))}>
           {devices.map((x, i) => <option key={x.device} value={String(i)}>{x.device}</option>)}</select>
-          <span class="dim"> (wheel or the slider zooms; {d.curve.t_us.length} points)</span></h2>
+          <span class="dim"> (wheel or the slider zooms; {num(d.curve.t_us.length)} points)</span></h2>
         <Chart key={`curve-${dev}`} option={option} height={320} id="memory-chart" />
       </>}
       {catOption && <>
-        <h2>By category (peak {mib(mem.categories.peak_bytes)} MiB at {timeText(mem.categories.peak_us)})</h2>
+        <h2>By category (peak <Size b={mem.categories.peak_bytes} /> at {timeText(mem.categories.peak_us)})</h2>
         <Chart option={catOption} height={320} id="memory-categories" />
       </>}
       {d && <>

@@ -2,6 +2,7 @@ import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Table, timeCol, type Column } from "../table";
 import { color, dur } from "../format";
+import { breakable } from "../names";
 
 type D = Record<string, any>;
 /** nsys figures as nsys prints them: integers as is, averages with one decimal. */
@@ -19,7 +20,7 @@ function columnsOf(rows: D[]): Column<D>[] {
     const isNum = typeof rows[0][k] === "number";
     return isNum
       ? { key: k, label: LABEL(k), num: true, value: (r: D) => r[k], render: (r: D) => nsNum(r[k]) }
-      : { key: k, label: LABEL(k), value: (r: D) => r[k] ?? "—", render: k === "name" ? (r: D) => <span class="kname" title={r.mangled ?? r.name}>{r.name}</span> : undefined };
+      : { key: k, label: LABEL(k), value: (r: D) => r[k] ?? "—", render: k === "name" ? (r: D) => <span class="kname" title={r.mangled ?? r.name}>{breakable(r.name)}</span> : undefined };
   });
 }
 
@@ -86,7 +87,7 @@ function NvtxView({ ranges, total }: { ranges: D[]; total: number }) {
 const pctCell = (k: string, label: string): Column<D> => ({ key: k, label, num: true, value: (r) => r[k], render: (r) => (r[k] == null ? "—" : r[k].toFixed(2)) });
 const NCU_COLS: Column<D>[] = [
   { key: "id", label: "id", num: true, value: (r) => r.id },
-  { key: "name", label: "kernel", value: (r) => r.name, render: (r) => <span class="kname">{r.name}</span> },
+  { key: "name", label: "kernel", value: (r) => r.name, render: (r) => <span class="kname">{breakable(r.name)}</span> },
   { key: "duration_ns", label: "duration ns", num: true, value: (r) => r.duration_ns, render: (r) => nsNum(r.duration_ns) },
   pctCell("sm_throughput_pct", "SM %"), pctCell("memory_throughput_pct", "memory %"), pctCell("dram_throughput_pct", "DRAM %"),
   pctCell("achieved_occupancy_pct", "achieved occ. %"), pctCell("theoretical_occupancy_pct", "theoretical occ. %"),

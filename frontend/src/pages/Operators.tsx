@@ -1,14 +1,14 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Table, timeCol, type Column } from "../table";
-import { sourceLink } from "../format";
+import { num, sourceLink } from "../format";
 import type { Config } from "../types";
 
 type Op = Record<string, any>;
 const COLS: Column<Op>[] = [
   { key: "name", label: "operator", value: (r) => r.name },
   { key: "input_shape", label: "input shape", value: (r) => r.input_shape ?? "" },
-  { key: "calls", label: "calls", num: true, value: (r) => r.calls },
+  { key: "calls", label: "calls", num: true, value: (r) => r.calls, render: (r) => num(r.calls) },
   // four totals of the same operators: one unit for all of them
   timeCol("host_self_us", "host self", "op"),
   timeCol("host_total_us", "host total", "op"),

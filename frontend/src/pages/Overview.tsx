@@ -1,7 +1,7 @@
 import { useMemo } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
-import { pct, pctUnit, timeAxis, timeUnit } from "../format";
+import { num, pct, pctUnit, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";
 
 const CAT_COLORS = ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc", "#999"];
@@ -26,8 +26,8 @@ export function Overview({ report, config }: PageProps) {
     <div class="page" id="page-overview">
       <section class="cards">
         <div class="card"><div class="label">average step</div><div class="big" id="step-avg">{avg.fmt(report.breakdown.step_avg_us)}</div><div class="unit">{avg.label}</div></div>
-        <div class="card"><div class="label">steps</div><div class="big">{report.steps.length}</div></div>
-        <div class="card"><div class="label">events</div><div class="big">{src.events}</div></div>
+        <div class="card"><div class="label">steps</div><div class="big" id="step-count">{num(report.steps.length)}</div></div>
+        <div class="card"><div class="label">events</div><div class="big" id="event-count">{num(src.events)}</div></div>
         {report.gpu.map((g: any) => (
           <div class="card gpu" key={g.device} data-device={g.device}>
             <div class="label">GPU {g.device}: {g.name}</div>
@@ -39,7 +39,7 @@ export function Overview({ report, config }: PageProps) {
             </tbody></table>
           </div>))}
       </section>
-      {Object.keys(src.skipped).length > 0 && <p class="warn" id="partial">partial data: skipped {Object.entries(src.skipped).map(([why, n]) => `${n} ${why}`).join(", ")}</p>}
+      {Object.keys(src.skipped).length > 0 && <p class="warn" id="partial">partial data: skipped {Object.entries(src.skipped).map(([why, n]) => `${num(n as number)} ${why}`).join(", ")}</p>}
       {src.warnings.map((w: string, i: number) => <p key={i} class="warn">warning: {w}</p>)}
       {(report.notes ?? []).length > 0 && <ul class="note" role="note" id="report-notes">{report.notes.map((n: string, i: number) => <li key={i}>{n}</li>)}</ul>}
       <h2>Step time breakdown</h2>

@@ -4,6 +4,7 @@
 import { useMemo } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
+import { bytes as formatBytes } from "../format";
 
 type D = Record<string, any>;
 const PHASES = ["data", "forward", "backward", "optimizer", "sync", "collective"];
@@ -11,11 +12,8 @@ const PHASE_COLORS = ["#e15759", "#4e79a7", "#76b7b2", "#59a14f", "#edc948", "#b
 
 /** Bytes (or bytes/s) in binary units, 2 decimals. */
 export function bytes(x: number | null | undefined, perSecond = false): string {
-  if (x == null) return "—";
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let v = Math.abs(x), i = 0;
-  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-  return `${(Math.sign(x) * v).toFixed(2)} ${units[i]}${perSecond ? "/s" : ""}`;
+  const text = formatBytes(x);
+  return x == null || !perSecond ? text : `${text}/s`;
 }
 
 /** A metric value in its unit ("%", "B", "B/s", "W", "1/s"). */

@@ -6,6 +6,7 @@ import { ms4 as ms, pct as pct2 } from "../format";
 import { FindingCard } from "./FindingCard";
 import { EngineGraph, type GraphHandle } from "./EngineGraph";
 import { LayerDetail } from "./LayerDetail";
+import { breakable } from "../names";
 
 type D = Record<string, any>;
 const kernelText = (r: D) => r.kernel?.summary ?? r.decoded?.summary ?? r.tactic ?? "—";
@@ -15,14 +16,14 @@ const layerCols = (select: ((i: number) => void) | null): Column<D>[] => [
   { key: "index", label: "#", num: true, value: (r) => r.index },
   { key: "name", label: "layer", value: (r) => r.name, render: (r) => select
     ? <a href="#" class="kname layer-link" data-index={r.index} onClick={(e) => { e.preventDefault(); select(r.index); }}>{r.name}</a>
-    : <span class="kname">{r.name}</span> },
+    : <span class="kname">{breakable(r.name)}</span> },
   { key: "type", label: "type", value: (r) => r.type ?? "—" },
   { key: "precision", label: "precision", value: (r) => r.precision ?? "—" },
   { key: "average_ms", label: "avg ms", num: true, value: (r) => r.average_ms, render: (r) => ms(r.average_ms) },
   { key: "median_ms", label: "median ms", num: true, value: (r) => r.median_ms, render: (r) => ms(r.median_ms) },
   { key: "share_pct", label: "share %", num: true, value: (r) => r.share_pct, render: (r) => pct2(r.share_pct) },
   { key: "kernel", label: "kernel / tactic", value: kernelText,
-    render: (r) => <span class="kname" title={r.tactic ?? ""}>{kernelText(r)}</span> },
+    render: (r) => <span class="kname" title={r.tactic ?? ""}>{breakable(kernelText(r))}</span> },
   { key: "gpu_ms", label: "GPU ms (nsys)", num: true, value: (r) => r.gpu_ms, render: (r) => ms(r.gpu_ms) },
 ];
 const MIX_COLS: Column<D>[] = [

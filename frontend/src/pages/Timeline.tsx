@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import type { Brief, Chunk, EventInfo, TimelineMeta } from "../types";
-import { color, dur, tickLabel } from "../format";
+import { bytes, color, dur, num, tickLabel } from "../format";
 import { EventPanel } from "./TimelineDetails";
 import { hashParams, linkedView, onPath, pathMarks, type PathMarks } from "./timelinePath";
 import { CP_COLORS } from "../pathCategories";
@@ -407,7 +407,7 @@ export function Timeline({ source, trace, config, report }: PageProps) {
           const tol = (2 / pw) * (s.view.end - s.view.start);
           for (let i = 0; i < a.row.length; i++) {
             if (a.row[i] === lane.row && a.depth[i] === depth && t0 >= a.ts[i] - tol && t0 <= a.ts[i] + a.dur + tol) {
-              text = `${a.count[i]} short events folded (${dur(a.busy[i])} busy) — zoom in`; break;
+              text = `${num(a.count[i])} short events folded (${dur(a.busy[i])} busy) — zoom in`; break;
             }
           }
         } else if (lane && lane.kind === "counter") {
@@ -491,8 +491,8 @@ export function Timeline({ source, trace, config, report }: PageProps) {
 
   if (!meta) return <div class="page" id="page-timeline"><p>Loading timeline…</p></div>;
   const kept = meta.cap === undefined ? null : meta.kept! < meta.events
-    ? <span class="dim" id="timeline-cap">· this report keeps the {meta.kept} longest of {meta.events} events (cap {meta.cap}); <code>stepscope view</code> shows all of them</span>
-    : <span class="dim" id="timeline-cap">· all {meta.events} events (this report keeps at most {meta.cap})</span>;
+    ? <span class="dim" id="timeline-cap">· this report keeps the {num(meta.kept)} longest of {num(meta.events)} events (cap {meta.cap}); <code>stepscope view</code> shows all of them</span>
+    : <span class="dim" id="timeline-cap">· all {num(meta.events)} events (this report keeps at most {num(meta.cap)})</span>;
   const mid = () => GUTTER + plotW() / 2;
   return (
     <div class="page" id="page-timeline">
@@ -504,7 +504,7 @@ export function Timeline({ source, trace, config, report }: PageProps) {
         {hits !== null && hits.list.length > 0 && <>
           <button id="search-prev" title="previous match (shift+Enter)" onClick={() => step(-1)}>‹ prev</button>
           <button id="search-next" title="next match (Enter)" onClick={() => step(1)}>next ›</button>
-          <span id="search-pos" class="dim">{hitIdx >= 0 ? `${hitIdx + 1} of ${hits.list.length}` : `${hits.list.length} listed`}</span>
+          <span id="search-pos" class="dim">{hitIdx >= 0 ? `${num(hitIdx + 1)} of ${num(hits.list.length)}` : `${num(hits.list.length)} listed`}</span>
         </>}
         <button id="zoom-in" onClick={() => zoomAt(mid(), 0.5)}>zoom in</button>
         <button id="zoom-out" onClick={() => zoomAt(mid(), 2)}>zoom out</button>
@@ -512,11 +512,11 @@ export function Timeline({ source, trace, config, report }: PageProps) {
         <button id="export" onClick={() => source.exportWindow(trace, st.current.view.start, st.current.view.end)}>export window (Chrome trace)</button>
         {kept}
       </div>
-      <p class="dim timeline-hint" id="timeline-hint">{meta.events} events · wheel: scroll tracks · Ctrl/⌘+wheel: zoom · shift+wheel or drag: pan ·
+      <p class="dim timeline-hint" id="timeline-hint">{num(meta.events)} events · wheel: scroll tracks · Ctrl/⌘+wheel: zoom · shift+wheel or drag: pan ·
         shift+drag: box zoom · W/S zoom, A/D pan, 0 reset, ↑/↓ PgUp/PgDn scroll · click a group to fold it, ▸ to open Python frames, ● to pin a track</p>
       {meta.notes?.map((n) => <p class="note" key={n}>{n}</p>)}
       {st.current.cp && <p class="note" id="timeline-cp" data-events={st.current.cp.events} data-placed={st.current.cp.placed}>
-        Critical path of {st.current.cp.window}: its {st.current.cp.events}{st.current.cp.events >= 500 ? " kept (those with the most path time)" : ""} events outlined in their category's colour
+        Critical path of {st.current.cp.window}: its {num(st.current.cp.events)}{st.current.cp.events >= 500 ? " kept (those with the most path time)" : ""} events outlined in their category's colour
         (a strip under each row shows them at any zoom), the rest faded.{" "}
         <button id="cp-toggle" onClick={() => { st.current.cpOn = !cpOn; setCpOn(!cpOn); draw(); }}>{cpOn ? "hide the path" : "show the path"}</button></p>}
       {hits !== null && hits.list.length > 0 && <ol class="search-results" id="search-results">
@@ -540,14 +540,7 @@ export function value(v: number, unit: string): string {
   if (unit === "B" || unit === "B/s") return bytes(v) + (unit === "B/s" ? "/s" : "");
   if (unit === "share") return `${(v * 100).toFixed(1)} %`;
   if (unit === "%") return `${v.toFixed(1)} %`;
-  return `${+v.toFixed(2)} ${unit}`;
-}
-export function bytes(n: number): string {
-  const a = Math.abs(n);
-  if (a >= 2 ** 30) return `${(n / 2 ** 30).toFixed(2)} GiB`;
-  if (a >= 2 ** 20) return `${(n / 2 ** 20).toFixed(2)} MiB`;
-  if (a >= 2 ** 10) return `${(n / 2 ** 10).toFixed(2)} KiB`;
-  return `${n} B`;
+  return `${num(v, 2)} ${unit}`;
 }
 function fit(g: CanvasRenderingContext2D, s: string, w: number): string {
   if (g.measureText(s).width <= w) return s;

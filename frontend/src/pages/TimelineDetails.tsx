@@ -2,7 +2,7 @@
 // its flow partner and the ranges that enclose it (Python frames and operators, outermost first).
 import type { PageProps } from "../pageProps";
 import type { Brief, EventInfo, TimelineMeta } from "../types";
-import { dur, sourceLink } from "../format";
+import { bytes, dur, num, sourceLink } from "../format";
 
 const LABELS: Record<string, string> = {
   external_id: "External id", correlation: "correlation", registers: "registers / thread", shared_mem: "shared memory",
@@ -12,9 +12,7 @@ const LABELS: Record<string, string> = {
 };
 
 function bytesText(n: number): string {
-  const a = Math.abs(n);
-  const u = a >= 2 ** 30 ? [2 ** 30, "GiB"] : a >= 2 ** 20 ? [2 ** 20, "MiB"] : a >= 2 ** 10 ? [2 ** 10, "KiB"] : [1, "B"];
-  return u[0] === 1 ? `${n} B` : `${(n / (u[0] as number)).toFixed(2)} ${u[1]} (${n.toLocaleString("en-US")} B)`;
+  return Math.abs(n) < 1024 ? bytes(n) : `${bytes(n)} (${num(n)} B)`;
 }
 
 /** The event's own fields as rows [label, text]: grid/block as triples, bytes in units. */

@@ -70,7 +70,7 @@ def advise_replayed(analyses: Analyses, rules: dict[str, Rule] | None = None, *,
     combined = None
     try:
         if replay:
-            findings, combined = replay_findings(analyses, findings)
+            findings, combined = replay_findings(analyses, findings, MIN_SAVING_PCT)
     except Exception as exc:  # the bounds stand; the report says why
         failed.append(f"replay: {type(exc).__name__}: {exc}")
     # memory findings save no time (saving 0) but carry their own severity

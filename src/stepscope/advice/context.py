@@ -67,6 +67,7 @@ class Premises:
     fp32_off_matrix_ns: float  # float32 matrix work on CUDA cores / vector units (trace)
     compiled: str | None  # what shows torch.compile ran (a range or kernel name), or None
     graph_launches: int  # CUDA/HIP graph launches
+    vllm: str | None = None  # a vLLM custom operator the run calls (it serves with vLLM), or None
 
     @property
     def amd(self) -> bool:
@@ -289,10 +290,13 @@ class Context:
             ind = names.mask(trace, names.is_inductor_kernel)[kernels]
             if ind.any():
                 compiled = trace.name(int(kernels[int(np.argmax(ind))]))
+        vllm = names.mask(trace, names.is_vllm_op)[host.name]
         g = self.a.graphs
         return Premises(vendor=trace.meta.vendor, device=prop, matrix_cores=mc,
                         matmul_dtypes=dtypes, fp32_off_matrix_ns=fp32_off, compiled=compiled,
-                        graph_launches=g.graph_launches if g is not None else 0)
+                        graph_launches=g.graph_launches if g is not None else 0,
+                        vllm=trace.name(int(host.name[int(np.argmax(vllm))])) if vllm.any()
+                        else None)
 
     # ---- host ------------------------------------------------------------------------
     @cached_property

@@ -33,8 +33,11 @@ def _replayer(analyses: Analyses) -> Replayer | None:
     return Replayer(analyses.trace, analyses.links, list(analyses.windows))
 
 
-def replay_findings(analyses: Analyses,
-                    findings: list[Finding]) -> tuple[list[Finding], Combined | None]:
+def replay_findings(analyses: Analyses, findings: list[Finding],
+                    min_pct: float = 0.0) -> tuple[list[Finding], Combined | None]:
+    """The findings with replayed savings, and every reported replayed fix applied at once:
+    a fix whose own replay saves under ``min_pct`` % of the step is a finding the report
+    drops, so it is not among the fixes applied together either."""
     one_window = len(analyses.windows) < 2
     host_only = not analyses.trace.has_gpu
 
@@ -76,7 +79,10 @@ def replay_findings(analyses: Analyses,
                       f"{before_us:,.0f} µs (docs/whatif.md); the rule's own bound was "
                       f"{f.saving_us:,.0f} µs"),
             severity=f.severity if f.saving_us == 0.0 else severity_for(pct, saving)))
-    specs = tuple(dict.fromkeys(s for f in modelled if (s := spec_of(f)) is not None))
+    kept = [f for f in out if f.method == "replay" and f.saving_pct >= min_pct]
+    specs = tuple(dict.fromkeys(s for f in kept if (s := spec_of(f)) is not None))
+    if not specs:
+        return out, None
     both = replay(specs)
     return out, Combined(rp.before, both.after, specs,
-                         tuple(dict.fromkeys(f.id for f in modelled)), both.touched)
+                         tuple(dict.fromkeys(f.id for f in kept)), both.touched)

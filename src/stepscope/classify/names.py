@@ -253,6 +253,20 @@ def is_compiled_marker(name: str) -> bool:
     return _COMPILED_HOST.match(name) is not None
 
 
+# vLLM registers its custom operators in the "vllm" torch library namespace
+# (torch.ops.vllm.unified_attention_with_output, vllm::moe_forward, vllm::all_reduce, ...);
+# the profiler records each call as a host operator "vllm::NAME". Such an operator means
+# the model runs inside vLLM, which compiles it and captures CUDA/HIP graphs itself
+# (--enforce-eager / enforce_eager=True turns both off): a user does not wrap it in
+# torch.compile or torch.cuda.graph.
+_VLLM_OP = re.compile(r"^vllm::\w")
+
+
+def is_vllm_op(name: str) -> bool:
+    """A vLLM custom operator (``vllm::…``)."""
+    return _VLLM_OP.match(name) is not None
+
+
 def is_inductor_kernel(name: str) -> bool:
     """A Triton kernel TorchInductor generated (triton_poi_/red_/per_/tem_*)."""
     return _INDUCTOR_KERNEL.match(name) is not None

@@ -6,6 +6,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -16,6 +17,10 @@ from stepscope.errors import TraceFormatError, UsageError
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
 from stepscope.report.text.views import VIEWS
+
+if TYPE_CHECKING:
+    from stepscope.model.trace import Trace
+    from stepscope.report.build import Report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -189,11 +194,8 @@ def _run_trace(args: argparse.Namespace) -> int:
             trace = load_trace(args.path, use_cache=not args.no_cache, progress=tick)
     else:
         trace = load_trace(args.path, use_cache=not args.no_cache)
-    from stepscope.formats.memory.timeline import timeline_beside
-
-    trace, timeline = timeline_beside(trace)
-    report = build_report(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
-                          memory_timeline=timeline, window=args.window)
+    report = report_of(trace, top=args.top, step=args.step, peaks=peaks, ncu=ncu,
+                       window=args.window)
     if args.html:
         from stepscope.cli.options import tell_written
         from stepscope.report.html import write_html
@@ -209,6 +211,14 @@ def _run_trace(args: argparse.Namespace) -> int:
 
         render_text(report, Console(), view=args.view)
     return 0
+
+
+def report_of(trace: Trace, **kw: Any) -> Report:
+    """A trace's full report, with the memory timeline exported beside it (if any)."""
+    from stepscope.formats.memory.timeline import timeline_beside
+
+    trace, timeline = timeline_beside(trace)
+    return build_report(trace, memory_timeline=timeline, **kw)
 
 
 PIPELINES: dict[str, Callable[[argparse.Namespace], int]] = {

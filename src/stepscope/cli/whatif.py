@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(strict_json(doc) + "\n")
     else:
-        render_whatif(doc, Console())
+        render_whatif(doc, Console(), section=False)
     return 0
 
 

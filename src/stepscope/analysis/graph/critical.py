@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
+from stepscope.analysis.graph.bands import Bands, path_bands
 from stepscope.analysis.graph.build import Graph, Index, build
 from stepscope.analysis.graph.solve import NEG, Solution, backtrack, longest_sliced
 from stepscope.analysis.graph.window import Window
@@ -49,18 +50,21 @@ class TopRows:
 class PathResult:
     window: Window
     length_ns: int
-    span_ns: int  # the window's events, first start to last end
+    # the window's length: from its start to its end or to its last event's end, whichever
+    # is later (device work launched in a step may end after its host range)
+    span_ns: int
     by_category_ns: dict[str, int]
     events: tuple[PathEvent, ...]  # by time on the path, largest first (PATH_EVENTS)
     edges: int
     rounds: int
     top: TopRows | None = None  # the same events as columns (``events`` may be left empty)
+    bands: Bands | None = None  # every event of the path, merged for drawing
 
 
 def path_top(g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
-             with_events: bool = True) -> tuple[dict[str, int], TopRows | None, int]:
-    """Categories of the path ending at ``end_node`` and, with ``with_events``, its events
-    with most time on it."""
+             with_events: bool = True) -> tuple[dict[str, int], TopRows | None, int, I64]:
+    """Categories of the path ending at ``end_node``, the edges walked and, with
+    ``with_events``, its events with most time on it and every event with path time."""
     pos, cross = backtrack(sol, g.order, g.xs, end_node)
     all_cat = np.concatenate((g.cat_at(pos), g.xcat_at(cross))).astype(np.int64)
     all_w = np.concatenate((w[pos], xw[cross])).astype(np.int64)
@@ -68,14 +72,14 @@ def path_top(g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
     by = np.bincount(all_cat[keep], weights=all_w[keep], minlength=len(K.CATEGORIES))
     by_category = {k: int(v) for k, v in zip(K.CATEGORIES, by.round().tolist(), strict=True)}
     if not with_events:
-        return by_category, None, len(pos) + len(cross)
+        return by_category, None, len(pos) + len(cross), np.empty(0, dtype=np.int64)
     all_o = np.concatenate((g.owner[pos], g.xowner[cross])).astype(np.int64)
     has = (all_o >= 0) & keep
     per_ev = np.bincount(all_o[has], weights=all_w[has], minlength=g.events)
     touched = np.flatnonzero(per_ev > 0)
     top = touched[np.argsort(-per_ev[touched], kind="stable")][:PATH_EVENTS]
     rows = TopRows(g.fam[top], g.row[top], per_ev[top].astype(np.int64), g.ev_cat[top])
-    return by_category, rows, len(pos) + len(cross)
+    return by_category, rows, len(pos) + len(cross), touched.astype(np.int64)
 
 
 def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64, xw: I64,
@@ -83,7 +87,7 @@ def path_breakdown(trace: Trace, g: Graph, sol: Solution, end_node: int, w: I64,
                    ) -> tuple[dict[str, int], list[PathEvent], int]:
     """Categories and events of the path ending at ``end_node`` (``lead_ns``: time before
     the path's first node, counted as ``other``; ``with_events=False``: categories only)."""
-    by_category, rows, edges = path_top(g, sol, end_node, w, xw, with_events)
+    by_category, rows, edges, _ = path_top(g, sol, end_node, w, xw, with_events)
     if lead_ns > 0:
         by_category["other"] = lead_ns
     return by_category, (path_events(trace, rows) if rows is not None else []), edges
@@ -118,20 +122,24 @@ def path_events(trace: Trace, rows: TopRows) -> list[PathEvent]:
 def critical_path(trace: Trace, links: Links, window: Window, mode: str = "hta",
                   ix: Index | None = None, with_events: bool = True) -> PathResult:
     """HTA's longest path: it may start at any node (every node anchored at 0).
-    ``with_events=False``: the path's events as columns only (``top``), no objects."""
+    ``with_events=False``: the path's events as columns only (``top``), no objects and no
+    bands."""
     g = build(trace, links, window.start, window.end, mode, ix=ix)
     n = 2 * g.events
     if g.events == 0:
-        return PathResult(window, 0, 0, {k: 0 for k in K.CATEGORIES}, (), 0, 0)
+        return PathResult(window, 0, window.end - window.start, {k: 0 for k in K.CATEGORIES},
+                          (), 0, 0)
     cuts = g.ts[g.xd[g.xkind == K.SYNC]] + 1  # after each waiting call's end
     sol = longest_sliced(g.order, g.first, g.w, g.xs, g.xd, g.xw, np.zeros(n, dtype=np.int64),
                          g.ts, cuts)
     t = np.where(sol.t > NEG, sol.t, -1)
     end = int(np.argmax(t))
-    by, rows, edges = path_top(g, sol, end, g.w, g.xw)
+    by, rows, edges, touched = path_top(g, sol, end, g.w, g.xw)
     events = tuple(path_events(trace, rows)) if with_events and rows is not None else ()
-    span = int(g.ts.max()) - int(g.ts.min())  # Python ints: no wrap on odd timestamps
-    return PathResult(window, int(t[end]), span, by, events, edges, sol.rounds, rows)
+    # events start inside the window: node times are >= 0 from its start
+    span = max(window.end - window.start, int(g.ts.max()))  # Python ints: no wrap
+    bands = path_bands(trace, g, touched, span) if with_events else None
+    return PathResult(window, int(t[end]), span, by, events, edges, sol.rounds, rows, bands)
 
 
 def shares(by_category_ns: dict[str, int]) -> dict[str, float]:

@@ -4,7 +4,6 @@ in full (the step of median path length) for a timeline."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +16,6 @@ from stepscope.analysis.graph.critical import (
     PathResult,
     TopRows,
     critical_path,
-    path_events,
     shares,
 )
 from stepscope.analysis.graph.window import Window
@@ -51,7 +49,8 @@ def critical_paths(trace: Trace, links: Links, windows: list[Window]) -> Critica
     """HTA's critical path per window (one loop iteration per window, each vectorised).
     Windows holding nothing the graph models (e.g. only collective ranges on a CPU trace)
     have no path and are left out; None when no window has one (never a 0 µs path). The
-    windows' events are summed as columns; only the example window's become objects."""
+    windows' events are summed as columns; only the example window's become objects and
+    bands."""
     if not windows:
         return None
     ix = index(trace, links)
@@ -64,8 +63,8 @@ def critical_paths(trace: Trace, links: Links, windows: list[Window]) -> Critica
     by = {k: sum(r.by_category_ns.get(k, 0) for r in results) / n for k in K.CATEGORIES}
     ordered = sorted(results, key=lambda r: r.length_ns)
     ex = ordered[len(ordered) // 2]
-    example = dataclasses.replace(ex, events=tuple(path_events(trace, ex.top))) if ex.top \
-        else ex
+    # the window shown in full: solved again with its events and bands (one window of n)
+    example = critical_path(trace, links, ex.window, mode="hta", ix=ix)
     return CriticalPaths(
         windows=results,
         length_ns=sum(r.length_ns for r in results) / n,

@@ -15,6 +15,7 @@ from stepscope.parallel.executor import EXECUTORS
 
 if TYPE_CHECKING:
     from stepscope.report.run import RunReport
+    from stepscope.report.spans import SpansReport
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,10 +51,10 @@ def run_many(args: argparse.Namespace) -> int:
     else:
         report = build_folder_report(run, **common)
     if args.html:
-        if not isinstance(report, RunReport):
-            raise UsageError(f"{run.location}: --html writes a run of ranks; these traces are "
-                             f"captures of {report.layout.process}: give one capture's file")
-        _write_run_html(report, args.html)
+        if isinstance(report, RunReport):
+            _write_run_html(report, args.html)
+        else:
+            _write_capture_html(report, args.html, top=args.top, use_cache=not args.no_cache)
     if args.format == "json":
         import msgspec
 
@@ -68,6 +69,26 @@ def run_many(args: argparse.Namespace) -> int:
 
         render_spans_text(report, Console())
     return 0
+
+
+def _write_capture_html(report: SpansReport, out: str, *, top: int, use_cache: bool) -> None:
+    """A folder of one capture (what `stepscope run` writes): that capture's report, as
+    `stepscope report FILE --html` writes it (the monitor output beside it included). Several
+    captures have no one page: each file is its own report."""
+    if len(report.spans) != 1:
+        names = ", ".join(s.path.rstrip("/").rsplit("/", 1)[-1] for s in report.spans[:3])
+        more = ", ..." if len(report.spans) > 3 else ""
+        raise UsageError(f"{report.run.location}: --html writes one capture's report or a run "
+                         f"of ranks; these are {len(report.spans)} captures of "
+                         f"{report.layout.process}: give one capture's file ({names}{more})")
+    from stepscope.cli.options import tell_written
+    from stepscope.cli.report import report_of
+    from stepscope.formats import load_trace
+    from stepscope.report.html import write_html
+
+    trace = load_trace(report.spans[0].path, use_cache=use_cache)
+    write_html(report_of(trace, top=top), out)
+    tell_written("HTML report", out)
 
 
 def _write_run_html(report: RunReport, out: str) -> None:

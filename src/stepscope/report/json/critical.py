@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from stepscope.analysis.graph import kinds as K
+from stepscope.analysis.graph.bands import Bands
 from stepscope.analysis.graph.critical import PathEvent
 from stepscope.analysis.graph.ranks import RunPath, RunReplay, RunTiming
 from stepscope.analysis.graph.summary import CriticalPaths
@@ -41,9 +43,20 @@ def critical_json(cp: CriticalPaths | None) -> dict[str, Any] | None:
                         "length_us": _us(r.length_ns), "window_us": _us(r.span_ns)}
                        for r in cp.windows],
         "path": {"window": ex.window.label, "start_us": _us(ex.window.start),
-                 "end_us": _us(ex.window.end), "length_us": _us(ex.length_ns),
-                 "events": [_event(e) for e in ex.events]},
+                 "end_us": _us(ex.window.start + ex.span_ns), "length_us": _us(ex.length_ns),
+                 "events": [_event(e) for e in ex.events], "bands": bands_json(ex.bands)},
     }
+
+
+def bands_json(b: Bands | None) -> dict[str, Any] | None:
+    """Every path event, merged per lane and category (analysis/graph/bands.py), as columns:
+    µs from the window's start, category as an index into ``categories``."""
+    if b is None:
+        return None
+    return {"events": b.events, "lanes": list(b.lanes), "categories": list(K.CATEGORIES),
+            "lane": b.lane.tolist(), "cat": b.cat.tolist(),
+            "start_us": [_us(v) for v in b.start_ns.tolist()],
+            "dur_us": [_us(v) for v in (b.end_ns - b.start_ns).tolist()]}
 
 
 def timing_json(t: Timing) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from stepscope.analysis.compare.gate import GateResult
 from stepscope.report import DEFAULT_TOP
 from stepscope.report.text.layout import MISSING, Column, fit_table, print_table, say
 from stepscope.report.text.render import LABELS
-from stepscope.units import column_unit, format_us
+from stepscope.units import column_unit, count, format_us
 
 STATUS_STYLE = {
     "added": "yellow",
@@ -51,7 +51,8 @@ def _sig_words(ch: Change, alpha: float) -> str:
         return f"significant (p={s.p_value:.3g} < {alpha:g}, beyond the step-to-step spread)"
     if s.p_value is not None and s.p_value >= alpha:
         few = min(s.n_base, s.n_new)
-        hint = f"; only {few} steps in a run: profile more for a firmer answer" if few < 6 else ""
+        hint = (f"; only {count(few, 'step')} in a run: profile more for a firmer answer"
+                if few < 6 else "")
         return f"within noise (p={s.p_value:.3g}{hint})"
     return f"within noise (smaller than the step-to-step spread {format_us(s.noise)})"
 
@@ -77,7 +78,8 @@ def render_diff_text(
     console = console or Console()
     console.rule(Text("stepscope diff", style="bold"))
     for word, side in (("base:", diff.base), ("new: ", diff.new)):
-        say(console, f"{word} {escape(side.label)} [dim]({side.kind}, {side.steps} steps)[/]")
+        steps = count(side.steps, "step")
+        say(console, f"{word} {escape(side.label)} [dim]({side.kind}, {steps})[/]")
     for w in diff.warnings:
         say(console, f"[yellow]warning:[/] {escape(w)}")
     console.print()

@@ -20,7 +20,7 @@ from stepscope.report.text.layout import (
     time_column,
 )
 from stepscope.report.text.parallelism import render_all_to_all, render_fsdp
-from stepscope.units import format_us
+from stepscope.units import count, format_us
 
 if TYPE_CHECKING:
     from stepscope.report.run import RunReport
@@ -240,5 +240,6 @@ def render_rank_part(console: Console, data: dict[str, Any]) -> None:
         f"{format_us(part['computation_us'])} · overlap {format_us(part['overlap_us'])} · "
         f"communication {format_us(part['communication_us'])} · other "
         f"{format_us(part['other_us'])} · comm/compute overlap "
-        f"{MISSING if overlap is None else f'{overlap:.1f} %'} · {part['calls']} collective "
-        "calls; report the run's folder for stragglers and sync/transfer"))
+        f"{MISSING if overlap is None else f'{overlap:.1f} %'} · "
+        f"{count(part['calls'], 'collective call')}; report the run's folder for stragglers "
+        "and sync/transfer"))

@@ -108,11 +108,14 @@ def _row(by: dict[str, float], key: str) -> str:
 
 
 def render_whatif(doc: dict[str, Any] | None, console: Console, *,
-                  title: str = "What if") -> None:
+                  title: str = "What if", section: bool = True) -> None:
+    """The replay's before → after; ``section``: a blank line first, as a section of the
+    report (the ``whatif`` command prints it alone, from the first line)."""
     if not doc:
         return
     b, a = doc["before"], doc["after"]
-    console.print()
+    if section:
+        console.print()
     head = Text(title, style="bold")
     head.append(" (replayed step, docs/whatif.md): ")
     head.append(f"{format_us(b['step_us'])} → ", style="")

@@ -18,6 +18,7 @@ from stepscope.report.text.layout import (
     text_column,
     time_column,
 )
+from stepscope.units import count
 
 
 def _title(console: Console, title: str) -> None:
@@ -37,7 +38,8 @@ def render_all_to_all(console: Console, a: dict[str, Any] | None, top: int) -> N
     mean = sum(received) / len(received)
     order = sorted(range(len(received)), key=lambda k: -received[k])[:top]
     hanging(console, "", Text(
-        f"{a['calls']} calls per rank · max/mean received {a['imbalance']:.2f} · hot ranks: "
+        f"{count(a['calls'], 'call')} per rank · max/mean received {a['imbalance']:.2f} · "
+        "hot ranks: "
         f"{', '.join(map(str, a['hot_ranks'])) or 'none'} · the rank x rank matrix is "
         "distributed.all_to_all.matrix_bytes in the JSON report"))
     columns = [

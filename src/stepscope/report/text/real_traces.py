@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from stepscope.report.text.layout import hanging
-from stepscope.units import format_us
+from stepscope.units import count, format_us
 
 
 def render_real_traces(console: Console, data: dict[str, Any]) -> None:
@@ -35,5 +35,5 @@ def render_real_traces(console: Console, data: dict[str, Any]) -> None:
     if g and g["graph_launches"]:
         hanging(console, "", Text.assemble(
             ("Graphs", "bold"),
-            f": {g['graph_launches']:,} graph launches, {g['kernels_per_graph']:,.1f} kernels "
-            "per graph"))
+            f": {count(g['graph_launches'], 'graph launch', 'graph launches')}, "
+            f"{g['kernels_per_graph']:,.1f} kernels per graph"))

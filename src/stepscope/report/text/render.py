@@ -256,6 +256,8 @@ def _kernel_launches(console: Console, data: dict[str, Any]) -> None:
 
 
 def _temporal(console: Console, data: dict[str, Any]) -> None:
+    if not (data["temporal"] or data["launches"]):
+        return  # a CPU trace: no section, no blank line for it
     console.print()
     for t in data["temporal"]:
         hanging(console, "", Text.assemble(

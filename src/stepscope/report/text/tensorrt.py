@@ -23,7 +23,7 @@ from stepscope.report.text.layout import (
     text_column,
     time_column,
 )
-from stepscope.units import column_unit, format_us
+from stepscope.units import column_unit, count, format_us
 
 LAYER_NAME = 28  # layer names say what runs: narrow terminals drop columns before them
 
@@ -72,7 +72,8 @@ def render_trt_text(report: TrtReport, console: Console | None = None) -> None:
         console.print()
         say(console,
             f"[bold]Kernels → layers[/] (nsys {escape(str(t['kernels_source']))}): "
-            f"{km['mapped_kernels']:,} kernels in {km['layers_with_kernels']} layers, "
+            f"{count(km['mapped_kernels'], 'kernel')} in "
+            f"{count(km['layers_with_kernels'], 'layer')}, "
             f"{km['unmapped_kernels']:,} outside any layer range ({_t(km['unmapped_ms'])})")
     _mix(console, t)
     if t["trtexec_warnings"]:

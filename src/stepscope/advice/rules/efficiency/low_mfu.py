@@ -43,8 +43,28 @@ CODE_ROCM_TUNE_COMPILE = CODE_ROCM_TUNE + """
 model = torch.compile(model)                    # fuse memory-bound pointwise/norm ops"""
 
 
+def _vllm_fix(p: Premises) -> tuple[str, str | None]:
+    """vLLM compiles the model and sizes the batches itself: its own switches, not
+    torch.compile or autocast around a model the user does not call."""
+    steps = []
+    if not p.low_precision:
+        steps.append("serve in bf16/fp16 (vLLM's --dtype)")
+    if p.compiled is None:
+        steps.append("let vLLM compile the model (it does unless started with "
+                     "--enforce-eager or -O.mode=0)")
+    if p.amd:
+        steps.append("tune the GEMMs with PyTorch TunableOp (PYTORCH_TUNABLEOP_ENABLED=1 in "
+                     "vLLM's environment)")
+    steps.append("batch more tokens per step (more concurrent requests, --max-num-seqs, "
+                 "--max-num-batched-tokens) so that the GEMMs fill the GPU")
+    return ("Raise the share of time in large, well-shaped matrix work (the run serves with "
+            f"vLLM, {p.vllm}): " + "; ".join(steps) + "."), None
+
+
 def _fix(p: Premises) -> tuple[str, str | None]:
     """(fix, code) for what the run already does: precision, compilation, vendor."""
+    if p.vllm is not None:
+        return _vllm_fix(p)
     steps = []
     if not p.low_precision:
         steps.append("run matmuls in FP16 with torch.autocast and a GradScaler (this GPU has "

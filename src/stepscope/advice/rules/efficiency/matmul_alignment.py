@@ -9,6 +9,7 @@ from __future__ import annotations
 from stepscope.advice.context import Context, fmt_ns
 from stepscope.advice.finding import Finding
 from stepscope.analysis.efficiency.roofline import MatmulShape
+from stepscope.units import count
 
 MIN_SHARE_PCT = 5.0  # of matmul device time in misaligned shapes
 SPEEDUP = 1.4  # padded shapes: typical gain of aligned over misaligned GEMMs (cuBLAS)
@@ -46,7 +47,7 @@ def check(ctx: Context) -> Finding | None:
         odd = [f"{n}={d}" for n, d in (("M", s.m), ("N", s.n), ("K", s.k))
                if d % ALIGN[s.dtype]]
         evidence.append(f"{s.op} {s.m}x{s.k} @ {s.k}x{s.n} ({s.dtype}): "
-                        f"{fmt_ns(s.time_ns / ctx.n_steps)} per step, {s.calls} calls; "
+                        f"{fmt_ns(s.time_ns / ctx.n_steps)} per step, {count(s.calls, 'call')}; "
                         f"misaligned {', '.join(odd)}")
     saving = bad_ns / ctx.n_steps * (1 - 1 / SPEEDUP)
     return ctx.finding(

@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.analysis.events.links import gather
+from stepscope.units import count
 
 
 @dataclass(frozen=True)
@@ -34,16 +35,18 @@ def op_family_share(ctx: Context, op_mask: npt.NDArray[np.bool_]) -> Share:
         weight = ctx.device_in_steps[kernel]
         # kernels in the steps only: counts and times over the same window as the saving
         fam = (hosts >= 0) & gather(op_mask[host.name], hosts, False) & (weight > 0)
-        what = "of kernels per step ({:.0f} kernels)"
+        noun = "kernel"
+        what = "of kernels per step"
     else:
         hosts = ctx.operators
         weight = ctx.times.host_self[hosts] * (ctx.in_steps(host.ts[hosts], host.end[hosts]) > 0)
         fam = op_mask[host.name[hosts]] & (weight > 0)
-        what = "CPU self time per step ({:.0f} calls)"
+        noun = "call"
+        what = "CPU self time per step"
     hosts, total = hosts[fam], float(weight.sum())
     weight = weight[fam]
     ns = float(weight.sum())
-    ev = [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} " + what.format(c / ctx.n_steps)
+    ev = [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} " + f"{what} ({count(c / ctx.n_steps, noun)})"
           for n, w, c in top_by_name(host.name[hosts], weight, ctx.trace.strings, 4)]
     return Share(ns / ctx.n_steps, 100 * ns / total if total else 0.0, ctx.has_gpu, ev,
                  hosts, weight)

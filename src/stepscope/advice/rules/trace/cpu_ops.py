@@ -7,6 +7,7 @@ import numpy as np
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
+from stepscope.units import count
 
 THRESHOLD_PCT = 5.0  # CPU-only operator time while the GPU is idle, % of the step
 
@@ -33,7 +34,7 @@ def check(ctx: Context) -> Finding | None:
         return None
     evidence = [f"CPU-only operators run {fmt_ns(ns)} per step while the GPU is idle"]
     evidence += [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} per step with the GPU idle "
-                 f"({c / ctx.n_steps:.0f} calls)"
+                 f"({count(c / ctx.n_steps, 'call')})"
                  for n, w, c in top_by_name(host.name[idx], idle, trace.strings, 5)]
     return ctx.finding(
         id="cpu-ops-in-gpu-job", title="Operators run on the CPU between GPU work",

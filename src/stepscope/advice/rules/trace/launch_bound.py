@@ -26,6 +26,8 @@ THRESHOLD_PCT = 5.0  # launch-wait GPU idle, % of the step
 # steps' launches above this means the GPU has work waiting: not launch-bound.
 QUEUED_DELAY_NS = 50_000
 LAUNCH_STALL_NS = 1_000_000  # a launch call this long is not launch overhead
+VLLM_REFERENCES = ("https://docs.vllm.ai/en/latest/design/cuda_graphs/",
+                   "https://docs.vllm.ai/en/latest/design/debug_vllm_compile/")
 
 CODE = """\
 model = torch.compile(model, mode="reduce-overhead")   # captures {graphs}
@@ -42,6 +44,13 @@ def _fix(ctx: Context) -> str:
     """The means of launching less that the run does not use yet, in its vendor's words
     (torch.cuda.graph captures HIP graphs on ROCm)."""
     p = ctx.premises
+    if p.vllm is not None and p.graph_api:
+        return (f"Launch fewer kernels: the run serves with vLLM ({p.vllm}) and launches every "
+                f"kernel eagerly. vLLM replays {p.graphs} itself unless they are turned off "
+                "(--enforce-eager / enforce_eager=True, or -O.cudagraph_mode=NONE) or a batch "
+                "has more tokens than its largest capture size (cudagraph_capture_sizes in "
+                f"its compilation config): turn them on, or capture the batch sizes this run "
+                "serves.")
     if not p.graph_api:
         return ("Launch fewer, larger kernels: fuse them (torch.compile"
                 + (", already used: look at what runs outside it" if p.compiled else "")
@@ -140,7 +149,8 @@ def check(ctx: Context) -> Finding | None:
                   "launch)."),
         evidence=evidence,
         fix=fix,
-        code=CODE.format(graphs=ctx.premises.graphs),
-        references=("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
-                    "https://pytorch.org/docs/stable/generated/torch.compile.html"),
+        code=None if ctx.premises.vllm is not None else CODE.format(graphs=ctx.premises.graphs),
+        references=(VLLM_REFERENCES if ctx.premises.vllm is not None else
+                    ("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
+                     "https://pytorch.org/docs/stable/generated/torch.compile.html")),
     )

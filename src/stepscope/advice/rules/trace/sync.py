@@ -8,6 +8,7 @@ from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.classify import names
 from stepscope.model.trace import HOST_OP
+from stepscope.units import count
 
 THRESHOLD_PCT = 5.0  # synchronising calls, % of the step
 MIN_SAVING_PCT = 1.0
@@ -44,7 +45,7 @@ def check(ctx: Context) -> Finding | None:
     cpu_sel = host.kind == HOST_OP
     cpu_ns = ctx.per_step_union(host.ts[cpu_sel], host.end[cpu_sel])
     evidence = [
-        f"{len(idx) / ctx.n_steps:.1f} synchronising calls per step block the CPU for "
+        f"{count(len(idx) / ctx.n_steps, 'synchronising call')} per step block the CPU for "
         f"{fmt_ns(sync_ns)} per step ({ctx.pct(sync_ns):.1f} % of the step"
         + (f", {100 * sync_ns / cpu_ns:.0f} % of the time the CPU spends in operators)"
            if cpu_ns > 0 else ")"),
@@ -52,7 +53,8 @@ def check(ctx: Context) -> Finding | None:
         "for the CPU to queue new work",
     ]
     for name, ns, n in top_by_name(rt.name[idx], inside.astype(np.float64), trace.strings, 3):
-        evidence.append(f"{name}: {n / ctx.n_steps:.1f} calls, {fmt_ns(ns / ctx.n_steps)} per step")
+        evidence.append(f"{name}: {count(n / ctx.n_steps, 'call')}, "
+                        f"{fmt_ns(ns / ctx.n_steps)} per step")
     named = names.mask_in(trace, names.SYNC_CALLS)[rt.name[idx]]
     if not named.all():
         evidence.append(

@@ -21,7 +21,7 @@ from stepscope.advice.rules.transfers._api_ops import api_spans, is_async_copy_c
 from stepscope.analysis.events import intervals as iv
 from stepscope.classify import names
 from stepscope.model.trace import DEV_MEMCPY
-from stepscope.units import format_bytes
+from stepscope.units import count, format_bytes
 
 THRESHOLD_PCT = 1.0
 
@@ -45,7 +45,8 @@ def check(ctx: Context) -> Finding | None:
     if ctx.pct(blocked) < THRESHOLD_PCT:
         return None
     evidence = [
-        f"{len(ops) / ctx.n_steps:.1f} asynchronous copy calls per step on pageable memory "
+        f"{count(len(ops) / ctx.n_steps, 'asynchronous copy call')} per step on pageable "
+        "memory "
         f"block the CPU {fmt_ns(iv.length(api) / ctx.n_steps)} per step, "
         f"{fmt_ns(blocked)} of it outside the copies themselves"
         + (f" and outside the {fmt_ns(wait_ns)} per step that device-to-host calls wait for "

@@ -18,6 +18,7 @@ from stepscope.advice.rules.transfers._api_ops import (
     sync_saving,
 )
 from stepscope.model.trace import DEV_MEMCPY
+from stepscope.units import count
 
 SMALL_HTOD_BYTES = 64_000
 THRESHOLD_PCT = 1.0
@@ -38,7 +39,7 @@ def check(ctx: Context) -> Finding | None:
     api_ns, saving = sync_saving(ctx, calls)
     if ctx.pct(saving) < THRESHOLD_PCT:
         return None
-    evidence = [f"{len(ops) / ctx.n_steps:.1f} synchronous copy calls per step block the "
+    evidence = [f"{count(len(ops) / ctx.n_steps, 'synchronous copy call')} per step block the "
                 f"CPU {fmt_ns(api_ns)} per step"]
     for name, ns, n in top_by_name(rt.name[calls],
                                    ctx.in_steps(rt.ts[calls], rt.end[calls]).astype(np.float64),

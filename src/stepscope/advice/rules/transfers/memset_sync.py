@@ -16,6 +16,7 @@ from stepscope.advice.rules.transfers._api_ops import (
     sync_saving,
 )
 from stepscope.model.trace import DEV_MEMSET
+from stepscope.units import count
 
 THRESHOLD_PCT = 1.0
 
@@ -36,7 +37,7 @@ def check(ctx: Context) -> Finding | None:
         saving_ns=saving,
         estimate=("CPU time per step in synchronous cudaMemset calls, capped by the GPU's "
                   "idle time per step."),
-        evidence=[f"{len(ops) / ctx.n_steps:.1f} cudaMemset calls per step "
+        evidence=[f"{count(len(ops) / ctx.n_steps, 'cudaMemset call')} per step "
                   f"({', '.join(kinds)}) block the CPU {fmt_ns(api_ns)} per step",
                   f"{int(np.count_nonzero(trace.device.bytes[ops] > 0))} of them with a size"],
         fix="Use cudaMemsetAsync on the stream that uses the memory.",
