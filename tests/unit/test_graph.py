@@ -239,11 +239,15 @@ def test_every_node_is_on_one_chain(tmp_path: Path) -> None:
 
 
 
-def test_sliced_solver_equals_the_plain_one() -> None:
+@pytest.mark.parametrize("min_slice", [1, 40, 2048])
+def test_sliced_solver_equals_the_plain_one(min_slice: int,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Random chains with forward cross edges: slicing at arbitrary cuts gives the same
-    times and a tight path."""
-    from stepscope.analysis.graph.solve import backtrack, longest_sliced
+    times and a tight path, whether small slices are joined (``MIN_SLICE``) or not."""
+    from stepscope.analysis.graph import solve
+    from stepscope.analysis.graph.solve import backtrack, longest_sliced, verified
 
+    monkeypatch.setattr(solve, "MIN_SLICE", min_slice)
     rng = np.random.default_rng(7)
     for _ in range(20):
         lens = rng.integers(1, 30, size=4)
@@ -269,3 +273,10 @@ def test_sliced_solver_equals_the_plain_one() -> None:
         if len(cross):
             start = min(start, int(xs[cross].min()))
         assert w[pos].sum() + xw[cross].sum() <= sliced.t[end]
+        # the solution checks out in one round; anything else is refused
+        again = verified(order, first, w, xs, xd, xw, anchor, plain.t)
+        assert again is not None and np.array_equal(again.t, plain.t)
+        assert np.array_equal(again.entry, plain.entry)
+        wrong = plain.t.copy()
+        wrong[int(np.argmax(wrong))] += 1
+        assert verified(order, first, w, xs, xd, xw, anchor, wrong) is None

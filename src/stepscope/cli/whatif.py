@@ -12,18 +12,20 @@ from stepscope.analysis.events.links import Links
 from stepscope.analysis.events.steps import find_steps
 from stepscope.analysis.events.warmup import exclude_warmup, find_warmup
 from stepscope.analysis.graph.fixes import RULE_TRANSFORMS, transform_for
-from stepscope.analysis.graph.transforms import NAMES, parse
+from stepscope.analysis.graph.transforms import NAMES, Transform, parse
 from stepscope.analysis.graph.whatif import Replayer
 from stepscope.analysis.graph.window import find, step_windows
-from stepscope.errors import TraceFormatError
+from stepscope.errors import TraceFormatError, UsageError
 from stepscope.formats import load_trace
-from stepscope.report.json.critical import whatif_json
+from stepscope.report.json.critical import run_whatif_json, whatif_json
 from stepscope.report.json.render import strict_json
 from stepscope.report.text.findings import render_whatif
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="one trace (Kineto JSON or nsys export)")
+    parser.add_argument("path", help="one trace (Kineto JSON or nsys export), or a folder of "
+                        "a run's rank traces: every rank replayed, collectives joined across "
+                        "ranks; the run's step is the slowest rank's")
     parser.add_argument(
         "--apply", action="append", required=True, metavar="RULE_ID|TRANSFORM",
         help="a finding's rule id (" + ", ".join(sorted(RULE_TRANSFORMS)) + ") or a "
@@ -46,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
     specs = [transform_for(a) for a in args.apply]
     transforms = tuple(parse(s) for s in specs)  # a bad spec fails before reading
     kind = kinds.identify([args.path])
+    if kind.pipeline(kinds.REPORT) == "ranks":
+        if args.window:
+            raise UsageError(f"{args.path}: --window replays one trace; a run of ranks is "
+                             "replayed over its analysed steps")
+        return _run(args, transforms)
     if kind.pipeline(kinds.REPORT) != "trace":
         raise TraceFormatError(f"{args.path}: whatif replays one trace (Kineto JSON or an "
                                "Nsight Systems export), not this input")
@@ -66,4 +73,41 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(strict_json(doc) + "\n")
     else:
         render_whatif(doc, Console(), section=False)
+    return 0
+
+
+def _run(args: argparse.Namespace, transforms: tuple[Transform, ...]) -> int:
+    """A folder of rank traces: the run's graph (report/crossrank.py), replayed."""
+    from stepscope.parallel.executor import map_ranks
+    from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
+    from stepscope.report.crossrank import run_graph
+    from stepscope.report.folder import RANKS, folder_layout
+    from stepscope.report.run import captures_of, find_run, ranked_paths
+
+    run = find_run([args.path])
+    tasks = [RankTask(p, not args.no_cache) for p in run.paths]
+    results = map_ranks(summarise_rank, tasks, executor="serial")
+    failed = [r.error for r in results if isinstance(r, RankFailure)]
+    ok = [(t.path, r) for t, r in zip(tasks, results, strict=True)
+          if not isinstance(r, RankFailure)]
+    if not ok:
+        raise TraceFormatError(f"{run.location}: no rank could be read ({failed[0]})")
+    if folder_layout(run.location, captures_of(ok)).kind != RANKS:
+        raise UsageError(f"{args.path}: these traces are captures of one process, not ranks of "
+                         "a run: give one trace")
+    ranked, paths, _ = ranked_paths(ok)
+    built = run_graph(paths, ranked, use_cache=not args.no_cache)
+    if built.graph is None:
+        raise UsageError(f"{args.path}: {built.note}")
+    result = built.graph.replay(transforms)
+    applied = [{"apply": given, "transform": t.spec, "events": n}
+               for given, t, n in zip(args.apply, transforms, result.touched, strict=True)]
+    doc = run_whatif_json(result, applied)
+    notes = [f"skipped: {e}" for e in failed] + ([built.note] if built.note else [])
+    if notes:
+        doc["note"] = "; ".join(notes)
+    if args.format == "json":
+        sys.stdout.write(strict_json(doc) + "\n")
+    else:
+        render_whatif(doc, Console())
     return 0

@@ -9,16 +9,18 @@ from typing import TYPE_CHECKING, Any
 from stepscope.advice.finding import Finding
 from stepscope.analysis.distributed.rank import RankSummary
 from stepscope.analysis.distributed.run import Distributed, analyse_run
-from stepscope.errors import TraceSourceError, UsageError, redact_urls
+from stepscope.errors import StepscopeError, TraceSourceError, UsageError, redact_urls
 from stepscope.io.listing import list_traces
 from stepscope.model.run import Run, assign_ranks
 from stepscope.parallel.executor import map_ranks
 from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
 from stepscope.report.folder import RANKS, Capture, Layout, folder_layout
+from stepscope.report.json.critical import run_path_json
 from stepscope.report.json.distributed import distributed_json
 from stepscope.units import count
 
 if TYPE_CHECKING:
+    from stepscope.analysis.graph.ranks import RunPath
     from stepscope.report.spans import SpansReport
 
 SCHEMA = "stepscope.report/1"
@@ -39,6 +41,8 @@ class RunReport:
     run: Run
     distributed: Distributed
     findings: list[Finding] = field(default_factory=list)
+    critical_path: RunPath | None = None  # across ranks (report/crossrank.py)
+    path_note: str = ""  # why there is none, or what it leaves out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +50,7 @@ class RunReport:
             "source": {"path": self.run.location, "format": "run", "traces": len(self.run.paths),
                        "partial": bool(self.distributed.failed)},
             "distributed": distributed_json(self.distributed),
+            "critical_path": run_path_json(self.critical_path, self.path_note),
             "findings": [f.to_json() for f in self.findings],
         }
 
@@ -78,7 +83,7 @@ def build_folder_report(run: Run, *, executor: str = "processes", workers: int |
     ok, failed, layout = _summaries(run, tasks, executor=executor, workers=workers,
                                     scheduler=scheduler, progress=progress)
     if layout.kind == RANKS:
-        return _run_report(run, ok, failed, link_gbps)
+        return _run_report(run, ok, failed, link_gbps, use_cache, storage_options)
     return build_spans_report(run, layout, [p for p, _ in ok], failed, executor=executor,
                               workers=workers, scheduler=scheduler, use_cache=use_cache,
                               storage_options=storage_options, progress=progress)
@@ -96,14 +101,29 @@ def build_run_report(run: Run, *, executor: str = "processes", workers: int | No
     if layout.kind != RANKS:
         raise UsageError(f"{run.location}: {count(len(ok), 'capture')} of {layout.process}, not "
                          "ranks of a job: open each trace (or `stepscope report` the folder)")
-    return _run_report(run, ok, failed, link_gbps)
+    return _run_report(run, ok, failed, link_gbps, use_cache, storage_options)
+
+
+def ranked_paths(ok: list[tuple[str, RankSummary]]
+                 ) -> tuple[list[tuple[int, RankSummary]], list[str], str]:
+    """(rank, summary) pairs by rank, their traces' paths, and where the ranks came from."""
+    ranks, source = assign_ranks([p for p, _ in ok], [s.rank for _, s in ok])
+    order = sorted(range(len(ok)), key=lambda i: ranks[i])
+    return [(ranks[i], ok[i][1]) for i in order], [ok[i][0] for i in order], source
 
 
 def _run_report(run: Run, ok: list[tuple[str, RankSummary]], failed: list[str],
-                link_gbps: float | None) -> RunReport:
+                link_gbps: float | None, use_cache: bool = True,
+                storage_options: dict[str, Any] | None = None) -> RunReport:
     from stepscope.advice.run import advise_run
+    from stepscope.report.crossrank import run_graph
 
-    ranks, source = assign_ranks([p for p, _ in ok], [s.rank for _, s in ok])
-    ranked = sorted(zip(ranks, (s for _, s in ok), strict=True), key=lambda rs: rs[0])
+    ranked, paths, source = ranked_paths(ok)
     dist = analyse_run(ranked, rank_source=source, failed=failed, link_gbps=link_gbps)
-    return RunReport(run, dist, advise_run(dist))
+    try:
+        built = run_graph(paths, ranked, use_cache=use_cache, storage_options=storage_options)
+        path = built.graph.critical_path() if built.graph is not None else None
+        note = built.note
+    except StepscopeError as exc:  # the run's view stands without its graph
+        path, note = None, str(exc)
+    return RunReport(run, dist, advise_run(dist), path, note)

@@ -103,7 +103,9 @@ def nest_sorted(start: I64, end: I64) -> tuple[I64, I64]:
     start; -1 at the top), for ranges of one thread sorted by start asc, end desc."""
     pos = np.arange(len(start))
     # ranges open at start_i are its ancestors: depth = i - #(ranges ended by start_i)
-    closed = np.searchsorted(np.sort(end), start, side="right")
+    # ends come nearly sorted (a thread's ranges end mostly in start order): timsort
+    # ("stable") runs through them about 10x faster than the default introsort
+    closed = np.searchsorted(np.sort(end, kind="stable"), start, side="right")
     # Zero-length ranges at start_i sort after i (end desc) yet their end <= start_i
     # was counted as closed: remove those at positions >= i.
     zero_before = np.concatenate(([0], np.cumsum(end == start)))
@@ -111,9 +113,14 @@ def nest_sorted(start: I64, end: I64) -> tuple[I64, I64]:
     closed -= zero_before[group_end] - zero_before[pos]
     d = np.maximum(pos - closed, 0)
     up = np.full(len(start), -1, dtype=np.int64)
-    for level in range(1, int(d.max()) + 1 if len(d) else 0):
-        upper = pos[d == level - 1]
-        lower = pos[d == level]
+    top = int(d.max()) if len(d) else 0
+    # positions grouped by depth once (a stable radix sort: ascending within a level), not
+    # one scan of the whole thread per level
+    by_depth = np.argsort(d.astype(np.int16) if top < (1 << 15) else d, kind="stable")
+    bounds = np.searchsorted(d[by_depth], np.arange(top + 2))
+    for level in range(1, top + 1):
+        upper = by_depth[bounds[level - 1]:bounds[level]]
+        lower = by_depth[bounds[level]:bounds[level + 1]]
         if len(upper) == 0 or len(lower) == 0:
             continue
         k = np.searchsorted(upper, lower, side="left") - 1

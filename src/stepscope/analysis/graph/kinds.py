@@ -16,7 +16,13 @@ ORDER = 3  # same, when the gap is explained by the launch (weight 0: stream ord
 LAUNCH = 4  # runtime call start -> device op start
 SYNC = 5  # device op end -> end of the host call that waited for it
 WAIT = 6  # device op end -> start of a device op on another stream (cudaStreamWaitEvent)
-EDGE_KINDS = ("operator", "dependency", "kernel_kernel", "order", "launch", "sync", "wait")
+# A run of ranks (analysis/graph/ranks.py): a collective matched across ranks is one joint
+# event; every member's start arrives at it, its end releases every member's end.
+ARRIVE = 7  # a member's start -> the joint event's start (weight 0)
+RELEASE = 8  # the joint event's end -> a member's end (its time after the transfer)
+ISSUE = 9  # a host collective op's start -> its work on a backend thread (gloo: hostcomm.py)
+EDGE_KINDS = ("operator", "dependency", "kernel_kernel", "order", "launch", "sync", "wait",
+              "arrive", "release", "issue")
 
 # Categories of critical-path time (the JSON's bound_by_pct keys, in order)
 CATEGORIES = ("cpu", "gpu_compute", "launch_overhead", "kernel_to_kernel", "sync",

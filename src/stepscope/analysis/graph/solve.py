@@ -35,52 +35,82 @@ class Solution:
 
 
 def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
-            max_rounds: int = 100_000) -> Solution:
+            max_rounds: int = 100_000, check_span: bool = True,
+            identity: bool = False, start: I64 | None = None) -> Solution:
+    """``identity``: ``order`` is ``arange(n)`` (the slices of :func:`longest_sliced`), so
+    node ids are chain positions and no gather or scatter is needed. ``start``: the first
+    round's arrivals are taken from these times (see :func:`verified`)."""
     n = len(anchor)
     m = len(order)
-    if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
+    if check_span and m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
         raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
     seg = np.cumsum(first) - 1
-    w_eff = np.where(first, 0, w)
-    s = np.cumsum(w_eff)
+    s = np.cumsum(np.where(first, 0, w))
     start_pos = np.maximum.accumulate(np.where(first, np.arange(m), 0))
-    s = s - s[start_pos]
-    offset = seg.astype(np.int64) * _OFFSET
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(m)
-    t = np.full(n, NEG, dtype=np.int64)
-    entry = np.arange(m)
+    s -= s[start_pos]
+    offset = seg * _OFFSET
+    shift = offset - s  # a = c - s + offset for reached nodes
+    low = 2 * NEG + offset  # unreached
+    if identity:
+        pos = order
+    else:
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.arange(m)
+    t = np.full(n, NEG, dtype=np.int64) if start is None else start
+    # arrivals over the cross edges (NEG from unreached sources: they raise nothing)
+    src = t[xs]
+    arr = np.where(src > NEG, src + xw, NEG) if start is not None else None
+    a = low
     rounds = 0
     while True:
         rounds += 1
         c = anchor.copy()
-        ok = t[xs] > NEG
-        if ok.any():
-            np.maximum.at(c, xd[ok], t[xs[ok]] + xw[ok])
-        cpos = c[order]
-        a = np.where(cpos > NEG, cpos - s, 2 * NEG) + offset
-        run = np.maximum.accumulate(a)
-        # enter at the latest position that raised the running maximum (chain preferred
-        # on ties: a strict rise is needed)
-        prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
-        rise = first | (a > prev)
-        entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
-        val = run - offset
+        if arr is not None and len(arr):
+            np.maximum.at(c, xd, arr)
+        cpos = c if identity else c[order]
+        a = np.where(cpos > NEG, cpos + shift, low)
+        val = np.maximum.accumulate(a)
+        val -= offset
         new = np.where(val > NEG // 2, val + s, NEG)
-        t_new = np.full(n, NEG, dtype=np.int64)
-        t_new[order] = new
-        if np.array_equal(t_new, t) or rounds >= max_rounds:
-            t = t_new
+        if identity:
+            t = new
+        else:
+            t = np.full(n, NEG, dtype=np.int64)
+            t[order] = new
+        # done when no cross edge would raise its destination: the next round's arrivals
+        # lie between this round's and these times, which the chains then reproduce
+        src = t[xs]
+        arr = np.where(src > NEG, src + xw, NEG)
+        if not (arr > t[xd]).any() or rounds >= max_rounds:
             break
-        t = t_new
+    # enter at the latest position that raised the running maximum (chain preferred on
+    # ties: a strict rise is needed)
+    run = np.maximum.accumulate(a)
+    prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
+    rise = first | (a > prev)
+    entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
     via = np.full(n, -1, dtype=np.int64)
-    ok = t[xs] > NEG
-    arrive = np.where(ok, t[xs] + xw, NEG)
+    ok = src > NEG
     best = np.full(n, NEG, dtype=np.int64)
-    np.maximum.at(best, xd, arrive)
-    hit = ok & (arrive == best[xd]) & (best[xd] > anchor[xd])
+    np.maximum.at(best, xd, arr)
+    hit = ok & (arr == best[xd]) & (best[xd] > anchor[xd])
     via[xd[hit]] = np.flatnonzero(hit)
     return Solution(t, entry, via, pos, rounds)
+
+
+def verified(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
+             guess: I64) -> Solution | None:
+    """The solution, if it is ``guess``: one round from ``guess`` gives ``guess`` back and
+    raises no node. The recurrence t_i = max(anchor_i, t_j + w_ji over its in-edges) has one
+    solution on a DAG, so a guess that satisfies it is the longest paths (the unmodified
+    replay reproduces the recorded times: one round instead of a solve)."""
+    sol = longest(order, first, w, xs, xd, xw, anchor, max_rounds=1, start=guess)
+    return sol if np.array_equal(sol.t, guess) and _settled(sol.t, xs, xd, xw) else None
+
+
+def _settled(t: I64, xs: I64, xd: I64, xw: I64) -> bool:
+    src = t[xs]
+    return not ((src > NEG) & (src + xw > t[xd])).any()
 
 
 def backtrack(sol: Solution, order: I64, xs: I64, end_node: int) -> tuple[I64, I64]:
@@ -105,6 +135,8 @@ def backtrack(sol: Solution, order: I64, xs: I64, end_node: int) -> tuple[I64, I
 
 
 MAX_SLICES = 4096  # a slice costs a few numpy calls: cap their number on huge traces
+MIN_SLICE = 2048  # positions: smaller slices join the next (see longest_sliced)
+MAX_SLICE = 1 << 16  # positions: longer stretches without a wait are cut by time as well
 
 
 def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
@@ -116,6 +148,16 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
     run forward in recorded time; a node whose edge would cross back is moved to its
     source's slice."""
     n, m = len(anchor), len(order)
+    if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
+        raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
+    # and every ~MAX_SLICE nodes of recorded time: a round over a slice that fits the CPU's
+    # cache costs a fraction of one over millions of nodes (a graph without waits, e.g.
+    # with drop_sync, would otherwise be solved in rounds over all of it)
+    if m > MAX_SLICE:
+        stride = max(m // (1 << 16), 1)  # the cut times from a sample of ~64 k node times
+        sample = np.sort(node_time[::stride])
+        per = max(MAX_SLICE // stride, 1)
+        cuts = np.concatenate((cuts, sample[per::per]))
     cuts = np.unique(cuts)
     if len(cuts) > MAX_SLICES:
         cuts = cuts[np.linspace(0, len(cuts) - 1, MAX_SLICES).astype(np.int64)]
@@ -132,13 +174,21 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
         if not back.any():
             break
         np.maximum.at(sl, xd[back], sl[xs[back]])
+    # a slice costs a few dozen numpy calls whatever its size: slices smaller than
+    # MIN_SLICE positions join the next ones (a non-decreasing renumbering, so edges still
+    # run forward); the rounds of a joined slice grow with the waits it holds, over few nodes
+    sizes = np.bincount(sl[order], minlength=int(sl.max()) + 1)
+    sl = ((np.cumsum(sizes) - sizes) // MIN_SLICE)[sl]
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(m)
     s_pos = sl[order]
-    p_sort = np.argsort(s_pos, kind="stable")  # positions by slice, chain order kept
+    # slice numbers fit 16 bits (MAX_SLICES): numpy's stable sort is then a radix sort
+    key = s_pos.astype(np.int16) if int(s_pos.max()) < (1 << 15) else s_pos
+    p_sort = np.argsort(key, kind="stable")  # positions by slice, chain order kept
     bounds = np.searchsorted(s_pos[p_sort], np.arange(int(s_pos.max()) + 2))
     x_sl = sl[xd]
-    x_sort = np.argsort(x_sl, kind="stable")
+    x_key = x_sl.astype(np.int16) if int(s_pos.max()) < (1 << 15) else x_sl
+    x_sort = np.argsort(x_key, kind="stable")
     x_bounds = np.searchsorted(x_sl[x_sort], np.arange(int(s_pos.max()) + 2))
     t = np.full(n, NEG, dtype=np.int64)
     entry = np.arange(m)
@@ -180,7 +230,7 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
             kind[d[win]] = 2
             ext_edge[d[win]] = outer[win]
         sub = longest(np.arange(len(p)), sub_first, w[p], local(xs[inner]), local(xd[inner]),
-                      xw[inner], a)
+                      xw[inner], a, check_span=False, identity=True)
         rounds = max(rounds, sub.rounds)
         t[nodes] = sub.t
         # entries back to global positions; a carried entry continues the previous slice's

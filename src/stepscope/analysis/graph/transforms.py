@@ -271,7 +271,7 @@ def _overlap_comm(trace: Trace, links: Links, g: Graph, e: Edit) -> int:
     comm = g.ev_cat == K.COMMUNICATION
     src_comm = comm[g.xs // 2]
     e.xkeep &= ~(src_comm & ((g.xkind == K.SYNC) | (g.xkind == K.WAIT)))
-    into = (g.xkind == K.LAUNCH) & comm[g.xd // 2]
+    into = ((g.xkind == K.LAUNCH) | (g.xkind == K.ISSUE)) & comm[g.xd // 2]
     e.xw[into] = np.minimum(e.xw[into], g.launch_ns)
     e.xkeep &= ~((g.xkind == K.WAIT) & comm[g.xd // 2])
     host = np.flatnonzero(comm & (g.fam != K.DEVICE))

@@ -13,7 +13,7 @@ from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.build import Graph, Index, build
 from stepscope.analysis.graph.critical import path_breakdown
-from stepscope.analysis.graph.solve import NEG, longest_sliced
+from stepscope.analysis.graph.solve import NEG, longest_sliced, verified
 from stepscope.analysis.graph.transforms import Edit, Transform
 from stepscope.analysis.graph.window import Window
 from stepscope.model.trace import Trace
@@ -48,12 +48,18 @@ def _anchor(g: Graph, xkeep: npt.NDArray[np.bool_]) -> I64:
 
 
 def _timing(trace: Trace, g: Graph, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_],
-            finish: list[tuple[I64, I64]], first_node: int, periods: int) -> Timing:
+            finish: list[tuple[I64, I64]], first_node: int, periods: int,
+            as_recorded: bool = False) -> Timing:
     """Mean time per period from ``first_node``'s replayed time to the end of the last
-    event, and its breakdown along the longest path (divided by ``periods``)."""
+    event, and its breakdown along the longest path (divided by ``periods``).
+    ``as_recorded``: the unmodified graph, whose solution should be the recorded times
+    (checked in one round; solved if not)."""
     xs, xd, xwk = g.xs[xkeep], g.xd[xkeep], xw[xkeep]
-    cuts = g.ts[xd[g.xkind[xkeep] == K.SYNC]]  # after each waiting call's end
-    sol = longest_sliced(g.order, g.first, w, xs, xd, xwk, _anchor(g, xkeep), g.ts, cuts + 1)
+    anchor = _anchor(g, xkeep)
+    sol = verified(g.order, g.first, w, xs, xd, xwk, anchor, g.ts) if as_recorded else None
+    if sol is None:
+        cuts = g.ts[xd[g.xkind[xkeep] == K.SYNC]]  # after each waiting call's end
+        sol = longest_sliced(g.order, g.first, w, xs, xd, xwk, anchor, g.ts, cuts + 1)
     end = int(np.argmax(sol.t))
     last = int(sol.t[end])
     # the breakdown reads the kept cross edges by their index in the full arrays
@@ -61,7 +67,7 @@ def _timing(trace: Trace, g: Graph, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_
     via = (np.where(sol.via >= 0, kept[np.maximum(sol.via, 0)], -1) if len(kept)
            else np.full_like(sol.via, -1))  # no cross edges kept (a CPU-only trace): none used
     full = type(sol)(sol.t, sol.entry, via, sol.pos, sol.rounds)
-    by, _, _, _ = path_breakdown(trace, g, full, end, w, xw)
+    by, _, _ = path_breakdown(trace, g, full, end, w, xw, with_events=False)
     for start, dur in finish:  # work taken off the chains must still end in the step
         if len(start):
             last = max(last, int((sol.t[start] + dur).max()))
@@ -105,12 +111,13 @@ class Replayer:
                            ix=ix)
         self.first = _first_node(self.graph, self.window.start)
         g = self.graph
-        self.before = (self._timing(g.w, g.xw, np.ones(len(g.xs), dtype=bool), [])
+        self.before = (self._timing(g.w, g.xw, np.ones(len(g.xs), dtype=bool), [], True)
                        if g.events else Timing(0, {k: 0 for k in CATEGORY_KEYS}))
 
     def _timing(self, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_],
-                finish: list[tuple[I64, I64]]) -> Timing:
-        return _timing(self.trace, self.graph, w, xw, xkeep, finish, self.first, self.periods)
+                finish: list[tuple[I64, I64]], as_recorded: bool = False) -> Timing:
+        return _timing(self.trace, self.graph, w, xw, xkeep, finish, self.first, self.periods,
+                       as_recorded)
 
     def run(self, transforms: tuple[Transform, ...]) -> WindowReplay:
         g = self.graph

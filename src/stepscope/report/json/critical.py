@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.bands import Bands
 from stepscope.analysis.graph.critical import PathEvent
+from stepscope.analysis.graph.ranks import RunPath, RunReplay, RunTiming
 from stepscope.analysis.graph.summary import CriticalPaths
 from stepscope.analysis.graph.whatif import Timing
 from stepscope.report.json.rounding import us as _us
@@ -86,3 +87,52 @@ def combined_json(c: Combined | None, windows: list[str]) -> dict[str, Any] | No
     applied = [{"transform": spec, "rules": [f for f in c.findings if RULE_TRANSFORMS[f] == spec],
                 "events": n} for spec, n in zip(c.transforms, c.touched, strict=True)]
     return whatif_json(c.before, c.after, applied, windows)
+
+
+RUN_PATH_EVENTS = 100  # events listed in the run's JSON, by time on the path
+
+
+def run_timing_json(t: RunTiming) -> dict[str, Any]:
+    return {"step_us": _us(t.step_ns), "slowest_rank": t.slowest_rank,
+            "ranks": [{"rank": r.rank, "step_us": _us(r.step_ns), "steps": r.steps}
+                      for r in t.ranks],
+            "by_category_us": {k: _us(v) for k, v in t.by_category_ns.items()}}
+
+
+def run_path_json(p: RunPath | None, note: str) -> dict[str, Any] | None:
+    """The run report's ``critical_path``: the longest path across ranks."""
+    if p is None:
+        return {"note": note} if note else None
+    return {
+        "definition": "longest path of the run's dependency graph: every rank's replay graph, "
+                      "collectives joined across ranks (docs/whatif.md, A run of ranks)",
+        **run_timing_json(p.timing),
+        "length_us": _us(p.length_ns),
+        "end_rank": p.end_rank,
+        "runs_through_rank": p.runs_through_rank,
+        # a straggler only where collectives join the ranks (else each rank runs alone)
+        "straggler": p.runs_through_rank if p.joined_calls else None,
+        "by_rank_us": {str(r): _us(v) for r, v in p.by_rank_ns.items()},
+        "waits": [{"collective": w.label, "rank": w.rank, "waited_on_rank": w.waited_on_rank,
+                   "wait_us": _us(w.wait_ns)} for w in p.waits],
+        "events": [{**_event(e.event), "rank": e.rank, "waited_on_rank": e.waited_on_rank}
+                   for e in p.events[:RUN_PATH_EVENTS]],
+        "joined_collectives": p.joined_calls,
+        "clock": {str(r): {"offset_us": _us(p.clock_offsets_ns[r]), "source": p.clock_source[r]}
+                  for r in p.clock_offsets_ns},
+        "note": note,
+    }
+
+
+def run_whatif_json(r: RunReplay, applied: list[dict[str, Any]]) -> dict[str, Any]:
+    """``stepscope whatif DIR``: every rank replayed; the run's step is the slowest rank's."""
+    saving = r.before.step_ns - r.after.step_ns
+    return {
+        "schema": WHATIF_SCHEMA,
+        "windows": [f"rank {s.rank}: {s.steps} steps" for s in r.before.ranks],
+        "before": run_timing_json(r.before),
+        "after": run_timing_json(r.after),
+        "saving_us": _us(saving),
+        "saving_pct": round(100.0 * saving / r.before.step_ns, 2) if r.before.step_ns else 0.0,
+        "applied": applied,
+    }

@@ -42,6 +42,7 @@ def render_run_text(
     render_findings(console, report.findings)
     _ranks(console, d["ranks"][:top] if len(d["ranks"]) > 2 * top else d["ranks"])
     _stragglers(console, d["stragglers"][:top])
+    _critical_path(console, data.get("critical_path"), top)
     _steps(console, d["steps"][:top])
     _collectives(console, d["collectives"][:top])
     render_all_to_all(console, d.get("all_to_all"), top)
@@ -107,6 +108,41 @@ def _stragglers(console: Console, rows: list[dict[str, Any]]) -> None:
     ]
     print_table(console, fit_table(console, "rank", [str(s["rank"]) for s in rows], columns,
                                    min_name=4))
+
+
+def _critical_path(console: Console, cp: dict[str, Any] | None, top: int) -> None:
+    """The run's critical path across ranks (docs/whatif.md, A run of ranks)."""
+    if not cp:
+        return
+    if "length_us" not in cp:
+        hanging(console, "", Text("critical path across ranks: ", style="yellow")
+                + Text(cp["note"]))
+        return
+    _title(console, "Critical path across ranks (the replay's longest path)")
+    through = cp["runs_through_rank"]
+    share = cp["by_rank_us"].get(str(through), 0.0)
+    pct = 100.0 * share / cp["length_us"] if cp["length_us"] else 0.0
+    role = ("the straggler: the ranks' collectives wait for it" if cp.get("straggler")
+            is not None else "no collective joins the ranks")
+    hanging(console, "", Text(
+        f"{format_us(cp['length_us'])} per step, ending on rank {cp['end_rank']}; it runs through "
+        f"rank {through} ({pct:.0f} % of it on that rank's events; {role}); slowest "
+        f"rank's step {format_us(cp['step_us'])} (rank {cp['slowest_rank']})"))
+    waits = cp["waits"]
+    if waits:
+        shown = "; ".join(f"{w['collective']}: rank {w['rank']} waited {format_us(w['wait_us'])} "
+                          f"for rank {w['waited_on_rank']}" for w in waits[:top])
+        more = f" and {len(waits) - top} more" if len(waits) > top else ""
+        hanging(console, "  ", Text("changes rank at " + shown + more, style="dim"))
+    rows = cp["events"][:top]
+    if rows:
+        columns = [Column("rank", [str(e["rank"]) for e in rows], keep=4),
+                   time_column("on path", [e["on_path_us"] for e in rows], keep=5),
+                   Column("category", [e["category"] for e in rows], keep=3)]
+        print_table(console, fit_table(console, "event", [e["name"] for e in rows], columns,
+                                       min_name=12))
+    if cp.get("note"):
+        hanging(console, "  ", Text("note: ", style="yellow") + Text(cp["note"]))
 
 
 def _steps(console: Console, rows: list[dict[str, Any]]) -> None:

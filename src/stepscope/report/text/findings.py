@@ -125,6 +125,13 @@ def render_whatif(doc: dict[str, Any] | None, console: Console, *,
     applied = ", ".join(f"{x.get('apply', x['transform'])} ({count(int(x['events']), 'event')})"
                         for x in doc["applied"])
     hanging(console, "  ", Text("applied: " + applied, style="dim"))
+    if "slowest_rank" in b:  # a run of ranks: every rank replayed, the slowest is the step
+        ranks = "; ".join(f"rank {x['rank']} {format_us(x['step_us'])} → {format_us(y['step_us'])}"
+                          for x, y in zip(b["ranks"], a["ranks"], strict=True))
+        hanging(console, "  ", Text(f"slowest rank {b['slowest_rank']} → {a['slowest_rank']}; "
+                                    + ranks, style="dim"))
+    if doc.get("note"):
+        hanging(console, "  ", Text("note: " + doc["note"], style="dim"))
     console.print("  time on the critical path, per step:", style="dim", highlight=False)
     width = max(len(v) for v in LABELS.values())
     for key, label in LABELS.items():
