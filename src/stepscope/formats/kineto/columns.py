@@ -228,9 +228,10 @@ def _host(
     args = [e.args or EMPTY_ARGS for e in events]
     ext = np.maximum(_ints([a.external_id for a in args]), _ints([a.external_id_lc for a in args]))
     dims_raw = [bytes(a.input_dims if len(a.input_dims) else a.input_dims_lc) for a in args]
-    # the same shapes repeat: decode and intern each distinct JSON text once
-    dims_ids = {d: strings.id(d.decode("utf-8", "replace").replace(" ", "")) if d else -1
-                for d in dict.fromkeys(dims_raw)}
+    # the same shapes repeat: decode and intern each distinct JSON text once, without
+    # its blanks (a pretty-printed trace spreads one shape over several lines)
+    dims_ids = {d: strings.id(d.translate(None, b" \t\r\n").decode("utf-8", "replace"))
+                if d else -1 for d in dict.fromkeys(dims_raw)}
     dims = np.fromiter(map(dims_ids.__getitem__, dims_raw), dtype=np.int32, count=len(args))
     types = _raw_json_ids([a.input_types for a in args], strings)
     concrete = _raw_json_ids([a.concrete_inputs for a in args], strings)
