@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stepscope import forked
 from stepscope.analysis.distributed.comm_kernels import Communication, communication
 from stepscope.analysis.efficiency.roofline import Efficiency, Overrides, efficiency
 from stepscope.analysis.events.clock_skew import ClockSkew, clock_skew
@@ -25,6 +26,7 @@ from stepscope.analysis.trace.launches import LaunchStats, launch_stats
 from stepscope.analysis.trace.modules import ModulesResult, module_analysis
 from stepscope.analysis.trace.operators import OperatorRow, operator_stats
 from stepscope.analysis.trace.temporal import Temporal, temporal_breakdown
+from stepscope.forked import Forked
 from stepscope.model.trace import Trace
 
 
@@ -73,6 +75,21 @@ def run_analyses(
     elif warm is not None:
         steps = exclude_warmup(steps, warm)
     windows = step_windows(steps, device_end=True)
+    path_windows = [find(trace, window)] if window else step_windows(steps)
+    # every step's critical path is the largest part: on a large trace it runs in a
+    # forked child while this process computes the rest (stepscope.forked)
+    paths = Forked(lambda: critical_paths(trace, links, path_windows),
+                   enabled=forked.worth_it(len(trace.host) + len(trace.runtime)
+                                           + len(trace.device)))
+    try:
+        return _analyses(trace, links, tree, steps, warm, windows, peaks, paths)
+    finally:
+        paths.close()
+
+
+def _analyses(trace: Trace, links: Links, tree: OpTree, steps: Steps, warm: Warmup | None,
+              windows: list[Window], peaks: Overrides | None,
+              paths: Forked[CriticalPaths | None]) -> Analyses:
     return Analyses(
         trace=trace,
         links=links,
@@ -95,6 +112,5 @@ def run_analyses(
         graphs=graphs(trace, links),
         nsys=nsys_stats(trace) if trace.meta.format == "nsys" else None,
         windows=tuple(windows),
-        critical=critical_paths(trace, links,
-                                [find(trace, window)] if window else step_windows(steps)),
+        critical=paths.result(),
     )
