@@ -46,7 +46,7 @@ def _replays(rp: Replayer, specs: tuple[str, ...]
     graph a forked child takes the later half of the runs while this process replays the
     recorded step and the first half: the same results, on both cores."""
     needed = list(dict.fromkeys([*((s,) for s in specs), specs]))
-    theirs = needed[(len(needed) + 1) // 2:] if rp.graph.events else []
+    theirs = needed[len(needed) // 2:] if rp.graph.events else []  # this process: before
     child = Forked(lambda: [_after(rp, sp) for sp in theirs],
                    enabled=bool(theirs) and forked.worth_it(rp.graph.events))
     try:
