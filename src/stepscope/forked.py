@@ -39,13 +39,15 @@ def worth_it(events: int) -> bool:
 
 class Forked(Generic[T]):
     """``fn()`` started now in a child when ``enabled`` (and the system can), otherwise
-    run in the caller when ``result()`` is first asked for. Call ``result()`` (or
-    ``close()``) exactly once a started child is no longer needed: it reaps the child."""
+    run in the caller when ``result()`` is first asked for. Call ``result()`` or
+    ``close()`` (in a ``finally``) so that a started child is always reaped."""
 
     def __init__(self, fn: Callable[[], T], *, enabled: bool = True) -> None:
         self._fn = fn
         self._pid = -1
         self._fd = -1
+        self._done = False
+        self._value: T
         if not (enabled and can_fork()):
             return
         r, w = os.pipe()
@@ -74,6 +76,13 @@ class Forked(Generic[T]):
         return data, os.waitstatus_to_exitcode(status) == 0
 
     def result(self) -> T:
+        """The value (computed once: later calls return the same object)."""
+        if not self._done:
+            self._value = self._take()
+            self._done = True
+        return self._value
+
+    def _take(self) -> T:
         if self._pid > 0:
             data, ok = self._reap()
             if ok and data:

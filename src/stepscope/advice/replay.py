@@ -43,16 +43,18 @@ def _replays(rp: Replayer, specs: tuple[str, ...]
              ) -> dict[tuple[str, ...], WindowReplay] | None:
     """Each finding's own replay, and (ahead of knowing which findings stay) all their
     fixes together; None when the recorded step does not replay (no time). On a large
-    graph a forked child takes the later half of the runs while this process replays the
-    recorded step and the first half: the same results, on both cores."""
-    needed = list(dict.fromkeys([*((s,) for s in specs), specs]))
-    theirs = needed[len(needed) // 2:] if rp.graph.events else []  # this process: before
+    graph a forked child replays the findings' own fixes while this process replays the
+    recorded step and all fixes together (measured at 1 GB: ~1.4 s each side): the same
+    results, on both cores."""
+    singles = [(s,) for s in specs]
+    theirs = singles if rp.graph.events else []
     child = Forked(lambda: [_after(rp, sp) for sp in theirs],
                    enabled=bool(theirs) and forked.worth_it(rp.graph.events))
     try:
         if rp.before.step_ns <= 0:
             return None
-        runs = {sp: rp.run(tuple(parse(s) for s in sp)) for sp in needed if sp not in theirs}
+        runs = {sp: rp.run(tuple(parse(s) for s in sp))
+                for sp in dict.fromkeys([*singles, specs]) if sp not in theirs}
         for sp, (after, touched) in zip(theirs, child.result(), strict=True):
             runs[sp] = WindowReplay(rp.window, rp.before, after, touched)
     finally:
