@@ -1,4 +1,8 @@
-"""Every analysis of one trace, run once: the input of the advisor and the renderers."""
+"""Every analysis of one trace, run once: the input of the advisor and the renderers.
+
+On a large trace every step's critical path and the step breakdown run in a forked child
+(stepscope.forked) while this process computes the others: the same results, on two cores.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """Turn a list of decoded Kineto events into per-family numpy columns.
 
-This is the only per-event Python code on the read path, so it is written as a handful of
-list comprehensions per column (each runs at C-iteration speed) rather than one rich loop.
+This is the only per-event Python code on the read path, so it is written as C-speed
+passes (``map(attrgetter)`` into ``np.fromiter``, list comprehensions) rather than one rich
+loop, and anything costlier than reading a field (``str()`` of a pid, ``bytes()`` and
+re-encoding of a raw JSON text) is done once per distinct value, not per event. The
+chunks are small (reader.CHUNK_BYTES) so that the passes walk Structs still in cache.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """Reader for PyTorch profiler / Kineto Chrome-trace JSON, of every PyTorch era.
 
-Pipeline: decode the top level with ``traceEvents`` kept raw (msgspec validates and skips
-it in C), split the raw event array into ~4 MB chunks at event boundaries, decode each
-chunk into typed Structs and immediately turn it into numpy columns (so peak memory is
-one chunk of Python objects, not the whole trace), merge the chunks' string tables, sort.
-Large files are decoded by a pool of forked workers, one chunk at a time.
+Pipeline: find the event array by byte ranges (its ``[`` by pattern in the head, its
+``]`` by bracket depth counted back from the end of the file, so ``traceEvents`` may come
+first, last or between other keys) and decode the rest of the document on its own; split
+the array into ~4 MB chunks at event boundaries, decode each chunk into typed Structs and
+immediately turn it into numpy columns (so peak memory is one chunk of Python objects, not
+the whole trace), merge the chunks' string tables, sort. Large files are decoded by a pool
+of forked workers, one chunk at a time. Anything of another shape (a bare array, a cut
+file, a layout without Kineto's event boundaries) is decoded whole, carefully.
 """
 
 from __future__ import annotations
