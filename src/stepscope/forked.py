@@ -51,7 +51,12 @@ class Forked(Generic[T]):
         if not (enabled and can_fork()):
             return
         r, w = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (limits, memory): run it here when asked
+            os.close(r)
+            os.close(w)
+            return
         if pid == 0:  # the child: compute, send, leave without running the parent's exits
             code = 1
             try:
@@ -68,11 +73,11 @@ class Forked(Generic[T]):
         self._pid, self._fd = pid, r
 
     def _reap(self) -> tuple[bytes, bool]:
-        data = b""
-        with os.fdopen(self._fd, "rb") as inp:
+        fd, self._fd = self._fd, -1  # the reader owns (and closes) it from here on
+        with os.fdopen(fd, "rb") as inp:
             data = inp.read()
         _, status = os.waitpid(self._pid, 0)
-        self._pid = self._fd = -1
+        self._pid = -1
         return data, os.waitstatus_to_exitcode(status) == 0
 
     def result(self) -> T:
@@ -99,6 +104,8 @@ class Forked(Generic[T]):
         if self._pid > 0:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)
-            os.close(self._fd)
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
             os.waitpid(self._pid, 0)
-            self._pid = self._fd = -1
+            self._pid = -1

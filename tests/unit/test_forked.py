@@ -93,3 +93,15 @@ def test_report_with_children_equals_the_serial_report(tmp_path: Path,
     assert calls == [True, True]  # the critical paths, then the second half of the replays
     assert combined is not None and any(f.method == "replay" for f in findings)
     assert render_json(build_report(trace, monitor=None)) == serial
+
+
+def test_no_process_to_be_had_runs_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse() -> int:
+        raise BlockingIOError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(forked, "can_fork", lambda: True)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    assert Forked(os.getpid).result() == os.getpid()
+    after = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    assert after == before  # the pipe was closed
