@@ -56,9 +56,16 @@ class _Table:
 
     @property
     def end(self) -> I64:
-        ts: I64 = getattr(self, "ts")  # noqa: B009 - defined by the subclasses that have an end
-        dur: I64 = getattr(self, "dur")  # noqa: B009
-        return ts + dur
+        """``ts + dur``, computed once per table (analyses ask for it hundreds of times on
+        a large trace: ~0.4 s at 1 GB); read-only, so no caller can change it for others."""
+        cached: I64 | None = self.__dict__.get("_end")
+        if cached is None:
+            ts: I64 = getattr(self, "ts")  # noqa: B009 - defined by the subclasses with an end
+            dur: I64 = getattr(self, "dur")  # noqa: B009
+            cached = ts + dur
+            cached.setflags(write=False)
+            object.__setattr__(self, "_end", cached)  # frozen dataclass: a cache, not state
+        return cached
 
 
 @dataclass(frozen=True)

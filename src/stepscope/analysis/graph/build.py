@@ -147,6 +147,8 @@ def _host_chains(trace: Trace, n_h: int, ev_ts: I64, ev_end: I64, ev_lane: I64,
     parent = np.full(n_h, -1, dtype=np.int64)
     lanes = ev_lane[ev]
     bounds = np.flatnonzero(np.diff(lanes)) + 1
+    lane_rank = np.empty(n_h, dtype=np.int64)  # the lanes numbered 0.. in sorted order
+    lane_rank[ev] = np.cumsum(np.concatenate(([0], lanes[1:] != lanes[:-1])))
     for part in np.split(ev, bounds):  # one pass per thread
         d, up = nest_sorted(ev_ts[part], ev_end[part])
         depth[part] = d
@@ -157,7 +159,7 @@ def _host_chains(trace: Trace, n_h: int, ev_ts: I64, ev_end: I64, ev_lane: I64,
     is_start = node % 2 == 0
     t = np.where(is_start, ev_ts[e], ev_end[e])
     sub = np.where(is_start, depth[e], -depth[e])
-    order = node[_node_order(ev, bounds, e, t, is_start, sub, depth, ev_lane)]
+    order = node[_node_order(lane_rank[e], t, is_start, sub)]
     oe = order // 2
     ostart = order % 2 == 0
     first = np.ones(len(order), dtype=bool)
@@ -181,23 +183,19 @@ def _host_chains(trace: Trace, n_h: int, ev_ts: I64, ev_end: I64, ev_lane: I64,
     return order, first, w, kind, owner
 
 
-def _node_order(ev: I64, bounds: I64, e: I64, t: I64, is_start: B, sub: I64, depth: I64,
-                lane: I64) -> I64:
-    """Endpoints by (thread, time, end before start, ``sub``): one stable sort of a packed
-    64-bit key (thread rank 11 bits, time 41, start 1, sub 10), ~3x faster than a lexsort of
-    four keys; the lexsort where a field does not fit."""
-    n = len(ev)
-    if (len(bounds) < (1 << 11) - 1 and int(depth.max(initial=0)) < (1 << 9)
-            and int(t.min(initial=0)) >= 0 and int(t.max(initial=0)) < (1 << 41)):
-        step = np.zeros(n, dtype=np.int64)
-        step[bounds] = 1
-        rank = np.empty(n, dtype=np.int64)
-        rank[ev] = np.cumsum(step)  # ``ev`` is sorted by thread: its rank among threads
-        key = ((rank[e] << 52) | (t << 11) | (is_start.astype(np.int64) << 10)
-               | (sub + (1 << 9)))
-        out: I64 = np.argsort(key, kind="stable")
-        return out
-    return np.lexsort((sub, is_start, t, lane[e]))
+def _node_order(rank: I64, t: I64, is_start: B, sub: I64) -> I64:
+    """``np.lexsort((sub, is_start, t, rank))``, as one stable argsort of the keys packed
+    into an int64 when they fit (the same permutation, ~3x faster on millions of nodes)."""
+    if len(t) == 0:
+        return np.empty(0, dtype=np.int64)
+    t0, s0 = int(t.min()), int(sub.min())
+    bits_t = (int(t.max()) - t0).bit_length()
+    bits_s = (int(sub.max()) - s0).bit_length()
+    if int(rank.max()).bit_length() + bits_t + 1 + bits_s > 62:
+        return np.lexsort((sub, is_start, t, rank))
+    key = (((rank << bits_t) | (t - t0)) << 1 | is_start.astype(np.int64)) << bits_s
+    out: I64 = np.argsort(key | (sub - s0), kind="stable")
+    return out
 
 
 def _queue_idle(trace: Trace, links: Links) -> tuple[I64, I64]:

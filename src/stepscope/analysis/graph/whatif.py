@@ -110,9 +110,17 @@ class Replayer:
         self.graph = build(trace, links, self.window.start, self.window.end, mode="replay",
                            ix=ix)
         self.first = _first_node(self.graph, self.window.start)
-        g = self.graph
-        self.before = (self._timing(g.w, g.xw, np.ones(len(g.xs), dtype=bool), [], True)
-                       if g.events else Timing(0, {k: 0 for k in CATEGORY_KEYS}))
+        self._before: Timing | None = None
+
+    @property
+    def before(self) -> Timing:
+        """The unmodified replay, computed on first use (so that it can run beside the
+        transformed ones: advice.replay); checked against the recorded times in one round."""
+        if self._before is None:
+            g = self.graph
+            self._before = (self._timing(g.w, g.xw, np.ones(len(g.xs), dtype=bool), [], True)
+                            if g.events else Timing(0, {k: 0 for k in CATEGORY_KEYS}))
+        return self._before
 
     def _timing(self, w: I64, xw: I64, xkeep: npt.NDArray[np.bool_],
                 finish: list[tuple[I64, I64]], as_recorded: bool = False) -> Timing:
@@ -124,10 +132,16 @@ class Replayer:
         if g.events == 0 or not transforms:
             return WindowReplay(self.window, self.before, self.before,
                                 tuple(0 for _ in transforms))
+        after, touched = self.after(transforms)
+        return WindowReplay(self.window, self.before, after, touched)
+
+    def after(self, transforms: tuple[Transform, ...]) -> tuple[Timing, tuple[int, ...]]:
+        """The replay with ``transforms`` applied, and what each touched; needs no
+        ``before``. For a graph with events and at least one transform."""
+        g = self.graph
         edit = Edit(g.w.copy(), g.xw.copy(), np.ones(len(g.xs), dtype=bool), [])
         touched = tuple(t.apply(self.trace, self.links, g, edit) for t in transforms)
-        after = self._timing(edit.w, edit.xw, edit.xkeep, edit.finish)
-        return WindowReplay(self.window, self.before, after, touched)
+        return self._timing(edit.w, edit.xw, edit.xkeep, edit.finish), touched
 
 
 def what_if(trace: Trace, links: Links, windows: list[Window],

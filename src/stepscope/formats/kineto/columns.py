@@ -1,12 +1,16 @@
 """Turn a list of decoded Kineto events into per-family numpy columns.
 
-This is the only per-event Python code on the read path, so it is written as a handful of
-list comprehensions per column (each runs at C-iteration speed) rather than one rich loop.
+This is the only per-event Python code on the read path, so it is written as C-speed
+passes (``map(attrgetter)`` into ``np.fromiter``, list comprehensions) rather than one rich
+loop, and anything costlier than reading a field (``str()`` of a pid, ``bytes()`` and
+re-encoding of a raw JSON text) is done once per distinct value, not per event. The
+chunks are small (reader.CHUNK_BYTES) so that the passes walk Structs still in cache.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -16,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.formats.kineto.comms import collective_rows
-from stepscope.formats.kineto.schema import EMPTY_ARGS, Event
+from stepscope.formats.kineto.schema import EMPTY_ARGS, Args, Event
 from stepscope.model.trace import (
     DEV_KERNEL,
     DEV_MEMCPY,
@@ -161,6 +165,23 @@ def _ints(values: list[int] | list[int | str]) -> npt.NDArray[np.int64]:
     return arr
 
 
+def _int_field(items: list[Any], get: Callable[[Any], int]) -> npt.NDArray[np.int64]:
+    """An ``int``-typed field of every item in one C-speed pass; an int beyond 64 bits
+    (msgspec decodes up to uint64) takes ``_ints``' clamping instead."""
+    try:
+        return np.fromiter(map(get, items), dtype=np.int64, count=len(items))
+    except OverflowError:
+        return _ints(list(map(get, items)))
+
+
+def _interned(values: list[Any], strings: Strings,
+              text: Callable[[Any], str | None]) -> npt.NDArray[np.int32]:
+    """String ids of ``text(v)`` for every value (-1 where it is None), ``text`` called
+    once per distinct value, in first-seen order (as ``Strings.ids`` interns)."""
+    lut = {v: -1 if (t := text(v)) is None else strings.id(t) for v in dict.fromkeys(values)}
+    return np.fromiter(map(lut.__getitem__, values), dtype=np.int32, count=len(values))
+
+
 _ARGS = attrgetter("args")
 _BYTES = attrgetter("bytes")
 
@@ -214,36 +235,74 @@ def _compact(text: bytes) -> str:
         return text.decode("utf-8", "replace")
 
 
-def _raw_json_ids(raws: list[Any], strings: Strings) -> npt.NDArray[np.int32]:
+def _raw_json_ids(args: list[Args], get: Callable[[Args], Any],
+                  strings: Strings) -> npt.NDArray[np.int32]:
     """Intern raw JSON texts, re-encoded compactly (-1 when absent); once per distinct text."""
-    data = [bytes(r) for r in raws]
-    ids = {d: strings.id(_compact(d)) if d else -1 for d in dict.fromkeys(data)}
-    return np.fromiter(map(ids.__getitem__, data), dtype=np.int32, count=len(data))
+    return _interned(list(map(bytes, map(get, args))), strings,
+                     lambda d: _compact(d) if d else None)
+
+
+def _dims_text(d: bytes) -> str | None:
+    # without its blanks: a pretty-printed trace spreads one shape over several lines
+    return d.translate(None, b" \t\r\n").decode("utf-8", "replace") if d else None
+
+
+def _str_or_none(v: str | None) -> str | None:
+    return v
+
+
+_EXT = attrgetter("external_id")
+_EXT_LC = attrgetter("external_id_lc")
+_CORR = attrgetter("correlation")
+_DIMS = attrgetter("input_dims")
+_DIMS_LC = attrgetter("input_dims_lc")
+_TYPES = attrgetter("input_types")
+_CONCRETE = attrgetter("concrete_inputs")
+_STRIDES = attrgetter("input_strides")
+_STACK = attrgetter("call_stack")
+_NAME = attrgetter("name")
+_GRID = attrgetter("grid")
+_BLOCK = attrgetter("block")
+_PER_SM = attrgetter("blocks_per_sm")
+_OCCUPANCY = attrgetter("occupancy")
+_REGISTERS = attrgetter("registers")
+_SHARED_MEM = attrgetter("shared_memory")
+
+
+def _args(events: list[Event]) -> list[Args]:
+    return [e.args or EMPTY_ARGS for e in events]
+
+
+def _external_ids(args: list[Args]) -> npt.NDArray[np.int64]:
+    return np.maximum(_int_field(args, _EXT), _int_field(args, _EXT_LC))
+
+
+def _thread_ids(events: list[Event], get: Callable[[Event], int | str],
+                strings: Strings) -> npt.NDArray[np.int32]:
+    """pid/tid as written (int or str) -> id of its text; str() once per distinct value."""
+    return _interned(list(map(get, events)), strings, str)
 
 
 def _host(
     events: list[Event], kinds: npt.NDArray[np.int8], strings: Strings, skipped: Counter[str]
 ) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
-    args = [e.args or EMPTY_ARGS for e in events]
-    ext = np.maximum(_ints([a.external_id for a in args]), _ints([a.external_id_lc for a in args]))
-    dims_raw = [bytes(a.input_dims if len(a.input_dims) else a.input_dims_lc) for a in args]
-    # the same shapes repeat: decode and intern each distinct JSON text once
-    dims_ids = {d: strings.id(d.decode("utf-8", "replace").replace(" ", "")) if d else -1
-                for d in dict.fromkeys(dims_raw)}
-    dims = np.fromiter(map(dims_ids.__getitem__, dims_raw), dtype=np.int32, count=len(args))
-    types = _raw_json_ids([a.input_types for a in args], strings)
-    concrete = _raw_json_ids([a.concrete_inputs for a in args], strings)
-    strides = _raw_json_ids([a.input_strides for a in args], strings)
-    stack_ids = {c: -1 if c is None else strings.id(c)
-                 for c in dict.fromkeys(a.call_stack for a in args)}
-    stacks = np.fromiter((stack_ids[a.call_stack] for a in args), dtype=np.int32,
-                         count=len(args))
+    args = _args(events)
+    ext = _external_ids(args)
+    # the same shapes repeat: each distinct JSON text is decoded and interned once
+    dims_raw = list(map(bytes, map(_DIMS, args)))
+    if any(map(len, map(_DIMS_LC, args))):  # "Input dims" (older spelling) somewhere
+        dims_raw = [d or bytes(a.input_dims_lc) for d, a in zip(dims_raw, args, strict=True)]
+    dims = _interned(dims_raw, strings, _dims_text)
+    types = _raw_json_ids(args, _TYPES, strings)
+    concrete = _raw_json_ids(args, _CONCRETE, strings)
+    strides = _raw_json_ids(args, _STRIDES, strings)
+    stacks = _interned(list(map(_STACK, args)), strings, _str_or_none)
     cols: Columns = {
-        "name": strings.ids([e.name for e in events]),
+        "name": strings.ids(list(map(_NAME, events))),
         "ts": ts, "dur": dur,
-        "pid": strings.ids(list(map(str, map(_PID, events)))),
-        "tid": strings.ids(list(map(str, map(_TID, events)))),
+        "pid": _thread_ids(events, _PID, strings),
+        "tid": _thread_ids(events, _TID, strings),
         "kind": np.array(kinds, dtype=np.int8),
         "external_id": ext, "input_dims": dims, "call_stack": stacks,
         "input_types": types, "concrete_inputs": concrete, "input_strides": strides,
@@ -253,16 +312,14 @@ def _host(
 
 def _runtime(events: list[Event], strings: Strings, skipped: Counter[str]) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
-    args = [e.args or EMPTY_ARGS for e in events]
+    args = _args(events)
     cols: Columns = {
-        "name": strings.ids([e.name for e in events]),
+        "name": strings.ids(list(map(_NAME, events))),
         "ts": ts, "dur": dur,
-        "pid": strings.ids(list(map(str, map(_PID, events)))),
-        "tid": strings.ids(list(map(str, map(_TID, events)))),
-        "correlation": _ints([a.correlation for a in args]),
-        "external_id": np.maximum(
-            _ints([a.external_id for a in args]), _ints([a.external_id_lc for a in args])
-        ),
+        "pid": _thread_ids(events, _PID, strings),
+        "tid": _thread_ids(events, _TID, strings),
+        "correlation": _int_field(args, _CORR),
+        "external_id": _external_ids(args),
     }
     return {k: v[keep] for k, v in cols.items()}
 
@@ -289,27 +346,25 @@ def _device(
     events: list[Event], kinds: npt.NDArray[np.int8], strings: Strings, skipped: Counter[str]
 ) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
-    args = [e.args or EMPTY_ARGS for e in events]
+    args = _args(events)
     device, stream = _device_and_stream(events, args)
-    grid = _padded3([a.grid for a in args])
-    block = _padded3([a.block for a in args])
+    grid = _padded3(list(map(_GRID, args)))
+    block = _padded3(list(map(_BLOCK, args)))
     cols: Columns = {
-        "name": strings.ids([e.name for e in events]),
+        "name": strings.ids(list(map(_NAME, events))),
         "ts": ts, "dur": dur,
         "kind": np.array(kinds, dtype=np.int8),
         "device": np.clip(device, -1, 2**31 - 1),
         "stream": stream,
-        "correlation": _ints([a.correlation for a in args]),
-        "external_id": np.maximum(
-            _ints([a.external_id for a in args]), _ints([a.external_id_lc for a in args])
-        ),
-        "blocks_per_sm": _floats([a.blocks_per_sm for a in args]),
-        "occupancy_pct": _floats([a.occupancy for a in args]),
+        "correlation": _int_field(args, _CORR),
+        "external_id": _external_ids(args),
+        "blocks_per_sm": _floats(list(map(_PER_SM, args))),
+        "occupancy_pct": _floats(list(map(_OCCUPANCY, args))),
         "grid_x": grid[:, 0], "grid_y": grid[:, 1], "grid_z": grid[:, 2],
         "block_x": block[:, 0], "block_y": block[:, 1], "block_z": block[:, 2],
-        "registers": np.clip(_ints([a.registers for a in args]), -1, 2**31 - 1),
-        "shared_mem": _ints([a.shared_memory for a in args]),
-        "bytes": _ints([a.bytes for a in args]),
+        "registers": np.clip(_int_field(args, _REGISTERS), -1, 2**31 - 1),
+        "shared_mem": _int_field(args, _SHARED_MEM),
+        "bytes": _ints(list(map(_BYTES, args))),
     }
     return {k: v[keep] for k, v in cols.items()}
 
@@ -317,15 +372,15 @@ def _device(
 def _ranges_on_device(events: list[Event], strings: Strings, skipped: Counter[str],
                       with_correlation: bool) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
-    args = [e.args or EMPTY_ARGS for e in events]
+    args = _args(events)
     device, stream = _device_and_stream(events, args)
     cols: Columns = {
-        "name": strings.ids([e.name for e in events]),
+        "name": strings.ids(list(map(_NAME, events))),
         "ts": ts, "dur": dur,
         "device": np.clip(device, -1, 2**31 - 1), "stream": stream,
     }
     if with_correlation:
-        cols["correlation"] = _ints([a.correlation for a in args])
+        cols["correlation"] = _int_field(args, _CORR)
     return {k: v[keep] for k, v in cols.items()}
 
 

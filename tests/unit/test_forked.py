@@ -1,0 +1,107 @@
+"""stepscope.forked: a child's result is exactly the serial one, failures included; and the
+report built with its critical paths and replays in children equals the serial report."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from tests.builders import TraceBuilder
+
+from stepscope import forked
+from stepscope.advice import advise_replayed
+from stepscope.analysis.suite import run_analyses
+from stepscope.forked import Forked
+from stepscope.report.build import build_report
+from stepscope.report.json.render import render_json
+
+needs_fork = pytest.mark.skipif(not forked.can_fork(), reason="no fork or a single core")
+
+
+@needs_fork
+def test_result_comes_from_the_child() -> None:
+    job = Forked(lambda: (os.getpid(), [1, 2, 3]))
+    pid, value = job.result()
+    assert pid != os.getpid() and value == [1, 2, 3]
+
+
+@needs_fork
+def test_a_failing_child_is_recomputed_in_the_caller() -> None:
+    parent = os.getpid()
+
+    def flaky() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("only in the child")
+        return 7
+
+    assert Forked(flaky).result() == 7
+    with pytest.raises(ZeroDivisionError):  # the caller sees the serial run's error
+        Forked(lambda: 1 // 0).result()
+
+
+@needs_fork
+def test_unpicklable_result_is_recomputed() -> None:
+    assert callable(Forked(lambda: (lambda: 3)).result())
+
+
+@needs_fork
+def test_close_stops_an_unwanted_child() -> None:
+    job = Forked(lambda: time.sleep(60))
+    job.close()  # returns at once: the child is killed and reaped
+    job.close()
+
+
+def test_disabled_runs_in_the_caller() -> None:
+    assert Forked(os.getpid, enabled=False).result() == os.getpid()
+
+
+def _trace(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Steps where a host sync and many small launches leave findings to replay."""
+    b = TraceBuilder()
+    for s in range(4):
+        t0 = 10_000.0 * s
+        with b.step(s, t0, 9_000):
+            b.small_launches(40, 20, start=t0 + 10)
+            op = b.op("aten::item", t0 + 1_000, 3_000)
+            b.launch(op, "cudaMemcpyAsync", t0 + 1_010, 2_900, kernel="Memcpy DtoH",
+                     k_ts=t0 + 3_800, k_dur=100, cat="gpu_memcpy")
+            b.runtime("cudaStreamSynchronize", t0 + 1_020, 2_950, owner=op)
+            big = b.op("aten::mm", t0 + 4_100, 200)
+            b.launch(big, "cudaLaunchKernel", t0 + 4_110, 5, kernel="sgemm", k_ts=t0 + 4_200,
+                     k_dur=4_000)
+    return b.load(tmp_path)
+
+
+@needs_fork
+def test_report_with_children_equals_the_serial_report(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _trace(tmp_path)
+    serial = render_json(build_report(trace, monitor=None))
+    calls: list[bool] = []
+    real = Forked.__init__
+
+    def spy(self: Forked[object], fn: object, *, enabled: bool = True) -> None:
+        calls.append(enabled)
+        real(self, fn, enabled=enabled)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(forked, "MIN_EVENTS", 0)
+    monkeypatch.setattr(Forked, "__init__", spy)
+    analyses = run_analyses(trace)
+    findings, combined = advise_replayed(analyses)
+    assert calls == [True, True]  # the critical paths, then the second half of the replays
+    assert combined is not None and any(f.method == "replay" for f in findings)
+    assert render_json(build_report(trace, monitor=None)) == serial
+
+
+def test_no_process_to_be_had_runs_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse() -> int:
+        raise BlockingIOError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(forked, "can_fork", lambda: True)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    assert Forked(os.getpid).result() == os.getpid()
+    after = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    assert after == before  # the pipe was closed
