@@ -57,15 +57,17 @@ def path_bands(trace: Trace, g: Graph, touched: I64, window_ns: int) -> Bands:
     cat = g.ev_cat[touched].astype(np.int64)
     tol = max(1, window_ns // RESOLUTION)
     # runs of one lane and category whose ranges touch (within tol): a running maximum of
-    # the end, each group offset past the previous one so the maximum restarts per group
+    # the end within each group (one accumulate per lane and category: a few dozen groups;
+    # no offset trick, which overflows on timestamps near the int64 limit)
     group = lane.astype(np.int64) * len(K.CATEGORIES) + cat
     o = np.lexsort((-end, start, group))
     group, start, end = group[o], start[o], end[o]
-    span = int(max(int(end.max(initial=0)), window_ns)) + 2 * tol + 1
-    lifted = group * span
-    reach = np.maximum.accumulate(end + lifted)
+    cuts = np.flatnonzero(group[1:] != group[:-1]) + 1
+    reach = np.concatenate([np.maximum.accumulate(part) for part in np.split(end, cuts)]
+                           ) if len(end) else end
     new = np.ones(len(o), dtype=bool)
-    new[1:] = (group[1:] != group[:-1]) | (start[1:] + lifted[1:] > reach[:-1] + tol)
+    new[1:] = start[1:] - reach[:-1] > tol
+    new[cuts] = True
     heads = np.flatnonzero(new)
     b_start = start[heads]
     b_end = np.maximum.reduceat(end, heads) if len(heads) else end[:0]
