@@ -16,6 +16,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -28,8 +29,12 @@ MIN_EVENTS = 200_000
 
 
 def can_fork() -> bool:
-    """Fork exists and a second core is there to run the child."""
-    return hasattr(os, "fork") and sys.platform != "win32" and (os.cpu_count() or 1) >= MIN_CPUS
+    """Fork exists, a second core is there to run the child, and this process runs one
+    thread: a child forked beside other threads (the dashboard's server, an MCP host)
+    inherits whatever locks they held at that instant (the allocator's, logging's, the
+    import lock) and can wait on them forever, with the parent blocked on its pipe."""
+    return (hasattr(os, "fork") and sys.platform != "win32"
+            and (os.cpu_count() or 1) >= MIN_CPUS and threading.active_count() == 1)
 
 
 def worth_it(events: int) -> bool:

@@ -17,7 +17,15 @@ from stepscope.forked import Forked
 from stepscope.report.build import build_report
 from stepscope.report.json.render import render_json
 
-needs_fork = pytest.mark.skipif(not forked.can_fork(), reason="no fork or a single core")
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2,
+                                reason="no fork or a single core")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests fork on purpose: threads other tests left running (a browser test's
+    server) would make ``can_fork`` refuse, which its own test below checks."""
+    monkeypatch.setattr(forked.threading, "active_count", lambda: 1)
 
 
 @needs_fork
@@ -51,6 +59,14 @@ def test_close_stops_an_unwanted_child() -> None:
     job = Forked(lambda: time.sleep(60))
     job.close()  # returns at once: the child is killed and reaped
     job.close()
+
+
+def test_no_fork_beside_other_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child forked beside other threads could wait forever on a lock one of them held:
+    in a threaded process (the dashboard's server) the work runs in the caller."""
+    monkeypatch.setattr(forked.threading, "active_count", lambda: 2)
+    assert not forked.can_fork()
+    assert Forked(os.getpid).result() == os.getpid()
 
 
 def test_disabled_runs_in_the_caller() -> None:
