@@ -172,3 +172,16 @@ def test_nccl_run_crosses_to_the_straggler(tmp_path: Path) -> None:
     _joint_holds(g, t)
     real = g.node_rank >= 0
     assert np.array_equal(t[real], g.ts[real])
+
+
+def test_a_run_over_the_event_cap_keeps_its_view_without_the_graph(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The coordinator reads events only up to crossrank.MAX_EVENTS: beyond it the run's
+    report has no cross-rank path and says why in its note."""
+    from stepscope.report import crossrank
+    monkeypatch.setattr(crossrank, "MAX_EVENTS", 10)
+    report = build_run_report(find_run([str(DIST / "moe_skew")]), executor="serial",
+                              use_cache=False)
+    assert report.critical_path is None
+    assert "more than 10 events" in report.path_note
+    assert report.distributed.world_size == 4  # the distributed view stands

@@ -23,7 +23,11 @@ from stepscope.analysis.graph.ranks import Joins, RankInput, RunGraph
 from stepscope.analysis.graph.window import step_windows
 from stepscope.formats import load_trace
 
-MAX_EVENTS = 40_000_000  # all ranks together: ~12 GB of Kineto JSON, a few GB in memory
+# All ranks together. The run report's coordinator otherwise holds one summary per rank,
+# never events (1,000 ranks in under 250 MB, benchmarks/README.md); the graph needs every
+# rank's events at once, so it is built only while they stay within about 2 GB of Kineto
+# JSON (~700 MB as columns, the size of one large single-trace report).
+MAX_EVENTS = 6_000_000
 
 
 @dataclass(frozen=True)
