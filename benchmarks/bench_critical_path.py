@@ -58,6 +58,21 @@ def measure(path: Path, repeat: int = 1) -> dict[str, float]:
     """Each part timed ``repeat`` times, interleaved (other analyses, critical path, rules,
     replays, again and again) so that every part sees the same drift of the machine's load;
     the medians are reported, and the ratio of the medians."""
+    import stepscope
+    from stepscope import forked
+
+    stepscope.load(str(path))  # fills the cache on the first run
+    # the parts are timed one by one in this process: no forked children (measure_added
+    # times what they add with the children on, as a report runs)
+    real_can_fork = forked.can_fork
+    setattr(forked, "can_fork", lambda: False)  # noqa: B010
+    try:
+        return _measure_parts(path, repeat)
+    finally:
+        setattr(forked, "can_fork", real_can_fork)  # noqa: B010
+
+
+def _measure_parts(path: Path, repeat: int) -> dict[str, float]:
     from statistics import median
 
     import stepscope
@@ -70,7 +85,6 @@ def measure(path: Path, repeat: int = 1) -> dict[str, float]:
     from stepscope.analysis.graph.whatif import Replayer
     from stepscope.analysis.suite import Analyses, run_analyses
 
-    trace = stepscope.load(str(path))  # fills the cache on the first run
     trace = stepscope.load(str(path))
     names = ("other", "critical_path", "report_replays", "every_transform")
     wall: dict[str, list[float]] = {k: [] for k in names}
@@ -131,6 +145,52 @@ def measure(path: Path, repeat: int = 1) -> dict[str, float]:
     return row
 
 
+def measure_added(path: Path, repeat: int) -> dict[str, float]:
+    """Wall seconds the critical paths and the report's replays add to a report as it runs
+    (forked children on, stepscope.forked): ``build_report`` as is, against the same with
+    the critical paths off and the findings' savings left as the rules' bounds; beside it,
+    the wall time of the other analyses and the rules alone. Interleaved, medians."""
+    from statistics import median
+
+    import stepscope
+    from stepscope import advice
+    from stepscope.analysis import suite
+    from stepscope.analysis.graph.summary import critical_paths
+    from stepscope.report.build import build_report
+
+    full: list[float] = []
+    bare: list[float] = []
+    other: list[float] = []
+    real_replayed = advice.advise_replayed
+
+    def bounds_only(a: Any, rules: Any = None, *, replay: bool = True) -> Any:
+        return real_replayed(a, rules, replay=False)
+
+    for _ in range(repeat):
+        trace = stepscope.load(str(path))
+        t = time.perf_counter()
+        build_report(trace, monitor=None)
+        full.append(time.perf_counter() - t)
+        trace = stepscope.load(str(path))
+        setattr(suite, "critical_paths", lambda *a, **k: None)  # noqa: B010
+        setattr(advice, "advise_replayed", bounds_only)  # noqa: B010
+        try:
+            t = time.perf_counter()
+            a = suite.run_analyses(trace)
+            advice.advise(a, replay=False)
+            other.append(time.perf_counter() - t)
+            trace = stepscope.load(str(path))
+            t = time.perf_counter()
+            build_report(trace, monitor=None)
+            bare.append(time.perf_counter() - t)
+        finally:
+            setattr(suite, "critical_paths", critical_paths)  # noqa: B010
+            setattr(advice, "advise_replayed", real_replayed)  # noqa: B010
+    f, b, o = median(full), median(bare), median(other)
+    return {"report_s": f, "report_without_s": b, "added_s": f - b, "other_wall_s": o,
+            "added_ratio": (f - b) / o if o else float("nan")}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", nargs="+", type=parse_size, default=[parse_size("300M")])
@@ -140,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = []
     for size in args.sizes:
-        row = {"size_mb": size / 1e6, **measure(_trace(size), args.repeat)}
+        path = _trace(size)
+        row = {"size_mb": size / 1e6, **measure(path, args.repeat),
+               **measure_added(path, args.repeat)}
         rows.append(row)
         if not args.json:
             print(f"{row['size_mb']:.0f} MB, {row['events']:.0f} events, {row['steps']:.0f} "
@@ -154,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"{row[label + 'max_ratio']:.2f}); every transform "
                       f"{row[label + 'every_transform_s']:.2f} s, ratio "
                       f"{row[label + 'ratio_every_transform']:.2f}")
+            print(f"  added to a report (wall, forked children on): report "
+                  f"{row['report_s']:.2f} s, without critical paths and replays "
+                  f"{row['report_without_s']:.2f} s: they add {row['added_s']:.2f} s against "
+                  f"{row['other_wall_s']:.2f} s of other analyses, ratio "
+                  f"{row['added_ratio']:.2f}")
     if args.json:
         print(json.dumps(rows, indent=1))
     return 0
