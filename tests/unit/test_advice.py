@@ -264,6 +264,35 @@ def test_materialising_copies_saving(tmp_path: Path) -> None:
     assert "aten::copy_: 9.90 ms of kernels per step (100 kernels)" in f.evidence
 
 
+def _copies_under(tmp_path: Path, outer: str | None) -> list[str]:
+    """Steps whose kernels are copies launched by aten::copy_, called from ``outer`` (an
+    operator, a DataLoader range) or from the user's code (None)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i in range(100):
+            t = 10 + i * 99
+            if outer is not None and outer.startswith("enumerate(DataLoader)"):
+                b.annotation(outer, t, 80)
+            elif outer is not None:
+                b.op(outer, t, 80)
+            cp = b.op("aten::copy_", t + 1, 70)
+            b.launch(cp, "cudaLaunchKernel", t + 2, 5,
+                     kernel="void at::native::unrolled_elementwise_kernel<copy>",
+                     k_ts=t + 10, k_dur=80)
+    return [f.id for f in findings(b, tmp_path)]
+
+
+def test_materialising_copies_leaves_out_other_operators_and_the_loader(
+        tmp_path: Path) -> None:
+    """A copy an operator makes inside itself (autocast's input cast inside aten::linear,
+    convolution_backward's contiguous) or the DataLoader's own work is not the user's copy."""
+    for i, outer in enumerate((None, "aten::reshape", "aten::linear",
+                               "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")):
+        (tmp_path / str(i)).mkdir()
+        fired = "materialising-copies" in _copies_under(tmp_path / str(i), outer)
+        assert fired == (outer in (None, "aten::reshape")), outer
+
+
 def test_unfused_optimizer_saving(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):

@@ -312,6 +312,27 @@ class Context:
         return rows
 
     @cached_property
+    def in_loader(self) -> B:
+        """Host rows inside a DataLoader range on their own thread: the input pipeline's
+        work when it runs in the training process (num_workers=0: fetch, decode, augment,
+        collate). input-pipeline's saving already counts that time, so the operator-share
+        rules leave it out instead of claiming it twice."""
+        host = self.trace.host
+        out = np.zeros(len(host), dtype=bool)
+        loader = np.flatnonzero(self.loader_rows)
+        for tid in np.unique(host.tid[loader]).tolist():  # one pass per loading thread
+            ranges = loader[host.tid[loader] == tid]
+            ranges = ranges[np.argsort(host.ts[ranges], kind="stable")]
+            reach = np.maximum.accumulate(host.end[ranges])
+            rows = np.flatnonzero(host.tid == tid)
+            k = np.searchsorted(host.ts[ranges], host.ts[rows], side="right") - 1
+            inside = k >= 0
+            inside[inside] = host.end[rows[inside]] <= reach[k[inside]]
+            out[rows] = inside
+        out[loader] = False
+        return out
+
+    @cached_property
     def sync_calls(self) -> B:
         """Runtime rows that block the host until the device catches up: the synchronising
         calls (``names.SYNC_CALLS``) and the calls that issued a device-to-pageable copy

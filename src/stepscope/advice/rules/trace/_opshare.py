@@ -22,25 +22,31 @@ class Share:
     weights: npt.NDArray[np.float64]
 
 
-def op_family_share(ctx: Context, op_mask: npt.NDArray[np.bool_]) -> Share:
+def op_family_share(ctx: Context, op_mask: npt.NDArray[np.bool_],
+                    exclude: npt.NDArray[np.bool_] | None = None) -> Share:
     """``op_mask`` is over the string table (which operator names are in the family).
 
     GPU traces weigh the main GPU's kernels (time inside the steps) by the operator that
     launched them; CPU traces weigh operators by their self time (operators in the steps).
+    Operators inside a DataLoader range (Context.in_loader) are the input pipeline's, which
+    input-pipeline sizes: not counted in the family (they stay in the total), nor are host
+    rows in ``exclude``.
     """
     host = ctx.trace.host
+    left_out = ctx.in_loader if exclude is None else ctx.in_loader | exclude
     if ctx.has_gpu:
         kernel = ctx.kernel_sel
         hosts = ctx.a.tree.device_owner[kernel]
         weight = ctx.device_in_steps[kernel]
         # kernels in the steps only: counts and times over the same window as the saving
         fam = (hosts >= 0) & gather(op_mask[host.name], hosts, False) & (weight > 0)
+        fam &= ~gather(left_out, hosts, False)
         noun = "kernel"
         what = "of kernels per step"
     else:
         hosts = ctx.operators
         weight = ctx.times.host_self[hosts] * (ctx.in_steps(host.ts[hosts], host.end[hosts]) > 0)
-        fam = op_mask[host.name[hosts]] & (weight > 0)
+        fam = op_mask[host.name[hosts]] & (weight > 0) & ~left_out[hosts]
         noun = "call"
         what = "CPU self time per step"
     hosts, total = hosts[fam], float(weight.sum())

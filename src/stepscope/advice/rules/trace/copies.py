@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
 from stepscope.advice.rules.trace._opshare import op_family_share
@@ -11,6 +14,14 @@ COPY_OPS = frozenset({
     "aten::copy_", "aten::contiguous", "aten::clone", "aten::repeat", "aten::repeat_interleave",
     "aten::_to_copy", "aten::to", "aten::expand_copy", "aten::permute_copy", "aten::index_select",
     "aten::tile", "aten::stack", "aten::cat",
+})
+# Operators that only reshape or re-view a tensor: a copy under them (reshape of a
+# non-contiguous tensor clones it) follows from the user's layout, like a copy they called.
+LAYOUT_OPS = frozenset({
+    "aten::reshape", "aten::view", "aten::flatten", "aten::unflatten", "aten::permute",
+    "aten::transpose", "aten::t", "aten::expand", "aten::expand_as", "aten::squeeze",
+    "aten::unsqueeze", "aten::narrow", "aten::select", "aten::slice", "aten::movedim",
+    "aten::reshape_as", "aten::view_as",
 })
 THRESHOLD_PCT = 10.0  # of GPU kernel time (CPU: of operator self time)
 
@@ -25,8 +36,33 @@ model = torch.compile(model)"""
 CODE_COMPILED = CODE.rsplit("\n# let the compiler", 1)[0]
 
 
+def _is_aten(name: str) -> bool:
+    return name.startswith("aten::")
+
+
+def inside_other_ops(ctx: Context) -> npt.NDArray[np.bool_]:
+    """Host rows called by another ATen operator that is neither a copy nor a layout op.
+
+    PyTorch's dispatcher records the operators an operator calls internally as its children
+    (``aten::convolution_backward`` → ``aten::contiguous`` → ``aten::clone`` → ``aten::copy_``
+    on CPU): such a copy is that operator's implementation, which no change to the user's
+    code removes. Only copies whose ATen ancestors are copies or layout ops are the user's.
+    """
+    host, tree = ctx.trace.host, ctx.a.tree
+    parent, depth = tree.parent, tree.depth
+    allowed = names.mask_in(ctx.trace, COPY_OPS | LAYOUT_OPS)
+    aten = names.mask(ctx.trace, _is_aten)
+    blocks = aten[host.name] & ~allowed[host.name]  # an operator whose children are its own
+    inside = np.zeros(len(host), dtype=bool)
+    for level in range(1, int(depth.max(initial=0)) + 1):  # top down: one pass per depth
+        sel = np.flatnonzero((depth == level) & (parent >= 0))
+        up = parent[sel]
+        inside[sel] = inside[up] | blocks[up]
+    return inside
+
+
 def check(ctx: Context) -> Finding | None:
-    share = op_family_share(ctx, names.mask_in(ctx.trace, COPY_OPS))
+    share = op_family_share(ctx, names.mask_in(ctx.trace, COPY_OPS), inside_other_ops(ctx))
     if share.pct_of_work < THRESHOLD_PCT:
         return None
     where = "GPU kernel time" if share.on_gpu else "operator CPU self time"
