@@ -160,6 +160,25 @@ COPY_CALLS = frozenset(
         "hipMemset",
     }
 )
+# ATen operators that never launch device work, whatever device their tensors are on: the
+# view operators of PyTorch's "Tensor Views" page (they return a tensor sharing storage:
+# only metadata changes), the ones that return a view when they can (reshape, flatten:
+# a copy they make shows as a launched kernel under them), detach/alias, and allocation
+# without initialisation (empty*, which the caching allocator serves on the host).
+# Sources: https://pytorch.org/docs/stable/tensor_view.html, native_functions.yaml.
+NO_DEVICE_WORK_OPS = frozenset({
+    "aten::view", "aten::view_as", "aten::_unsafe_view", "aten::_reshape_alias",
+    "aten::reshape", "aten::reshape_as", "aten::flatten", "aten::unflatten",
+    "aten::as_strided", "aten::expand", "aten::expand_as", "aten::permute", "aten::movedim",
+    "aten::transpose", "aten::swapaxes", "aten::swapdims", "aten::t", "aten::numpy_T",
+    "aten::adjoint", "aten::mT", "aten::mH", "aten::select", "aten::slice", "aten::narrow",
+    "aten::diagonal", "aten::squeeze", "aten::unsqueeze", "aten::unfold", "aten::unbind",
+    "aten::split", "aten::split_with_sizes", "aten::tensor_split", "aten::chunk",
+    "aten::hsplit", "aten::vsplit", "aten::view_as_real", "aten::view_as_complex",
+    "aten::real", "aten::imag", "aten::alias", "aten::detach", "aten::detach_",
+    "aten::lift_fresh", "aten::empty", "aten::empty_like", "aten::empty_strided",
+    "aten::new_empty", "aten::new_empty_strided", "aten::resize_",
+})
 # Calls that block the host until the device catches up.
 SYNC_CALLS = frozenset(
     {

@@ -7,6 +7,7 @@ import numpy as np
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
+from stepscope.classify import names
 from stepscope.units import count
 
 THRESHOLD_PCT = 5.0  # CPU-only operator time while the GPU is idle, % of the step
@@ -20,6 +21,9 @@ def check(ctx: Context) -> Finding | None:
     parent = ctx.a.tree.effective_parent
     no_gpu = t.is_operator & (t.device_total == 0)
     outer = no_gpu & ~((parent >= 0) & no_gpu[np.maximum(parent, 0)])
+    # views, detach and empty* launch nothing on any device: "run them on the GPU" cannot
+    # apply; their host cost between launches is dispatch overhead (launch-bound, gpu-gaps)
+    outer &= ~names.mask_in(trace, names.NO_DEVICE_WORK_OPS)[host.name]
     # data loading has its own rule
     loader = ctx.loader_rows
     loader_u = iv.union(host.ts[loader], host.end[loader])
