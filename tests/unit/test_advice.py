@@ -162,6 +162,21 @@ def test_gpu_gaps_and_cpu_ops(tmp_path: Path) -> None:
     assert cpu.source_lines[0].startswith("model.py(77): forward")
 
 
+def test_cpu_ops_leave_out_operators_that_launch_nothing_anywhere(tmp_path: Path) -> None:
+    """aten::empty or aten::t between kernels is host dispatch, not CPU work that could run on
+    the GPU: the same gap filled with them gives no cpu-ops finding (gpu-gaps still fires)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+        for i in range(40):
+            b.op("aten::empty" if i % 2 else "aten::t", 1100 + i * 120, 100)
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    fired = ids(findings(b, tmp_path))
+    assert "gpu-gaps" in fired and "cpu-ops-in-gpu-job" not in fired
+
+
 def test_small_batch(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
