@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from stepscope.report.html import render_document
 from stepscope.report.run import build_run_report, find_run
 from tests.browser.conftest import shot
@@ -194,4 +196,37 @@ def test_real_pipeline_capture_page(page: Any, tmp_path: Path) -> None:
     assert "point-to-point sends and receives only" in page.locator("#comm-none").inner_text()
     page.locator("#comm-none").scroll_into_view_if_needed()
     shot(page, "pipeline-no-comm-split")
+    assert not page.errors, page.errors
+
+
+def test_run_critical_path_across_ranks(page: Any, tmp_path: Path) -> None:
+    """moe_skew (rank 3 computes 4x the tokens): the page shows the run's path through rank
+    3, where it changes rank, and its time by rank adding up to the path."""
+    doc = _report("moe_skew")
+    cp = doc["critical_path"]
+    _open(page, tmp_path, doc, "moe-path")
+    summary = page.locator("#run-path-summary")
+    summary.wait_for()
+    text = summary.inner_text()
+    assert f"runs through rank {cp['runs_through_rank']}" in text and "straggler: rank 3" in text
+    assert page.locator("#run-path-waits tbody tr").count() == len(cp["waits"]) >= 1
+    rows = page.locator("#run-path-ranks tbody tr")
+    assert rows.first.locator("td").first.inner_text() == "3"
+    last = rows.nth(rows.count() - 1).locator("td")
+    assert last.first.inner_text() == "on no one rank's events (joined collectives, gaps)"
+    shares = [float(rows.nth(i).locator("td").nth(2).inner_text()) for i in range(rows.count())]
+    assert sum(shares) == pytest.approx(100.0, abs=0.05)
+    summary.scroll_into_view_if_needed()
+    shot(page, "run-critical-path")
+    assert not page.errors, page.errors
+
+
+def test_run_without_a_path_says_why(page: Any, tmp_path: Path) -> None:
+    doc = _report("tp_dp")
+    doc["critical_path"] = {"note": "the ranks hold more than 10 events: the run's graph is "
+                                    "not built"}
+    _open(page, tmp_path, doc, "no-path")
+    note = page.locator("#run-path-none")
+    note.wait_for()
+    assert "more than 10 events" in note.inner_text()
     assert not page.errors, page.errors

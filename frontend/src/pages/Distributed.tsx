@@ -7,6 +7,7 @@ import { Table, timeCol, type Column } from "../table";
 import { Chart } from "../chart";
 import { num, pct, timeAxis, timeUnit } from "../format";
 import { FindingCard } from "./FindingCard";
+import { RunPathView } from "./RunPath";
 import { AllToAllView, CallsView, CollectiveSkewView, Definitions, FsdpView, LARGE, PipelineView, bytesText, highest, rankHeatmap, rankHistogram, rowLimit } from "./DistributedViews";
 
 type K = Record<string, any>;
@@ -153,6 +154,9 @@ function RunView({ data, run, config }: { data: Dict; run: string; config: PageP
       <h3>Stragglers (slowest first)</h3>
       {d.stragglers.length === 0 ? <p>No rank kept the others waiting.</p>
         : <Table id="stragglers-table" rows={d.stragglers} cols={STRAGGLERS} limit={rowLimit(d.ranks.length)} />}
+      <h3>Critical path across ranks</h3>
+      {data.critical_path?.length_us != null ? <RunPathView p={data.critical_path} />
+        : <p class="note" role="note" id="run-path-none">No critical path across ranks{data.critical_path?.note ? `: ${data.critical_path.note}` : ": these traces have no step the graph can replay"}.</p>}
       <h3>Last rank per step</h3>
       {d.steps.length === 0 ? <p id="steps-none">No collective was matched across ranks, so no step has a last rank.</p>
         : <Table id="steps-table" rows={d.steps} cols={STEPS} />}
