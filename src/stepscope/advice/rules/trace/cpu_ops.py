@@ -24,11 +24,9 @@ def check(ctx: Context) -> Finding | None:
     # views, detach and empty* launch nothing on any device: "run them on the GPU" cannot
     # apply; their host cost between launches is dispatch overhead (launch-bound, gpu-gaps)
     outer &= ~names.mask_in(trace, names.NO_DEVICE_WORK_OPS)[host.name]
-    # data loading has its own rule
-    loader = ctx.loader_rows
-    loader_u = iv.union(host.ts[loader], host.end[loader])
+    # data loading has its own rule (input-pipeline)
+    outer &= ~(ctx.loader_rows | ctx.in_loader)
     idx = np.flatnonzero(outer)
-    idx = idx[iv.measure_in(loader_u, host.ts[idx], host.end[idx]) == 0]
     idle = ctx.not_busy(host.ts[idx], host.end[idx]).astype(np.float64)
     idx, idle = idx[idle > 0], idle[idle > 0]
     if len(idx) == 0:
