@@ -26,6 +26,18 @@ def capture(tmp_path: Path, body: Callable[[], object], steps: int = 4) -> list[
     return [f.id for f in fs]
 
 
+def fires(tmp_path: Path, body: Callable[[], object], rule: str, attempts: int = 3) -> bool:
+    """Whether ``rule`` fires on a capture of ``body``, captured again (up to ``attempts``
+    times) when it does not: an operator the OS deschedules on a loaded machine holds the
+    time slice in its CPU self time, which can outweigh the workload for one capture. The
+    rules judge the workload; the shares of one capture are not deterministic."""
+    for i in range(attempts):
+        (tmp_path / str(i)).mkdir()
+        if rule in capture(tmp_path / str(i), body):
+            return True
+    return False
+
+
 def test_pointwise_heavy_cpu_loop(tmp_path: Path) -> None:
     x = torch.randn(256, 256)
 
@@ -38,7 +50,7 @@ def test_pointwise_heavy_cpu_loop(tmp_path: Path) -> None:
             y = y * 1.0001
         return y
 
-    assert "elementwise-dominated" in capture(tmp_path, body)
+    assert fires(tmp_path, body, "elementwise-dominated")
 
 
 def test_copy_heavy_cpu_loop(tmp_path: Path) -> None:
@@ -47,7 +59,7 @@ def test_copy_heavy_cpu_loop(tmp_path: Path) -> None:
     def body() -> object:
         return [x.permute(2, 0, 1).contiguous() for _ in range(10)] + [x.repeat(2, 1, 1)]
 
-    assert "materialising-copies" in capture(tmp_path, body)
+    assert fires(tmp_path, body, "materialising-copies")
 
 
 def test_matmul_cpu_loop_is_silent(tmp_path: Path) -> None:
