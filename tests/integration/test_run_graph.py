@@ -185,3 +185,19 @@ def test_a_run_over_the_event_cap_keeps_its_view_without_the_graph(
     assert report.critical_path is None
     assert "more than 10 events" in report.path_note
     assert report.distributed.world_size == 4  # the distributed view stands
+
+
+def test_a_defect_in_the_run_graph_leaves_the_run_view_standing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cross-rank graph is an addition: an unexpected error in it becomes the path's
+    note (as the advisor reports a failing rule), not a lost run report."""
+    from stepscope.report import crossrank
+
+    def broken(*_: object, **__: object) -> None:
+        raise ValueError("bad shape")
+
+    monkeypatch.setattr(crossrank, "run_graph", broken)
+    report = build_run_report(find_run([str(DIST / "moe_skew")]), executor="serial",
+                              use_cache=False)
+    assert report.critical_path is None and report.distributed.world_size == 4
+    assert report.path_note.startswith("the run's graph could not be built (ValueError: bad")

@@ -78,23 +78,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, transforms: tuple[Transform, ...]) -> int:
     """A folder of rank traces: the run's graph (report/crossrank.py), replayed."""
-    from stepscope.parallel.executor import map_ranks
-    from stepscope.parallel.tasks import RankFailure, RankTask, summarise_rank
     from stepscope.report.crossrank import run_graph
-    from stepscope.report.folder import RANKS, folder_layout
-    from stepscope.report.run import captures_of, find_run, ranked_paths
+    from stepscope.report.run import find_run, rank_summaries, ranked_paths
 
-    run = find_run([args.path])
-    tasks = [RankTask(p, not args.no_cache) for p in run.paths]
-    results = map_ranks(summarise_rank, tasks, executor="serial")
-    failed = [r.error for r in results if isinstance(r, RankFailure)]
-    ok = [(t.path, r) for t, r in zip(tasks, results, strict=True)
-          if not isinstance(r, RankFailure)]
-    if not ok:
-        raise TraceFormatError(f"{run.location}: no rank could be read ({failed[0]})")
-    if folder_layout(run.location, captures_of(ok)).kind != RANKS:
-        raise UsageError(f"{args.path}: these traces are captures of one process, not ranks of "
-                         "a run: give one trace")
+    ok, failed = rank_summaries(find_run([args.path]), executor="serial",
+                                use_cache=not args.no_cache)
     ranked, paths, _ = ranked_paths(ok)
     built = run_graph(paths, ranked, use_cache=not args.no_cache)
     if built.graph is None:

@@ -89,18 +89,31 @@ def build_folder_report(run: Run, *, executor: str = "processes", workers: int |
                               storage_options=storage_options, progress=progress)
 
 
-def build_run_report(run: Run, *, executor: str = "processes", workers: int | None = None,
-                     scheduler: str | None = None, use_cache: bool = True,
-                     storage_options: dict[str, Any] | None = None,
-                     link_gbps: float | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> RunReport:
-    """The run view; a UsageError when the traces are not ranks (captures of one process)."""
+def rank_summaries(run: Run, *, executor: str = "processes", workers: int | None = None,
+                   scheduler: str | None = None, use_cache: bool = True,
+                   storage_options: dict[str, Any] | None = None,
+                   progress: Callable[[int, int], None] | None = None
+                   ) -> tuple[list[tuple[str, RankSummary]], list[str]]:
+    """Each rank's (path, summary) and the one-line errors of the files that could not be
+    read; a UsageError when the traces are not ranks (captures of one process)."""
     tasks = [RankTask(p, use_cache, storage_options) for p in run.paths]
     ok, failed, layout = _summaries(run, tasks, executor=executor, workers=workers,
                                     scheduler=scheduler, progress=progress)
     if layout.kind != RANKS:
         raise UsageError(f"{run.location}: {count(len(ok), 'capture')} of {layout.process}, not "
                          "ranks of a job: open each trace (or `stepscope report` the folder)")
+    return ok, failed
+
+
+def build_run_report(run: Run, *, executor: str = "processes", workers: int | None = None,
+                     scheduler: str | None = None, use_cache: bool = True,
+                     storage_options: dict[str, Any] | None = None,
+                     link_gbps: float | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> RunReport:
+    """The run view; a UsageError when the traces are not ranks (captures of one process)."""
+    ok, failed = rank_summaries(run, executor=executor, workers=workers, scheduler=scheduler,
+                                use_cache=use_cache, storage_options=storage_options,
+                                progress=progress)
     return _run_report(run, ok, failed, link_gbps, use_cache, storage_options)
 
 
@@ -126,4 +139,7 @@ def _run_report(run: Run, ok: list[tuple[str, RankSummary]], failed: list[str],
         note = built.note
     except StepscopeError as exc:  # the run's view stands without its graph
         path, note = None, str(exc)
+    except Exception as exc:  # a defect in the optional graph: said, as the advisor does
+        path, note = None, (f"the run's graph could not be built ({type(exc).__name__}: "
+                            f"{exc}); please report this with the traces")
     return RunReport(run, dist, advise_run(dist), path, note)
