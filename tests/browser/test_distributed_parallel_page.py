@@ -209,6 +209,9 @@ def test_run_critical_path_across_ranks(page: Any, tmp_path: Path) -> None:
     summary.wait_for()
     text = summary.inner_text()
     assert f"runs through rank {cp['runs_through_rank']}" in text and "straggler: rank 3" in text
+    assert text.startswith(f"{cp['length_us'] / 1000:.3f} ms per step")  # 39.647 ms
+    share = 100 * cp["by_rank_us"]["3"] / cp["length_us"]
+    assert f"({share:.2f} % of it)" in text
     assert page.locator("#run-path-waits tbody tr").count() == len(cp["waits"]) >= 1
     rows = page.locator("#run-path-ranks tbody tr")
     assert rows.first.locator("td").first.inner_text() == "3"
