@@ -379,3 +379,14 @@ def test_host_sync_evidence(tmp_path: Path) -> None:
                              "step (49.2 % of the step, 97 % of the time the CPU spends in "
                              "operators)")
     assert "caused by aten::item (5.0/step, 4.92 ms waiting per step)" in f.evidence
+
+
+def test_operators_that_launch_nothing_on_any_device() -> None:
+    from stepscope.classify.names import launches_nothing
+    for name in ("aten::t", "aten::empty", "aten::result_type", "aten::unflatten_dense_tensors",
+                 "TBackward", "TBackward0", "autograd::engine::evaluate_function: ViewBackward0"):
+        assert launches_nothing(name), name
+    for name in ("aten::zeros", "aten::to", "aten::mul", "AddBackward0", "SliceBackward0",
+                 "autograd::engine::evaluate_function: ExpandBackward0", "torch::autograd::"
+                 "AccumulateGrad"):
+        assert not launches_nothing(name), name

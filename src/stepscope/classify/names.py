@@ -178,7 +178,26 @@ NO_DEVICE_WORK_OPS = frozenset({
     "aten::real", "aten::imag", "aten::alias", "aten::detach", "aten::detach_",
     "aten::lift_fresh", "aten::empty", "aten::empty_like", "aten::empty_strided",
     "aten::new_empty", "aten::new_empty_strided", "aten::resize_",
+    # metadata only: the promoted dtype of the inputs; views of a flat buffer (DDP's buckets)
+    "aten::result_type", "aten::unflatten_dense_tensors",
 })
+# The autograd nodes of those views: their backward is another view of the gradient.
+VIEW_BACKWARD_NODES = frozenset({
+    "TBackward", "ViewBackward", "UnsafeViewBackward", "ReshapeAliasBackward",
+    "PermuteBackward", "TransposeBackward", "SqueezeBackward", "UnsqueezeBackward",
+    "AliasBackward", "DetachBackward",
+})
+_EVALUATE = "autograd::engine::evaluate_function: "
+
+
+def launches_nothing(name: str) -> bool:
+    """An operator, or the autograd node of one (``TBackward0``, also as
+    ``autograd::engine::evaluate_function: TBackward0``), that launches no device work on
+    any device (NO_DEVICE_WORK_OPS, VIEW_BACKWARD_NODES)."""
+    if name in NO_DEVICE_WORK_OPS:
+        return True
+    node = name.removeprefix(_EVALUATE).rstrip("0123456789")
+    return node in VIEW_BACKWARD_NODES
 # Calls that block the host until the device catches up.
 SYNC_CALLS = frozenset(
     {

@@ -21,9 +21,10 @@ def check(ctx: Context) -> Finding | None:
     parent = ctx.a.tree.effective_parent
     no_gpu = t.is_operator & (t.device_total == 0)
     outer = no_gpu & ~((parent >= 0) & no_gpu[np.maximum(parent, 0)])
-    # views, detach and empty* launch nothing on any device: "run them on the GPU" cannot
-    # apply; their host cost between launches is dispatch overhead (launch-bound, gpu-gaps)
-    outer &= ~names.mask_in(trace, names.NO_DEVICE_WORK_OPS)[host.name]
+    # views (and their autograd nodes), detach, empty* and metadata ops launch nothing on
+    # any device: "run them on the GPU" cannot apply; their host cost between launches is
+    # dispatch overhead (launch-bound, gpu-gaps)
+    outer &= ~names.mask(trace, names.launches_nothing)[host.name]
     # data loading has its own rule (input-pipeline)
     outer &= ~(ctx.loader_rows | ctx.in_loader)
     idx = np.flatnonzero(outer)
