@@ -37,6 +37,14 @@ export function num(x: number | null | undefined, nd = 0): string {
 const BYTE_UNITS: [string, number][] = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
 /** Bytes in the binary unit that fits the value, as the terminal's units.format_bytes:
  * "512 B", "1.50 KiB", "2.60 GiB" (never "0.00 MiB" for a few bytes). */
+/** One binary unit for a set of byte values (a chart axis, a table column), picked from the
+ * largest, as `bytes()` picks it for one value: [unit, divisor]. */
+export function bytesUnit(values: Iterable<number | null | undefined>): [string, number] {
+  let big = 0;
+  for (const v of values) if (v != null && Number.isFinite(v)) big = Math.max(big, Math.abs(v));
+  for (const [unit, size] of BYTE_UNITS) if (big >= size) return [unit, size];
+  return ["B", 1];
+}
 export function bytes(n: number | null | undefined): string {
   if (n == null || !Number.isFinite(n)) return "—";
   for (const [unit, size] of BYTE_UNITS) if (Math.abs(n) >= size) return `${num(n / size, 2)} ${unit}`;

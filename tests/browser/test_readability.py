@@ -101,6 +101,8 @@ def test_sizes_counts_cues_and_names_at_1024(browser: Any, serve: Any,
     assert _text(page, ".card.mem[data-device='CPU'] td[data-key='peak_allocated_bytes']") == \
         "16 B"
     assert "0.00 MiB" not in page.locator("#page-memory").inner_text()
+    page.select_option("#memory-device", label="CPU")
+    assert _text(page, "#memory-curve-unit") == "B"  # its 16 B peak, not 0.000016 MiB
     shot(page, "readability-memory-1024")
     page.click("#nav-kernels")
     page.wait_for_selector("#kernels-table")

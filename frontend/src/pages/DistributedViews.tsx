@@ -3,7 +3,7 @@
 // replace one bar per rank once a run has more than LARGE ranks.
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
-import { bytes, num, pct, timeAxis, timeUnit } from "../format";
+import { bytes, bytesUnit, num, pct, timeAxis, timeUnit } from "../format";
 
 type K = Record<string, any>;
 
@@ -15,11 +15,6 @@ const CELLS = 64;
 export const ROWS = 50;
 export const rowLimit = (n: number) => (n > LARGE ? ROWS : undefined);
 
-/** Bytes in one binary unit picked from the largest value: [unit, divisor]. */
-export function bytesUnit(values: number[]): [string, number] {
-  const big = Math.max(0, ...values.map((v) => Math.abs(v ?? 0)));
-  return big >= 2 ** 30 ? ["GiB", 2 ** 30] : big >= 2 ** 20 ? ["MiB", 2 ** 20] : big >= 2 ** 10 ? ["KiB", 2 ** 10] : ["B", 1];
-}
 /** One value in the unit that fits it (the pages' shared formatter). */
 export const bytesText = (b: number | null | undefined) => bytes(b);
 

@@ -2,7 +2,7 @@ import { useMemo, useState } from "preact/hooks";
 import type { PageProps } from "../pageProps";
 import { Chart } from "../chart";
 import { Table, timeCol, type Column } from "../table";
-import { bytes, num, timeAxis, timeText, timeUnit } from "../format";
+import { bytes, bytesUnit, num, timeAxis, timeText, timeUnit } from "../format";
 
 type D = Record<string, any>;
 /** A size in the unit that fits it (format.ts `bytes`); the exact count in the title. */
@@ -32,20 +32,22 @@ const OP_COLS: Column<D>[] = [
 
 function curveOption(d: D) {
   const c = d.curve, t: number[] = c.t_us;
-  const alloc = t.map((x, i) => [x, c.allocated_bytes[i] / 1048576]);
+  // the axis in the unit of the largest value (an 8 B CPU peak is not 0.000008 MiB)
+  const [unit, div] = bytesUnit([...c.allocated_bytes, ...(c.reserved_bytes ?? [])]);
+  const alloc = t.map((x, i) => [x, c.allocated_bytes[i] / div]);
   const series: D[] = [{
     name: d.cumulative ? "recorded bytes (running sum)" : "allocated", type: "line", step: "end", showSymbol: false, data: alloc,
     markPoint: { symbol: "pin", symbolSize: 44, label: { formatter: "peak" },
-      data: [{ name: "peak", coord: [d.peak_us, d.peak_allocated_bytes / 1048576], value: bytes(d.peak_allocated_bytes) }] },
+      data: [{ name: "peak", coord: [d.peak_us, d.peak_allocated_bytes / div], value: bytes(d.peak_allocated_bytes) }] },
   }];
   if (c.reserved_bytes) series.push({ name: "reserved", type: "line", step: "end", showSymbol: false,
-    data: t.map((x, i) => [x, c.reserved_bytes[i] / 1048576]) });
+    data: t.map((x, i) => [x, c.reserved_bytes[i] / div]) });
   return {
-    tooltip: { trigger: "axis", valueFormatter: (v: number) => bytes(v * 1048576) },
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => bytes(v * div) },
     legend: { top: 0 },
     grid: { left: 80, right: 30, top: 36, bottom: 70 },
     xAxis: timeAxis(timeUnit(t), { min: "dataMin", max: "dataMax" }),
-    yAxis: { type: "value", name: "MiB" },
+    yAxis: { type: "value", name: unit },
     dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }, { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 10 }],
     series,
   };
@@ -53,15 +55,17 @@ function curveOption(d: D) {
 
 function categoryOption(m: D) {
   const cats: string[] = m.categories, t: number[] = m.t_us;
+  // the stack's tallest point sets the axis unit
+  const [unit, div] = bytesUnit((m.bytes as number[][]).map((row) => row.reduce((a, b) => a + b, 0)));
   return {
-    tooltip: { trigger: "axis", valueFormatter: (v: number) => bytes(v * 1048576) },
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => bytes(v * div) },
     legend: { type: "scroll", top: 0 },
     grid: { left: 80, right: 30, top: 36, bottom: 70 },
     xAxis: timeAxis(timeUnit(t), { min: "dataMin", max: "dataMax" }),
-    yAxis: { type: "value", name: "MiB" },
+    yAxis: { type: "value", name: unit },
     dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }, { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 10 }],
     series: cats.map((cat, j) => ({ name: cat, type: "line", stack: "mem", areaStyle: {}, showSymbol: false, step: "end",
-      data: t.map((x, i) => [x, m.bytes[i][j] / 1048576]) })),
+      data: t.map((x, i) => [x, m.bytes[i][j] / div]) })),
   };
 }
 
@@ -92,7 +96,7 @@ export function Memory({ report }: PageProps) {
         </section>
         <h2>Memory curve: <select id="memory-device" aria-label="memory curve of device" value={String(dev)} onChange={(e) => setDev(Number((e.target as HTMLSelectElement).value))}>
           {devices.map((x, i) => <option key={x.device} value={String(i)}>{x.device}</option>)}</select>
-          <span class="dim"> (wheel or the slider zooms; {num(d.curve.t_us.length)} points)</span></h2>
+          <span class="dim"> (in <span id="memory-curve-unit">{option?.yAxis.name}</span>; wheel or the slider zooms; {num(d.curve.t_us.length)} points)</span></h2>
         <Chart key={`curve-${dev}`} option={option} height={320} id="memory-chart" />
       </>}
       {catOption && <>
