@@ -216,7 +216,7 @@ def test_run_critical_path_across_ranks(page: Any, tmp_path: Path) -> None:
     rows = page.locator("#run-path-ranks tbody tr")
     assert rows.first.locator("td").first.inner_text() == "3"
     last = rows.nth(rows.count() - 1).locator("td")
-    assert last.first.inner_text() == "on no one rank's events (joined collectives, gaps)"
+    assert last.first.inner_text() == "in no event (gaps between events, joined collectives)"
     shares = [float(rows.nth(i).locator("td").nth(2).inner_text()) for i in range(rows.count())]
     assert sum(shares) == pytest.approx(100.0, abs=0.05)
     summary.scroll_into_view_if_needed()

@@ -14,7 +14,7 @@ const WAITS: Column<K>[] = [
 ];
 
 const BY_RANK: Column<K>[] = [
-  { key: "rank", label: "rank", num: true, value: (r) => r.rank, render: (r) => (r.rank < 0 ? "on no one rank's events (joined collectives, gaps)" : String(r.rank)) },
+  { key: "rank", label: "rank", num: true, value: (r) => r.rank, render: (r) => (r.rank < 0 ? "in no event (gaps between events, joined collectives)" : String(r.rank)) },
   timeCol("us", "time on the path per step"),
   { key: "pct", label: "% of the path", num: true, value: (r) => r.pct, render: (r) => r.pct.toFixed(2) },
 ];
