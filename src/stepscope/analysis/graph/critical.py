@@ -14,7 +14,7 @@ from stepscope.analysis.graph.bands import Bands, path_bands
 from stepscope.analysis.graph.build import Graph, Index, build
 from stepscope.analysis.graph.solve import NEG, Solution, backtrack, longest_sliced
 from stepscope.analysis.graph.window import Window
-from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, Trace
+from stepscope.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -102,14 +102,13 @@ def path_events(trace: Trace, rows: TopRows) -> list[PathEvent]:
     dev = trace.device
     sel = np.flatnonzero(rows.fam == K.DEVICE)
     r = rows.row[sel]
-    kinds = ["kernel" if k == DEV_KERNEL else "memcpy" if k == DEV_MEMCPY else "memset"
-             for k in dev.kind[r].tolist()]
+    kinds = [K.EVENT_KINDS[K.DEVICE + k] for k in dev.kind[r].tolist()]
     for j, kd, nm, t, d, st in zip(sel.tolist(), kinds, dev.name[r].tolist(),
                                    dev.ts[r].tolist(), dev.dur[r].tolist(),
                                    dev.stream[r].tolist(), strict=True):
         out[j] = PathEvent(strings[nm] if nm >= 0 else "", kd, t, d, st, None, on[j], cat[j])
-    for f, table, kind in ((K.HOST, trace.host, "cpu_op"), (K.RUNTIME, trace.runtime,
-                                                            "runtime")):
+    for f, table in ((K.HOST, trace.host), (K.RUNTIME, trace.runtime)):
+        kind = K.EVENT_KINDS[f]
         sel = np.flatnonzero(rows.fam == f)
         r = rows.row[sel]
         for j, nm, t, d, th in zip(sel.tolist(), table.name[r].tolist(), table.ts[r].tolist(),

@@ -6,6 +6,9 @@ from stepscope.classify import names
 
 # Graph.fam: which model table an event row comes from
 HOST, RUNTIME, DEVICE = 0, 1, 2
+# A path event's kind, as the JSON names it: the host and runtime families, then the device
+# kinds in model.trace's order (DEV_KERNEL, DEV_MEMCPY, DEV_MEMSET) from index DEVICE on
+EVENT_KINDS = ("cpu_op", "runtime", "kernel", "memcpy", "memset")
 
 # Edge kinds. Chain edges join consecutive endpoints of one host thread or device stream;
 # cross edges join chains.

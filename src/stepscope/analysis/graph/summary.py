@@ -85,18 +85,17 @@ def _top(trace: Trace, tops: list[TopRows], n: int) -> tuple[TopEvent, ...]:
     on = np.concatenate([t.on_path for t in tops])
     cat = np.concatenate([t.cat for t in tops]).astype(np.int64)
     name = np.empty(len(row), dtype=np.int64)
-    kind = np.empty(len(row), dtype=np.int64)  # 0 cpu_op, 1 runtime, 2 + device kind
+    kind = np.empty(len(row), dtype=np.int64)  # index into K.EVENT_KINDS
     for f, table in ((K.HOST, trace.host), (K.RUNTIME, trace.runtime), (K.DEVICE, trace.device)):
         m = fam == f
         name[m] = table.name[row[m]]
-        kind[m] = 2 + trace.device.kind[row[m]] if f == K.DEVICE else f
+        kind[m] = K.DEVICE + trace.device.kind[row[m]] if f == K.DEVICE else f
     keys, inv = np.unique(np.stack((name, kind, cat)), axis=1, return_inverse=True)
     total = np.bincount(inv, weights=on.astype(np.float64), minlength=keys.shape[1])
     occ = np.bincount(inv, minlength=keys.shape[1])
     first = np.full(keys.shape[1], len(inv), dtype=np.int64)
     np.minimum.at(first, inv, np.arange(len(inv)))
     best = np.lexsort((first, -total))[:TOP_EVENTS]  # ties: in order of first listing
-    kinds = ("cpu_op", "runtime", "kernel", "memcpy", "memset")
-    return tuple(TopEvent(trace.name(int(keys[0, k])), kinds[int(keys[1, k])],
+    return tuple(TopEvent(trace.name(int(keys[0, k])), K.EVENT_KINDS[int(keys[1, k])],
                           K.CATEGORIES[int(keys[2, k])], float(total[k]) / n, int(occ[k]))
                  for k in best.tolist())
