@@ -8,6 +8,9 @@ grid/block, registers, shared memory, blocks per SM, occupancy, bytes, device, s
 launch → kernel flows as ``ac2g`` flow events; ``[memory]`` records; ``deviceProperties``
 and ``distributedInfo``. Counter tracks (memory totals, monitor samples) are added as
 Chrome ``C`` events, which Perfetto draws as counter tracks and Kineto readers ignore.
+No ``displayTimeUnit``: Kineto writes "ms" (a display hint), but Perfetto's importer of
+2020-2023 read every timestamp in that unit, which would stretch the window 1000×.
+``tests/perfetto_import.py`` holds the export to the rules of Perfetto's JSON importer.
 
 Not exported: args stepscope does not keep (e.g. ``Sequence number``, ``Fwd thread id``),
 and events outside the families the model holds.
@@ -77,7 +80,6 @@ def export_window(tl: TimelineIndex, start: int, end: int,
         "schemaVersion": 1,
         "deviceProperties": [_device_props(d) for d in tr.meta.devices],
         "traceEvents": events,
-        "displayTimeUnit": "ms",
         "otherData": {"source": tr.meta.path, "exported_by": "stepscope",
                       "window_ns": [t0, t1]},
     }
