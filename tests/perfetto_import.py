@@ -11,7 +11,7 @@ Tokenizer (per event, on the JSON text):
   keys in order, and *fails the whole file* ("unsupported JSON dictionary with array") on a
   top-level key whose value is an array met before the key it looks for;
 - an event without ``ts`` is dropped unless it is metadata (``ph`` "M");
-- ``displayTimeUnit``: versions of 2020-2023 read every timestamp in that unit when it is
+- ``displayTimeUnit``: earlier versions read every timestamp in that unit when it is
   "ns" or "ms" (their unit test pins ``CoerceToTs(kMs, 42) == 42000000``); newer ones ignore
   it. A document that must mean the same to every version carries no ``displayTimeUnit``.
 

@@ -40,7 +40,7 @@ def test_perfetto_loads_the_export_of_a_real_window_as_it_loads_the_original() -
     data, t0, t1 = _window(src, third=True)
     got = load(data)
     assert got.fatal is None and got.refused == []
-    # Kineto writes displayTimeUnit "ms" (display only); Perfetto of 2020-2023 rescaled
+    # Kineto writes displayTimeUnit "ms" (display only); earlier Perfetto versions rescaled
     # every ts by it: the export leaves it out
     assert got.time_unit is None
     orig = load(gzip.decompress(src.read_bytes()))
