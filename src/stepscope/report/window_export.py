@@ -8,8 +8,8 @@ grid/block, registers, shared memory, blocks per SM, occupancy, bytes, device, s
 launch → kernel flows as ``ac2g`` flow events; ``[memory]`` records; ``deviceProperties``
 and ``distributedInfo``. Counter tracks (memory totals, monitor samples) are added as
 Chrome ``C`` events, which Perfetto draws as counter tracks and Kineto readers ignore.
-No ``displayTimeUnit``: Kineto writes "ms" (a display hint), but Perfetto's importer of
-2020-2023 read every timestamp in that unit, which would stretch the window 1000×.
+No ``displayTimeUnit``: Kineto writes "ms" (a display hint), but earlier versions of
+Perfetto's importer read every timestamp in that unit, which would stretch the window 1000×.
 ``tests/perfetto_import.py`` holds the export to the rules of Perfetto's JSON importer.
 
 Not exported: args stepscope does not keep (e.g. ``Sequence number``, ``Fwd thread id``),
