@@ -101,7 +101,13 @@ def open_path_on_timeline(page: Any, report: dict[str, Any], name: str) -> dict[
     span_ns = (path["end_us"] - path["start_us"]) * 1000
     assert abs((end - start) - span_ns * 1.04) <= max(2000, span_ns * 0.001)  # 2 % margins
     got = {k: int(cv.get_attribute(f"data-cp-{k}")) for k in ("drawn", "strips")}
-    assert got["strips"] == len(path["events"])  # the window holds the whole path
+    # the window holds the whole path: a strip per named event, and per band when the path
+    # has more events than the report names (every band on its thread's or stream's row)
+    bands = path["bands"]
+    more = bands is not None and bands["events"] > len(path["events"])
+    assert note.get_attribute("data-total") == str(bands["events"] if more else len(path["events"]))
+    assert note.get_attribute("data-bands") == str(len(bands["lane"]) if more else 0)
+    assert got["strips"] == len(path["events"]) + (len(bands["lane"]) if more else 0)
     # outlined: exactly the path's events drawn one by one, those at least a pixel wide (the
     # narrower are folded into per-pixel boxes); the chunk is plot-wide (canvas - 232 px)
     a, b = int(cv.get_attribute("data-chunk-start")), int(cv.get_attribute("data-chunk-end"))

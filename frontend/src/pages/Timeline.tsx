@@ -177,7 +177,7 @@ export function Timeline({ source, trace, config, report }: PageProps) {
       // the path's segments as a strip under each row (drawn whatever the zoom: narrow
       // events are folded into grey boxes above)
       if (s.cpOn && s.cp) {
-        for (const [row, mk] of s.cp.byRow) {
+        for (const [row, mk] of s.cp.strips) {
           const lane = rowLane.get(row);
           if (!lane || lane.pinned !== pinned || lane.y + lane.h < top || lane.y > bottom) continue;
           for (let k = 0; k < mk.ts.length; k++) {
@@ -515,9 +515,10 @@ export function Timeline({ source, trace, config, report }: PageProps) {
       <p class="dim timeline-hint" id="timeline-hint">{num(meta.events)} events · wheel: scroll tracks · Ctrl/⌘+wheel: zoom · shift+wheel or drag: pan ·
         shift+drag: box zoom · W/S zoom, A/D pan, 0 reset, ↑/↓ PgUp/PgDn scroll · click a group to fold it, ▸ to open Python frames, ● to pin a track</p>
       {meta.notes?.map((n) => <p class="note" key={n}>{n}</p>)}
-      {st.current.cp && <p class="note" id="timeline-cp" data-events={st.current.cp.events} data-placed={st.current.cp.placed}>
-        Critical path of {st.current.cp.window}: its {num(st.current.cp.events)}{st.current.cp.events >= 500 ? " kept (those with the most path time)" : ""} events outlined in their category's colour
-        (a strip under each row shows them at any zoom), the rest faded.{" "}
+      {st.current.cp && <p class="note" id="timeline-cp" data-events={st.current.cp.events} data-placed={st.current.cp.placed} data-total={st.current.cp.total} data-bands={st.current.cp.bands}>
+        Critical path of {st.current.cp.window}: {st.current.cp.total > st.current.cp.events
+          ? <>the {num(st.current.cp.events)} events with the most path time outlined in their category's colour; all {num(st.current.cp.total)} as strips under their rows at any zoom (merged where they touch)</>
+          : <>its {num(st.current.cp.events)} events outlined in their category's colour, and as strips under their rows at any zoom</>}; the rest faded.{" "}
         <button id="cp-toggle" onClick={() => { st.current.cpOn = !cpOn; setCpOn(!cpOn); draw(); }}>{cpOn ? "hide the path" : "show the path"}</button></p>}
       {hits !== null && hits.list.length > 0 && <ol class="search-results" id="search-results">
         {hits.list.map((h, i) => <li key={h.id} id={`hit-${i}`} class={i === hitIdx ? "active" : ""}>

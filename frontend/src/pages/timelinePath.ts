@@ -4,7 +4,13 @@ import type { Dict, TimelineMeta } from "../types";
 
 /** Path events of one row, by start (ns from the timeline's origin). */
 export interface RowMarks { ts: number[]; end: number[]; name: string[]; cat: string[]; }
-export interface PathMarks { window: string; events: number; placed: number; byRow: Map<number, RowMarks>; }
+/** Path time under one row: every path event, as the report's bands (merged where they touch)
+ * when the path has more events than the report names, and the named events. */
+export interface RowStrips { ts: number[]; end: number[]; cat: string[]; }
+export interface PathMarks {
+  window: string; events: number; placed: number; total: number; bands: number;
+  byRow: Map<number, RowMarks>; strips: Map<number, RowStrips>;
+}
 
 // Trace timestamps are ~1.7e18 ns: a double keeps them to 256 ns, the report rounds to 1 ns.
 const TOL_NS = 1500;
@@ -32,7 +38,14 @@ export function pathMarks(path: Dict, meta: TimelineMeta): PathMarks {
     if (r.kind !== "thread" && r.kind !== "stream") continue;
     (rowsOf.get(r.label) ?? rowsOf.set(r.label, []).get(r.label)!).push(r.id);
   }
-  let placed = 0;
+  const strips = new Map<number, RowStrips>();
+  const strip = (rows: number[], ts: number, end: number, cat: string) => {
+    for (const r of rows) {
+      const m = strips.get(r) ?? strips.set(r, { ts: [], end: [], cat: [] }).get(r)!;
+      m.ts.push(ts); m.end.push(end); m.cat.push(cat);
+    }
+  };
+  let placed = 0, bands = 0;
   const events = [...(path.events as Dict[])].sort((x, y) => x.ts_us - y.ts_us);
   for (const e of events) {
     const rows = rowsOf.get(e.stream != null ? `Stream ${e.stream}` : `Thread ${e.thread}`) ?? [];
@@ -42,8 +55,22 @@ export function pathMarks(path: Dict, meta: TimelineMeta): PathMarks {
       const m = byRow.get(r) ?? byRow.set(r, { ts: [], end: [], name: [], cat: [] }).get(r)!;
       m.ts.push(ts); m.end.push(end); m.name.push(e.name); m.cat.push(e.category);
     }
+    strip(rows, ts, end, e.category);
   }
-  return { window: path.window, events: events.length, placed, byRow };
+  // the events the report does not name (it keeps 500) are in its bands: lanes "thread T" /
+  // "stream S", times in µs from the window's start
+  const b = path.bands as Dict | null;
+  const total: number = b?.events ?? events.length;
+  if (b && total > events.length) {
+    for (let i = 0; i < b.lane.length; i++) {
+      const lane = b.lanes[b.lane[i]] as string;
+      const rows = rowsOf.get(lane.charAt(0).toUpperCase() + lane.slice(1)) ?? [];
+      if (rows.length) bands++;
+      const ts = (path.start_us + b.start_us[i] - o) * 1000;
+      strip(rows, ts, ts + b.dur_us[i] * 1000, b.categories[b.cat[i]]);
+    }
+  }
+  return { window: path.window, events: events.length, placed, total, bands, byRow, strips };
 }
 
 /** The category of the path event drawn as (row, ts, dur, name), or null when it is not on the path. */
