@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.abc
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -42,6 +43,10 @@ class _SlowImport(importlib.abc.MetaPathFinder):
 
 
 def run() -> None:
+    # Ctrl-C as a terminal delivers it: a shell that starts the suite in the background
+    # (``nohup … &``) hands every child SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler, so the interrupt the test sends would never arrive.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     where, args = sys.argv[2], sys.argv[3:]
     if where == "workers":
         import stepscope.report.run
