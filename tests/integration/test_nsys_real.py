@@ -218,3 +218,18 @@ def test_real_2023_4_schema_with_rows(tmp_path: Path) -> None:
     s = report.analyses.nsys
     assert s is not None and s.osrt_sum[0].name == "poll"
     assert s.nvtx_gpu_proj_sum[0].total_gpu_ops == 2
+
+
+def test_gpu_gaps_leave_out_nvfuser_compilation() -> None:
+    """nvFuser's first run: its compile scopes (KernelExecutor::compile, NVRTC, …) fill the
+    gaps; they are warm-up, and the gaps the trace records nothing for ask to record more."""
+    report = build_report(load_trace(str(_sqlite("a049892_report1")), use_cache=False))
+    gaps = next(f for f in report.findings if f.id == "gpu-gaps")
+    assert ("834.21 ms per step of the gaps is JIT compilation (torch.compile, nvFuser or "
+            "NVRTC ranges), paid once per graph or shape, not counted") in gaps.evidence
+    assert gaps.evidence[0].endswith("2,299.94 ms of it is not data loading, synchronisation, "
+                                     "compilation or first calls")
+    # a 1.6 s gap holding one 0.26 ms cudaMalloc is not "CPU in cudaMalloc"
+    assert ("gap of 1,628.90 ms: nothing recorded on the CPU for most of it (the longest call "
+            "in it: cudaMalloc, 261.7 µs)") in gaps.evidence
+    assert "record what runs there first (nsys profile --sample=cpu" in gaps.fix

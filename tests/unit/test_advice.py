@@ -390,3 +390,76 @@ def test_operators_that_launch_nothing_on_any_device() -> None:
                  "autograd::engine::evaluate_function: ExpandBackward0", "torch::autograd::"
                  "AccumulateGrad"):
         assert not launches_nothing(name), name
+
+
+def test_jit_compile_ranges_by_their_producers_names() -> None:
+    """torch.compile's dynamo_timed phases, nvFuser's compile scopes and NVRTC are JIT
+    compilation; the ranges a compiled run records at run time are not."""
+    from stepscope.classify.names import is_jit_compile
+
+    for name in ("compile_fx_inner (dynamo_timed)", "_compile.compile_inner (dynamo_timed)",
+                 "KernelExecutor::compile", "FusionKernelRuntime::compileFusionParallel",
+                 "FusionExecutorCache::getKernelRuntimeFor::compileNewKRT",
+                 "executor_utils::NVRTC", "executor_utils::Nvrtc::CompileProgram",
+                 "nvrtcCompileProgram"):
+        assert is_jit_compile(name), name
+    for name in ("Torch-Compiled Region: 0/0", "TorchDynamo Cache Lookup", "CompiledFunction",
+                 "## Call CompiledFxGraph fx4 ##", "FusionExecutorCache::runFusionWithInputs",
+                 "aten::mm", "compile"):
+        assert not is_jit_compile(name), name
+
+
+def _gap(b: TraceBuilder) -> None:
+    """A 10 ms step: a 1 ms kernel, then the GPU idle until 5.95 ms, then a 3.99 ms kernel."""
+    mm = b.op("aten::mm", 0, 10)
+    b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+
+
+def test_gpu_gaps_leave_out_jit_compilation(tmp_path: Path) -> None:
+    """The same gap as test_gpu_gaps_evidence, the CPU compiling (torch.compile's Inductor):
+    paid once per graph, not host work to move off the path."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        _gap(b)
+        b.annotation("compile_fx_inner (dynamo_timed)", 1100, 4800)
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    assert "gpu-gaps" not in ids(findings(b, tmp_path))  # 0.19 ms left: under 5 %
+
+
+def test_gpu_gaps_leave_out_a_kernels_first_launch(tmp_path: Path) -> None:
+    """A 4.8 ms launch call with the GPU idle, the kernel's two later launches taking 5 µs:
+    the module loaded at its first launch (lazy loading), not host work."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        _gap(b)
+        first = b.op("aten::add", 1100, 4850)
+        b.launch(first, "cudaLaunchKernel", 1110, 4800, kernel="add_kernel", k_ts=5950,
+                 k_dur=10)
+        for t in (5970, 5990):
+            later = b.op("aten::add", t, 10)
+            b.launch(later, "cudaLaunchKernel", t + 1, 5, kernel="add_kernel", k_ts=t + 20,
+                     k_dur=10)
+        mm2 = b.op("aten::mm", 6000, 10)
+        b.launch(mm2, "cudaLaunchKernel", 6001, 5, kernel=GEMM_TC, k_ts=6020, k_dur=3970)
+    assert "gpu-gaps" not in ids(findings(b, tmp_path))
+    # the same launch as the kernel's only fast one among slow ones is host work: it fires
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        _gap(b)
+        b.op("aten::nonzero", 1100, 4850)
+        mm2 = b.op("aten::mm", 6000, 10)
+        b.launch(mm2, "cudaLaunchKernel", 6001, 5, kernel=GEMM_TC, k_ts=6020, k_dur=3970)
+    assert "gpu-gaps" in ids(findings(b, tmp_path))
+
+
+def test_gpu_gaps_ask_to_record_the_host_when_nothing_is(tmp_path: Path) -> None:
+    """A gap the trace holds nothing for: the fix says how to record what runs there."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        _gap(b)
+        mm2 = b.op("aten::mm", 500, 10)
+        b.launch(mm2, "cudaLaunchKernel", 501, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    gaps = next(f for f in findings(b, tmp_path) if f.id == "gpu-gaps")
+    assert "The trace holds nothing on the host for 4.99 ms of the 4.99 ms counted per step" \
+        in gaps.fix and "with_stack=True" in gaps.fix

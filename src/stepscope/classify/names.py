@@ -291,6 +291,26 @@ def is_compiled_marker(name: str) -> bool:
     return _COMPILED_HOST.match(name) is not None
 
 
+# Host ranges that are a JIT compilation: paid once per graph, fusion or input shape (the
+# result is cached), so time under them is warm-up, not steady-state host work to move off
+# the critical path.
+# - torch.compile: `dynamo_timed` (torch/_dynamo/utils.py) records every compile phase
+#   (Dynamo's tracing, AOTAutograd, Inductor's lowering, codegen and autotuning) as a
+#   profiler range "<phase> (dynamo_timed)" (PyTorch 2.1 through 2.13).
+# - nvFuser: its FUSER_PERF_SCOPE ranges (NVTX under nsys, record_function under Kineto)
+#   name the compile steps with a C++ scope that starts "compile"/"Compile"
+#   (KernelExecutor::compile, FusionKernelRuntime::compileFusionParallel,
+#   FusionExecutorCache::getKernelRuntimeFor::compileNewKRT, CompiledKernel::compile) and
+#   NVRTC's run (executor_utils::NVRTC, executor_utils::Nvrtc::CompileProgram).
+# - NVRTC's own API call, nvrtcCompileProgram, where a tool traces it.
+_JIT_COMPILE = re.compile(r" \(dynamo_timed\)$|::[Cc]ompile|::NVRTC$|^nvrtcCompileProgram$")
+
+
+def is_jit_compile(name: str) -> bool:
+    """A host range that is a JIT compilation (torch.compile, nvFuser, NVRTC)."""
+    return _JIT_COMPILE.search(name) is not None
+
+
 # vLLM registers its custom operators in the "vllm" torch library namespace
 # (torch.ops.vllm.unified_attention_with_output, vllm::moe_forward, vllm::all_reduce, ...);
 # the profiler records each call as a host operator "vllm::NAME". Such an operator means

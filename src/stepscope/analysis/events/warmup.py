@@ -148,3 +148,34 @@ def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int) -> iv.Uni
             firsts.append(int(ops[i]))
     sel = np.asarray(firsts, dtype=np.int64)
     return iv.union(host.ts[sel], host.end[sel])
+
+
+# A first launch: the earliest launch call of a kernel (by name) that takes at least
+# ``min_ns`` and FIRST_CALL_RATIO times the median of that kernel's later launches (or is
+# its only launch). CUDA loads a module lazily, when one of its kernels is first launched
+# (CUDA_MODULE_LOADING=LAZY: the default since CUDA 12.2, and PyTorch sets it when unset),
+# and the launch call returns only after the load: one launch of milliseconds while the GPU
+# idles, the kernel's later launches taking microseconds. A JIT-compiled kernel (nvFuser,
+# Triton) is loaded the same way on its first launch.
+def first_launches(trace: Trace, links: Links, min_ns: int) -> iv.Union:
+    """Union of the launch calls that are first launches (see above) of at least ``min_ns``."""
+    rt, dev = trace.runtime, trace.device
+    issuer = links.device_runtime
+    ops = np.flatnonzero(issuer >= 0)
+    if not len(ops):
+        return iv.EMPTY
+    calls, kernel = issuer[ops], dev.name[ops]
+    order = np.lexsort((rt.ts[calls], kernel))
+    calls, kernel = calls[order], kernel[order]
+    new = np.r_[True, kernel[1:] != kernel[:-1]]
+    first = np.flatnonzero(new)
+    counts = np.bincount(np.cumsum(new) - 1)
+    dur = rt.dur[calls].astype(np.float64)
+    firsts: list[int] = []
+    for g in np.flatnonzero(dur[first] >= min_ns).tolist():
+        i = int(first[g])
+        later = dur[i + 1:i + int(counts[g])]
+        if not len(later) or dur[i] >= FIRST_CALL_RATIO * float(np.median(later)):
+            firsts.append(int(calls[i]))
+    sel = np.unique(np.asarray(firsts, dtype=np.int64))
+    return iv.union(rt.ts[sel], rt.end[sel])
