@@ -233,3 +233,17 @@ def test_gpu_gaps_leave_out_nvfuser_compilation() -> None:
     assert ("gap of 1,628.90 ms: nothing recorded on the CPU for most of it (the longest call "
             "in it: cudaMalloc, 261.7 µs)") in gaps.evidence
     assert "record what runs there first (nsys profile --sample=cpu" in gaps.fix
+
+
+def test_a_window_of_nvfuser_compilation_says_profile_after_it() -> None:
+    """ce15be9: nvFuser's compileFusion takes 61 % of the capture; the fix is nsys's own
+    capture range (cudaProfilerApi), not torch.profiler's schedule or torch.compile's."""
+    report = build_report(load_trace(str(_sqlite("ce15be9_report1")), use_cache=False))
+    f = next(f for f in report.findings if f.id == "warmup-in-window")
+    assert f.title == "The profile is dominated by compilation: profile after it"
+    assert f.evidence == (
+        "JIT compilation runs 392.92 ms of the 644.66 ms profiled (61 %): the profile measures "
+        "the compiler, not the compiled model",
+        "outermost compile ranges: KernelExecutor::compileFusion (392.92 ms)")
+    assert "--capture-range=cudaProfilerApi" in f.fix and "mark_dynamic" not in f.fix
+    assert "cudaProfilerStart" in (f.code or "")

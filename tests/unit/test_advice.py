@@ -463,3 +463,55 @@ def test_gpu_gaps_ask_to_record_the_host_when_nothing_is(tmp_path: Path) -> None
     gaps = next(f for f in findings(b, tmp_path) if f.id == "gpu-gaps")
     assert "The trace holds nothing on the host for 4.99 ms of the 4.99 ms counted per step" \
         in gaps.fix and "with_stack=True" in gaps.fix
+
+
+def test_cpu_ops_leave_out_operators_inside_a_compilation(tmp_path: Path) -> None:
+    """Dynamo traces the model by running its operators (on fake tensors) inside its compile
+    phases: CPU operators there are the compiler's, not work "to run on the GPU"."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        _gap(b)
+        b.annotation("_compile.compile_inner (dynamo_timed)", 1100, 4820)
+        b.op("aten::nonzero", 1110, 4800)
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    fired = ids(findings(b, tmp_path))
+    assert "cpu-ops-in-gpu-job" not in fired and "gpu-gaps" not in fired
+
+
+def test_a_window_of_compilation_says_profile_after_it(tmp_path: Path) -> None:
+    """Compile phases over a third of the window: warmup-in-window, LOW, with the outermost
+    phase; under a quarter: silent."""
+    for compile_us, fires in ((3500, True), (2000, False)):
+        b = TraceBuilder()
+        with b.step(1, 0, 10_000):
+            b.annotation("_compile.compile_inner (dynamo_timed)", 100, compile_us)
+            b.annotation("compile_fx_inner (dynamo_timed)", 200, compile_us - 200)
+            healthy_tail = b.op("aten::mm", compile_us + 200, 10)
+            b.launch(healthy_tail, "cudaLaunchKernel", compile_us + 201, 5, kernel=GEMM_TC,
+                     k_ts=compile_us + 220, k_dur=9_700 - compile_us)
+        f = next((f for f in findings(b, tmp_path) if f.id == "warmup-in-window"), None)
+        assert (f is not None) == fires, compile_us
+        if f is not None:
+            assert f.severity == "low" and f.title.startswith("The profile is dominated by "
+                                                              "compilation")
+            assert f.evidence[0].startswith("JIT compilation runs 3.50 ms of the ")
+            assert f.evidence[1] == ("outermost compile ranges: _compile.compile_inner "
+                                     "(dynamo_timed) (3.50 ms)")
+            assert "torch._dynamo.mark_dynamic" in f.fix and "schedule" in (f.code or "")
+
+
+def test_a_real_torch_compile_first_call(tmp_path: Path) -> None:
+    """Our own CPU capture of a compiled function's first call (tests/data/compile_cpu): the
+    profiler names every compile phase "<phase> (dynamo_timed)"; the window is compilation."""
+    from stepscope.formats import load_trace
+
+    path = Path(__file__).parents[1] / "data" / "compile_cpu" / \
+        "torch_compile_first_call.pt.trace.json.gz"
+    fs = advise(run_analyses(load_trace(str(path), use_cache=False)), replay=False)
+    assert ids(fs) == ["warmup-in-window"]
+    f = fs[0]
+    assert f.evidence[0].startswith("JIT compilation runs 201,157.13 ms of the 201,331.14 ms "
+                                    "profiled (100 %)")
+    assert f.evidence[1] == ("outermost compile ranges: _compile.compile_inner (dynamo_timed) "
+                             "(201,157.13 ms)")

@@ -317,11 +317,31 @@ class Context:
         work when it runs in the training process (num_workers=0: fetch, decode, augment,
         collate). input-pipeline's saving already counts that time, so the operator-share
         rules leave it out instead of claiming it twice."""
+        return self._inside(self.loader_rows)
+
+    @cached_property
+    def compile_rows(self) -> B:
+        """Host rows that are JIT compilation ranges (names.is_jit_compile)."""
+        host = self.trace.host
+        rows: B = names.mask(self.trace, names.is_jit_compile)[host.name]
+        rows &= host.kind != HOST_PYTHON
+        return rows
+
+    @cached_property
+    def in_compile(self) -> B:
+        """Host rows inside a JIT compilation range on their own thread (torch.compile's
+        tracing runs real operators on fake tensors, Inductor's autotuning runs kernels):
+        warm-up paid once per graph or shape, not steady-state work to advise on."""
+        return self._inside(self.compile_rows)
+
+    def _inside(self, ranges_mask: B) -> B:
+        """Host rows that lie inside one of the ranges ``ranges_mask`` on their own thread
+        (the ranges themselves excluded)."""
         host = self.trace.host
         out = np.zeros(len(host), dtype=bool)
-        loader = np.flatnonzero(self.loader_rows)
-        for tid in np.unique(host.tid[loader]).tolist():  # one pass per loading thread
-            ranges = loader[host.tid[loader] == tid]
+        marked = np.flatnonzero(ranges_mask)
+        for tid in np.unique(host.tid[marked]).tolist():  # one pass per thread
+            ranges = marked[host.tid[marked] == tid]
             ranges = ranges[np.argsort(host.ts[ranges], kind="stable")]
             reach = np.maximum.accumulate(host.end[ranges])
             rows = np.flatnonzero(host.tid == tid)
@@ -329,7 +349,7 @@ class Context:
             inside = k >= 0
             inside[inside] = host.end[rows[inside]] <= reach[k[inside]]
             out[rows] = inside
-        out[loader] = False
+        out[marked] = False
         return out
 
     @cached_property

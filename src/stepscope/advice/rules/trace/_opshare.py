@@ -29,11 +29,14 @@ def op_family_share(ctx: Context, op_mask: npt.NDArray[np.bool_],
     GPU traces weigh the main GPU's kernels (time inside the steps) by the operator that
     launched them; CPU traces weigh operators by their self time (operators in the steps).
     Operators inside a DataLoader range (Context.in_loader) are the input pipeline's, which
-    input-pipeline sizes: not counted in the family (they stay in the total), nor are host
-    rows in ``exclude``.
+    input-pipeline sizes, and those inside a JIT compilation (Context.in_compile: tracing on
+    fake tensors, autotuning) are warm-up: neither is counted in the family (they stay in
+    the total), nor are host rows in ``exclude``.
     """
     host = ctx.trace.host
-    left_out = ctx.in_loader if exclude is None else ctx.in_loader | exclude
+    left_out = ctx.in_loader | ctx.in_compile
+    if exclude is not None:
+        left_out = left_out | exclude
     if ctx.has_gpu:
         kernel = ctx.kernel_sel
         hosts = ctx.a.tree.device_owner[kernel]

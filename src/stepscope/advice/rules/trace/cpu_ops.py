@@ -25,8 +25,9 @@ def check(ctx: Context) -> Finding | None:
     # any device: "run them on the GPU" cannot apply; their host cost between launches is
     # dispatch overhead (launch-bound, gpu-gaps)
     outer &= ~names.mask(trace, names.launches_nothing)[host.name]
-    # data loading has its own rule (input-pipeline)
-    outer &= ~(ctx.loader_rows | ctx.in_loader)
+    # data loading has its own rule (input-pipeline); JIT compilation is warm-up (its
+    # tracing runs operators on the CPU, which no device could take over)
+    outer &= ~(ctx.loader_rows | ctx.in_loader | ctx.compile_rows | ctx.in_compile)
     idx = np.flatnonzero(outer)
     idle = ctx.not_busy(host.ts[idx], host.end[idx]).astype(np.float64)
     idx, idle = idx[idle > 0], idle[idle > 0]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from stepscope.advice.context import Context, fmt_ns
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
+from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.warmup import DOMINANT_PCT
+from stepscope.model.trace import Trace
 
 NOMINAL_PCT = 1.0
 
@@ -18,11 +23,22 @@ with torch.profiler.profile(
         train_step(x, y)
         prof.step()"""
 
+# nsys: capture only the iterations between cudaProfilerStart and cudaProfilerStop
+CODE_NSYS = """\
+# nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop python train.py
+for i, batch in enumerate(loader):
+    if i == 5:                                  # after compilation and warm-up
+        torch.cuda.cudart().cudaProfilerStart()
+    step(batch)
+    if i == 10:
+        torch.cuda.cudart().cudaProfilerStop()
+        break"""
+
 
 def check(ctx: Context) -> Finding | None:
     w = ctx.a.warmup
     if w is None or w.pct_of_window < DOMINANT_PCT:
-        return None
+        return _compiling(ctx)
     evidence = [
         f"warm-up stall of {fmt_ns(w.duration)} at the start of the window "
         f"({w.pct_of_window:.0f} % of the {fmt_ns(w.window_ns)} profiled)",
@@ -47,3 +63,68 @@ def check(ctx: Context) -> Finding | None:
         code=CODE,
         references=("https://pytorch.org/docs/stable/profiler.html#torch.profiler.schedule",),
     )
+
+
+def _compiling(ctx: Context) -> Finding | None:
+    """A window that is mostly JIT compilation (names.is_jit_compile: torch.compile's
+    dynamo_timed phases, nvFuser, NVRTC): the first call of a compiled model was profiled.
+    Steady-state figures keep it (it is no runtime stall), so the finding says what share of
+    the window it is; the other rules already leave compilation out."""
+    trace, host = ctx.trace, ctx.trace.host
+    rows = np.flatnonzero(ctx.compile_rows)
+    if not len(rows):
+        return None
+    lo, hi = ctx.a.steps.window
+    if hi <= lo:
+        return None
+    covered = iv.intersect(iv.union(host.ts[rows], host.end[rows]), iv.union(
+        np.array([lo], np.int64), np.array([hi], np.int64)))
+    ns = iv.length(covered)
+    pct = 100.0 * ns / (hi - lo)
+    if pct < DOMINANT_PCT:
+        return None
+    outer = _outermost(trace, rows)
+    nsys = trace.meta.format == "nsys"
+    dynamo = any(trace.strings[int(k)].endswith(" (dynamo_timed)")
+                 for k in np.unique(host.name[rows]).tolist())
+    top = top_by_name(host.name[outer], host.dur[outer].astype(np.float64), trace.strings, 3)
+    evidence = [
+        f"JIT compilation runs {fmt_ns(ns)} of the {fmt_ns(hi - lo)} profiled "
+        f"({pct:.0f} %): the profile measures the compiler, not the compiled model",
+        "outermost compile ranges: " + ", ".join(f"{short(n, 60)} ({fmt_ns(d)})"
+                                                 for n, d, _ in top),
+    ]
+    return ctx.finding(
+        id="warmup-in-window",
+        title="The profile is dominated by compilation: profile after it",
+        saving_ns=ctx.step_ns * NOMINAL_PCT / 100.0,
+        estimate=(f"Nominal {NOMINAL_PCT:g} % (to rank it low): compilation is paid once per "
+                  "graph or input shape (the result is cached), not per step; what it costs "
+                  "is a profile that measures the wrong thing."),
+        evidence=evidence,
+        fix=("Run the compiled model on a few batches of the real shapes before profiling, "
+             + ("and start the capture after them (nsys profile --capture-range=cudaProfilerApi, "
+                "with cudaProfilerStart/Stop around the measured iterations)"
+                if nsys else "or skip them with the profiler schedule's wait/warmup")
+             + ", so that the window holds only compiled steps"
+             + ("; mark dynamic dimensions (torch._dynamo.mark_dynamic) if shapes keep "
+                "changing and recompiling." if dynamo else ".")),
+        code=CODE_NSYS if nsys else CODE,
+        references=(("https://docs.nvidia.com/nsight-systems/UserGuide/index.html"
+                     "#cli-profile-command-switch-options",) if nsys else
+                    ("https://pytorch.org/docs/stable/profiler.html#torch.profiler.schedule",))
+        + (("https://pytorch.org/docs/stable/torch.compiler_troubleshooting.html",)
+           if dynamo else ()),
+    )
+
+
+def _outermost(trace: Trace, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The ranges of ``rows`` that no other range of ``rows`` on their thread contains."""
+    host = trace.host
+    keep: list[npt.NDArray[np.int64]] = []
+    for tid in np.unique(host.tid[rows]).tolist():
+        r = rows[host.tid[rows] == tid]
+        r = r[np.lexsort((-host.end[r], host.ts[r]))]  # by start, the longer first
+        reach = np.maximum.accumulate(host.end[r])
+        keep.append(r[np.r_[True, host.end[r][1:] > reach[:-1]]])
+    return np.concatenate(keep)
