@@ -6,7 +6,7 @@ fix depends on them reads from one place."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -303,13 +303,17 @@ class Context:
     def times(self) -> NodeTimes:
         return self.a.tree.times
 
+    def _named_ranges(self, predicate: Callable[[str], object]) -> B:
+        """Host rows (Python frames aside) whose name satisfies ``predicate``."""
+        host = self.trace.host
+        rows: B = names.mask(self.trace, predicate)[host.name]
+        rows &= host.kind != HOST_PYTHON
+        return rows
+
     @cached_property
     def loader_rows(self) -> B:
         """Host rows that are DataLoader ranges (``enumerate(DataLoader)#...__next__``)."""
-        host = self.trace.host
-        rows: B = names.mask(self.trace, names.is_dataloader)[host.name]
-        rows &= host.kind != HOST_PYTHON
-        return rows
+        return self._named_ranges(names.is_dataloader)
 
     @cached_property
     def in_loader(self) -> B:
@@ -322,10 +326,7 @@ class Context:
     @cached_property
     def compile_rows(self) -> B:
         """Host rows that are JIT compilation ranges (names.is_jit_compile)."""
-        host = self.trace.host
-        rows: B = names.mask(self.trace, names.is_jit_compile)[host.name]
-        rows &= host.kind != HOST_PYTHON
-        return rows
+        return self._named_ranges(names.is_jit_compile)
 
     @cached_property
     def in_compile(self) -> B:

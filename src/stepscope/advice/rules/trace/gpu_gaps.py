@@ -47,7 +47,7 @@ def check(ctx: Context) -> Finding | None:
     # JIT compilation (names.is_jit_compile, on any thread: nvFuser compiles in a pool while
     # the caller waits) and first calls (FIRST_CALL_RATIO) are warm-up, paid once: not host
     # work to move off the path
-    jit = ops[names.mask(trace, names.is_jit_compile)[host.name[ops]]]
+    jit = np.flatnonzero(ctx.compile_rows)
     compiling = iv.subtract(iv.intersect(gap_u, iv.union(host.ts[jit], host.end[jit])),
                             explained)
     compile_ns = iv.length(compiling) / ctx.n_steps
