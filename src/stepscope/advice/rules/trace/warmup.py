@@ -25,9 +25,9 @@ with torch.profiler.profile(
 
 # nsys: capture only the iterations between cudaProfilerStart and cudaProfilerStop
 CODE_NSYS = """\
-# nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop python train.py
+# run: nsys profile --capture-range=cudaProfilerApi python train.py
 for i, batch in enumerate(loader):
-    if i == 5:                                  # after compilation and warm-up
+    if i == 5:                  # after compilation and warm-up
         torch.cuda.cudart().cudaProfilerStart()
     step(batch)
     if i == 10:
