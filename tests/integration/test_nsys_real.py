@@ -232,7 +232,8 @@ def test_gpu_gaps_leave_out_nvfuser_compilation() -> None:
     # a 1.6 s gap holding one 0.26 ms cudaMalloc is not "CPU in cudaMalloc"
     assert ("gap of 1,628.90 ms: nothing recorded on the CPU for most of it (the longest call "
             "in it: cudaMalloc, 261.7 µs)") in gaps.evidence
-    assert "record what runs there first (nsys profile --sample=cpu" in gaps.fix
+    assert "record what runs there first (CPU sampling, OS runtime calls" in gaps.fix
+    assert "nsys profile --sample=cpu --trace=cuda,nvtx,osrt" in (gaps.code or "")
 
 
 def test_a_window_of_nvfuser_compilation_says_profile_after_it() -> None:

@@ -462,7 +462,7 @@ def test_gpu_gaps_ask_to_record_the_host_when_nothing_is(tmp_path: Path) -> None
         b.launch(mm2, "cudaLaunchKernel", 501, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     gaps = next(f for f in findings(b, tmp_path) if f.id == "gpu-gaps")
     assert "The trace holds nothing on the host for 4.99 ms of the 4.99 ms counted per step" \
-        in gaps.fix and "with_stack=True" in gaps.fix
+        in gaps.fix and "with_stack=True" in (gaps.code or "")
 
 
 def test_cpu_ops_leave_out_operators_inside_a_compilation(tmp_path: Path) -> None:

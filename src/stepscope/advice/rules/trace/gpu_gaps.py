@@ -19,13 +19,25 @@ THRESHOLD_PCT = 5.0  # unexplained gap time, % of the step
 BLIND_SHARE = 0.5  # nothing recorded in half the counted gap time: say how to record it
 
 
-def _record_more(fmt: str, blind_ns: float, unexplained_ns: float) -> str:
-    how = ("nsys profile --sample=cpu --trace=cuda,nvtx,osrt, with NVTX ranges around your "
-           "own phases" if fmt == "nsys" else
-           "torch.profiler.profile(with_stack=True) and torch.profiler.record_function "
-           "around your own phases")
+# How to record the host where the trace shows nothing (copy-paste safe: one command per
+# comment line, within 80 columns once indented)
+CODE_RECORD_NSYS = """\
+# run: nsys profile --sample=cpu --trace=cuda,nvtx,osrt python train.py
+with torch.cuda.nvtx.range("load batch"):      # name your own phases
+    batch = next(it)"""
+CODE_RECORD_KINETO = """\
+with torch.profiler.profile(with_stack=True) as prof:     # Python frames
+    with torch.profiler.record_function("load batch"):   # name your own phases
+        batch = next(it)"""
+
+
+def _record_more(fmt: str, blind_ns: float, unexplained_ns: float) -> tuple[str, str]:
+    """The fix's sentence and the snippet, when the trace shows nothing for the gaps."""
     return (f" The trace holds nothing on the host for {fmt_ns(blind_ns)} of the "
-            f"{fmt_ns(unexplained_ns)} counted per step: record what runs there first ({how}).")
+            f"{fmt_ns(unexplained_ns)} counted per step: record what runs there first "
+            + ("(CPU sampling, OS runtime calls, NVTX ranges: below)." if fmt == "nsys" else
+               "(Python frames and ranges around your own phases: below)."),
+            CODE_RECORD_NSYS if fmt == "nsys" else CODE_RECORD_KINETO)
 
 
 def check(ctx: Context) -> Finding | None:
@@ -119,6 +131,8 @@ def check(ctx: Context) -> Finding | None:
                         np.concatenate((host.end[not_step], rt.end, nv.ts + nv.dur,
                                         osrt.ts + osrt.dur)))
     blind_ns = iv.length(iv.subtract(rest, recorded)) / ctx.n_steps
+    record = (_record_more(trace.meta.format, blind_ns, unexplained)
+              if blind_ns >= BLIND_SHARE * unexplained else ("", ""))
     if ctx.a.clock_skew is not None:
         evidence.append(f"affected by clock skew (up to {fmt_ns(ctx.a.clock_skew.max_ns)}): "
                         "which gaps the host caused is uncertain by that much")
@@ -133,8 +147,8 @@ def check(ctx: Context) -> Finding | None:
         fix=("Find what the CPU does in the largest gaps (above) and move it off the critical "
              "path: precompute it, run it on the GPU, overlap it with GPU work (launch the "
              "next step's work first), or run it in a background thread/process."
-             + (_record_more(trace.meta.format, blind_ns, unexplained)
-                if blind_ns >= BLIND_SHARE * unexplained else "")),
+             + record[0]),
+        code=record[1] or None,
         references=("https://docs.nvidia.com/nsight-systems/UserGuide/index.html#gpu-gaps",
                     "https://hta.readthedocs.io/en/latest/source/features/idle_time_breakdown.html"),
     )
