@@ -515,3 +515,62 @@ def test_a_real_torch_compile_first_call(tmp_path: Path) -> None:
                                     "profiled (100 %)")
     assert f.evidence[1] == ("outermost compile ranges: _compile.compile_inner (dynamo_timed) "
                              "(201,157.13 ms)")
+
+
+CAST_KERNEL = "void at::native::elementwise_kernel<128, 4>(int, copy_kernel_cuda)"
+
+
+def _autocast_step(b: TraceBuilder, *, down: str = "15", concrete: bool = True,
+                   matmul: str = "aten::linear", backward: bool = False) -> None:
+    """One 10 ms step of 8 layers: each ``matmul`` casts its float32 input to the dtype code
+    ``down`` (15 bf16, 5 fp16) in an aten::to (300 µs kernel), then runs its GEMM (700 µs)."""
+    with b.step(1, 0, 10_000):
+        for i in range(8):
+            t = 10 + i * 1000
+            lin = b.op(matmul, t, 100)
+            assert lin
+            to = b.op("aten::to", t + 5, 40, input_types=["float", "Scalar", "Scalar", "Scalar",
+                                                           ""],
+                      concrete=["", down, "False", "False", ""] if concrete else None)
+            assert to
+            b.op("aten::_to_copy", t + 6, 38)
+            cp = b.op("aten::copy_", t + 7, 36)
+            b.launch(cp, "cudaLaunchKernel", t + 10, 5, kernel=CAST_KERNEL, k_ts=t + 200,
+                     k_dur=300)
+            mm = b.op("aten::addmm", t + 50, 40)
+            b.launch(mm, "cudaLaunchKernel", t + 55, 5, kernel=GEMM_TC, k_ts=t + 500, k_dur=700)
+        if backward:
+            b.op("autograd::engine::evaluate_function: AddmmBackward0", 9_000, 10)
+
+
+def test_autocast_casts_in_inference(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    _autocast_step(b)
+    f = next(f for f in findings(b, tmp_path) if f.id == "autocast-casts")
+    assert f.evidence[0] == ("casts between float32 and bf16 inside other operators: 2.40 ms of "
+                             "kernels per step (30.0 % of GPU kernel time, 8 casts per step)")
+    assert f.evidence[1] == "inside aten::linear (float → bf16): 2.40 ms per step (8 casts)"
+    assert "inference" in f.evidence[-1]
+    assert "model.to(torch.bfloat16).eval()" in (f.code or "")
+    # the copies rule does not claim them too (they are inside another operator)
+    assert "materialising-copies" not in ids(findings(b, tmp_path))
+
+
+def test_autocast_casts_in_training_are_fused_not_dropped(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    _autocast_step(b, down="5", backward=True)
+    f = next(f for f in findings(b, tmp_path) if f.id == "autocast-casts")
+    assert f.evidence[0].startswith("casts between float32 and fp16 inside other operators")
+    assert "training" in f.evidence[-1] and "torch.compile fuses them" in f.fix
+    assert 'torch.autocast("cuda", dtype=torch.float16)' in (f.code or "")
+
+
+@pytest.mark.parametrize("case", ["no concrete inputs", "not a matmul", "to float64"])
+def test_autocast_casts_need_their_premises(tmp_path: Path, case: str) -> None:
+    """No recorded target dtype; a cast inside an operator autocast does not cast for (an
+    fp16 model's own upcast, as rms_norm's); a cast to another dtype: silent."""
+    b = TraceBuilder()
+    _autocast_step(b, concrete=case != "no concrete inputs",
+                   matmul="aten::rms_norm" if case == "not a matmul" else "aten::linear",
+                   down="7" if case == "to float64" else "15")
+    assert "autocast-casts" not in ids(findings(b, tmp_path))

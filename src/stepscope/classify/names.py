@@ -127,6 +127,33 @@ TC_ELIGIBLE_OPS = frozenset(
     }
 )
 
+# torch.autocast's CUDA op lists (PyTorch's "Automatic Mixed Precision" page, "CUDA Op-Specific
+# Behavior"; the same lists drive ROCm): the operators it runs in the lower precision (their
+# float32 inputs are cast down) and those it runs in float32 (their fp16/bf16 inputs are
+# cast up). The dispatcher records each cast as an aten::to called by that operator.
+AUTOCAST_LOWER_PRECISION_OPS = frozenset({
+    "aten::addbmm", "aten::addmm", "aten::addmv", "aten::addr", "aten::baddbmm", "aten::bmm",
+    "aten::chain_matmul", "aten::linalg_multi_dot", "aten::conv1d", "aten::conv2d",
+    "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
+    "aten::conv_transpose3d", "aten::gru_cell", "aten::linear", "aten::lstm_cell",
+    "aten::matmul", "aten::mm", "aten::mv", "aten::prelu", "aten::rnn_relu_cell",
+    "aten::rnn_tanh_cell", "aten::scaled_dot_product_attention",
+})
+AUTOCAST_FP32_OPS = frozenset({
+    "aten::pow", "aten::rdiv", "aten::rpow", "aten::rtruediv", "aten::acos", "aten::asin",
+    "aten::binary_cross_entropy_with_logits", "aten::cosh", "aten::cosine_embedding_loss",
+    "aten::cdist", "aten::cosine_similarity", "aten::cross_entropy_loss", "aten::cumprod",
+    "aten::cumsum", "aten::dist", "aten::erfinv", "aten::exp", "aten::expm1",
+    "aten::group_norm", "aten::hinge_embedding_loss", "aten::kl_div", "aten::l1_loss",
+    "aten::layer_norm", "aten::log", "aten::log_softmax", "aten::log10", "aten::log1p",
+    "aten::log2", "aten::margin_ranking_loss", "aten::mse_loss",
+    "aten::multilabel_margin_loss", "aten::multi_margin_loss", "aten::nll_loss", "aten::norm",
+    "aten::pdist", "aten::poisson_nll_loss", "aten::prod", "aten::reciprocal", "aten::rsqrt",
+    "aten::sinh", "aten::smooth_l1_loss", "aten::soft_margin_loss", "aten::softmax",
+    "aten::softmin", "aten::softplus", "aten::sum", "aten::renorm", "aten::tan",
+    "aten::triplet_margin_loss",
+})
+
 LAUNCH_CALLS = frozenset(
     {
         "cudaLaunchKernel",

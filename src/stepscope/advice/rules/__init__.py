@@ -28,6 +28,7 @@ from stepscope.advice.rules.tensorrt import unstable as trt_unstable
 from stepscope.advice.rules.tensorrt.context import TrtContext
 from stepscope.advice.rules.trace import (
     batch_size,
+    casts,
     copies,
     cpu_ops,
     dataloader,
@@ -59,6 +60,7 @@ RULES: dict[str, RuleFn] = {
     "pageable-memcpy": pageable.check,
     "launch-bound": launch_bound.check,
     "materialising-copies": copies.check,
+    "autocast-casts": casts.check,
     "elementwise-dominated": elementwise.check,
     "unfused-optimizer": optimizer.check,
     "gpu-gaps": gpu_gaps.check,
