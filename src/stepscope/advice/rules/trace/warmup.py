@@ -49,13 +49,9 @@ def check(ctx: Context) -> Finding | None:
         + ((" (steps " if len(w.dropped_steps) > 1 else " (step ")
            + f"{', '.join(w.dropped_steps)} dropped)" if w.dropped_steps else ""),
     ]
-    return ctx.finding(
-        id="warmup-in-window",
-        title="The profile is dominated by warm-up: profile after it",
-        saving_ns=ctx.step_ns * NOMINAL_PCT / 100.0,
-        estimate=(f"Nominal {NOMINAL_PCT:g} % (to rank it low): warm-up is paid once (context "
-                  "creation, lazy module loading, cuDNN benchmark, compilation), not per step; "
-                  "what it costs is a profile that measures the wrong thing."),
+    return _nominal(
+        ctx, "warm-up", paid=("warm-up is paid once (context creation, lazy module loading, "
+                              "cuDNN benchmark, compilation)"),
         evidence=evidence,
         fix=("Skip the first iterations with the profiler schedule (wait/warmup), and run a "
              "few untimed steps before profiling; keep torch.backends.cudnn.benchmark only "
@@ -94,13 +90,9 @@ def _compiling(ctx: Context) -> Finding | None:
         "outermost compile ranges: " + ", ".join(f"{short(n, 60)} ({fmt_ns(d)})"
                                                  for n, d, _ in top),
     ]
-    return ctx.finding(
-        id="warmup-in-window",
-        title="The profile is dominated by compilation: profile after it",
-        saving_ns=ctx.step_ns * NOMINAL_PCT / 100.0,
-        estimate=(f"Nominal {NOMINAL_PCT:g} % (to rank it low): compilation is paid once per "
-                  "graph or input shape (the result is cached), not per step; what it costs "
-                  "is a profile that measures the wrong thing."),
+    return _nominal(
+        ctx, "compilation", paid=("compilation is paid once per graph or input shape (the "
+                                  "result is cached)"),
         evidence=evidence,
         fix=("Run the compiled model on a few batches of the real shapes before profiling, "
              + ("and start the capture after them (nsys profile --capture-range=cudaProfilerApi, "
@@ -116,6 +108,19 @@ def _compiling(ctx: Context) -> Finding | None:
         + (("https://pytorch.org/docs/stable/torch.compiler_troubleshooting.html",)
            if dynamo else ()),
     )
+
+
+def _nominal(ctx: Context, what: str, *, paid: str, evidence: list[str], fix: str,
+             code: str, references: tuple[str, ...]) -> Finding:
+    """The finding, ranked low with a nominal saving: what dominates the window is paid
+    once, not per step."""
+    return ctx.finding(
+        id="warmup-in-window",
+        title=f"The profile is dominated by {what}: profile after it",
+        saving_ns=ctx.step_ns * NOMINAL_PCT / 100.0,
+        estimate=(f"Nominal {NOMINAL_PCT:g} % (to rank it low): {paid}, not per step; what "
+                  "it costs is a profile that measures the wrong thing."),
+        evidence=evidence, fix=fix, code=code, references=references)
 
 
 def _outermost(trace: Trace, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
