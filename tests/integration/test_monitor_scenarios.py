@@ -40,7 +40,7 @@ def test_idle(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert "idle done" in err  # the program's stdout went to stderr
     v = data["verdict"]
-    assert v["bound"] == "idle"
+    assert v["bound"] == "idle", v
     assert v["evidence"]["main_demand"] < 0.3
     # the contract: schema, samples beside the JSON, summaries
     assert data["schema"] == "stepscope.monitor/1"

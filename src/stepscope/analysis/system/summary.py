@@ -75,11 +75,15 @@ def window(samples: SystemSamples) -> Window:
         # from the tick that saw the first step to the last tick that saw one
         start, end = grew[0] + 1, grew[-1] + 1
         return Window(start, end, t[end - 1] - t[start - 1], True)
-    # the whole run from the first tick that saw the program's own code run (interpreter
-    # start-up left out); t counts from the sampler's first reading
+    # the whole run after the first tick that saw the program's own code run: that tick's
+    # interval still holds the interpreter's start-up (a tick reads the counters' change
+    # since the one before, and on a loaded machine a late tick's interval is long), so
+    # the window starts with the next one; t counts from the sampler's first reading
     running = samples.series("phase_running")
-    start = next((i for i, x in enumerate(running) if x), 0)
-    return Window(start, len(t), t[-1] - (t[start - 1] if start else 0.0), False)
+    first = next((i for i, x in enumerate(running) if x), None)
+    if first is None:
+        return Window(0, len(t), t[-1], False)
+    return Window(first + 1, len(t), t[-1] - t[first], False)
 
 
 def _progress(samples: SystemSamples) -> list[float]:
