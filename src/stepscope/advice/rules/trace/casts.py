@@ -117,16 +117,16 @@ def _is_backward(name: str) -> bool:
     return name.startswith(BACKWARD)
 
 
-def _subtree(ctx: Context, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Host rows in the subtrees of ``rows`` (the rows included)."""
+def _cast_of(ctx: Context, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per host row, the index (into ``rows``) of the cast whose subtree holds it, or -1:
+    one top-down pass per depth (the innermost cast wins for a cast inside a cast)."""
     tree = ctx.a.tree
-    mark = np.zeros(len(ctx.trace.host), dtype=bool)
-    mark[rows] = True
-    parent, depth = tree.parent, tree.depth
-    for level in range(1, int(depth.max(initial=0)) + 1):  # top down: one pass per depth
-        sel = np.flatnonzero((depth == level) & (parent >= 0))
-        mark[sel] |= mark[parent[sel]]
-    return mark
+    cast_of = np.full(len(ctx.trace.host), -1, dtype=np.int64)
+    cast_of[rows] = np.arange(len(rows))
+    for level in range(1, int(tree.depth.max(initial=0)) + 1):
+        sel = np.flatnonzero((tree.depth == level) & (tree.parent >= 0) & (cast_of < 0))
+        cast_of[sel] = cast_of[tree.parent[sel]]
+    return cast_of
 
 
 def check(ctx: Context) -> Finding | None:
@@ -140,17 +140,13 @@ def check(ctx: Context) -> Finding | None:
     weight = ctx.device_in_steps
     owner = ctx.a.tree.device_owner
     total = float(weight[kernel].sum())
-    inside = gather(_subtree(ctx, rows), owner, False) & kernel & (weight > 0)
+    cast_of = _cast_of(ctx, rows)
+    inside = (gather(cast_of, owner, -1) >= 0) & kernel & (weight > 0)
     ns = float(weight[inside].sum())
     if total <= 0 or 100.0 * ns / total < THRESHOLD_PCT:
         return None
     # per cast row: its kernels' time (kernel -> the cast whose subtree launched it)
-    cast_of = np.full(len(host), -1, dtype=np.int64)
-    cast_of[rows] = np.arange(len(rows))
     tree = ctx.a.tree
-    for level in range(1, int(tree.depth.max(initial=0)) + 1):
-        sel = np.flatnonzero((tree.depth == level) & (tree.parent >= 0) & (cast_of < 0))
-        cast_of[sel] = cast_of[tree.parent[sel]]
     k = np.flatnonzero(inside)
     per_cast = np.bincount(cast_of[owner[k]], weights=weight[k], minlength=len(rows))
     # evidence: by the operator that cast, and the direction
