@@ -440,17 +440,21 @@ def test_gpu_gaps_leave_out_a_kernels_first_launch(tmp_path: Path) -> None:
             later = b.op("aten::add", t, 10)
             b.launch(later, "cudaLaunchKernel", t + 1, 5, kernel="add_kernel", k_ts=t + 20,
                      k_dur=10)
-        mm2 = b.op("aten::mm", 6000, 10)
-        b.launch(mm2, "cudaLaunchKernel", 6001, 5, kernel=GEMM_TC, k_ts=6020, k_dur=3970)
+        _gap_end(b)
     assert "gpu-gaps" not in ids(findings(b, tmp_path))
-    # the same launch as the kernel's only fast one among slow ones is host work: it fires
+    # the same gap filled by a CPU operator instead is host work: it fires
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
         _gap(b)
         b.op("aten::nonzero", 1100, 4850)
-        mm2 = b.op("aten::mm", 6000, 10)
-        b.launch(mm2, "cudaLaunchKernel", 6001, 5, kernel=GEMM_TC, k_ts=6020, k_dur=3970)
+        _gap_end(b)
     assert "gpu-gaps" in ids(findings(b, tmp_path))
+
+
+def _gap_end(b: TraceBuilder) -> None:
+    """The kernel that ends the gap at 6.02 ms and runs to the step's end."""
+    mm2 = b.op("aten::mm", 6000, 10)
+    b.launch(mm2, "cudaLaunchKernel", 6001, 5, kernel=GEMM_TC, k_ts=6020, k_dur=3970)
 
 
 def test_gpu_gaps_ask_to_record_the_host_when_nothing_is(tmp_path: Path) -> None:
