@@ -19,6 +19,7 @@ from stepscope.analysis.graph.critical import (
     shares,
 )
 from stepscope.analysis.graph.window import Window
+from stepscope.grouping import unique_pairs
 from stepscope.model.trace import Trace
 
 
@@ -84,13 +85,19 @@ def _top(trace: Trace, tops: list[TopRows], n: int) -> tuple[TopEvent, ...]:
     row = np.concatenate([t.row for t in tops])
     on = np.concatenate([t.on_path for t in tops])
     cat = np.concatenate([t.cat for t in tops]).astype(np.int64)
+    if len(row) == 0:
+        return ()
     name = np.empty(len(row), dtype=np.int64)
     kind = np.empty(len(row), dtype=np.int64)  # index into K.EVENT_KINDS
     for f, table in ((K.HOST, trace.host), (K.RUNTIME, trace.runtime), (K.DEVICE, trace.device)):
         m = fam == f
         name[m] = table.name[row[m]]
         kind[m] = K.DEVICE + trace.device.kind[row[m]] if f == K.DEVICE else f
-    keys, inv = np.unique(np.stack((name, kind, cat)), axis=1, return_inverse=True)
+    # distinct (name, kind, category) in np.unique(axis=1)'s order: kind and category are
+    # small codes, packed into one minor key (offset from their least, so order is kept)
+    c0, span = int(cat.min()), int(cat.max() - cat.min()) + 1
+    names_u, kind_cat, inv = unique_pairs(name, kind * span + (cat - c0))
+    keys = np.stack((names_u, kind_cat // span, kind_cat % span + c0))
     total = np.bincount(inv, weights=on.astype(np.float64), minlength=keys.shape[1])
     occ = np.bincount(inv, minlength=keys.shape[1])
     first = np.full(keys.shape[1], len(inv), dtype=np.int64)

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.classify import names
+from stepscope.grouping import unique_inverse
 from stepscope.model.trace import DEV_KERNEL, DeviceOps, Trace
 
 Arr = npt.NDArray[Any]
@@ -80,7 +81,7 @@ def kernel_stats(trace: Trace) -> list[KernelRow]:
     if len(sel) == 0:
         return []
     name = dev.name[sel]
-    uniq, inverse = np.unique(name, return_inverse=True)
+    uniq, inverse = unique_inverse(name)
     dur = dev.dur[sel].astype(np.float64)
     m = len(uniq)
     total, calls, mins, maxs = group_durations(inverse, dur, m)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.events.optree import OpTree
 from stepscope.classify import names
+from stepscope.grouping import unique_pairs
 from stepscope.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -90,10 +91,9 @@ def operator_stats(
     idx = np.flatnonzero(times.is_operator)
     if len(idx) == 0:
         return []
-    keys = operator_keys(trace, idx, by_shape=by_shape)
-    ukey, inverse = np.unique(keys, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    uniq = decode_operator_keys(trace, ukey)
+    shape = trace.host.input_dims[idx] if by_shape else np.zeros(len(idx), dtype=np.int32)
+    names_u, shapes_u, inverse = unique_pairs(trace.host.name[idx], shape)
+    uniq = np.stack((names_u, shapes_u), axis=1)  # as decode_operator_keys gives them
 
     def total(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         out: npt.NDArray[np.float64] = np.bincount(
@@ -104,7 +104,7 @@ def operator_stats(
     calls = np.bincount(inverse, minlength=len(uniq))
     # totals count a recursive call once (its outermost instance holds the inner ones)
     all_keys = np.full(len(trace.host), -1, dtype=np.int64)
-    all_keys[idx] = keys
+    all_keys[idx] = inverse  # the group: equal for equal keys
     inner = nested_in_same_key(tree, all_keys)
     h_self = total(times.host_self)
     h_total = total(np.where(inner, 0.0, times.host_total))
