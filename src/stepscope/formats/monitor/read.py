@@ -7,9 +7,6 @@ from __future__ import annotations
 import json
 import os
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from stepscope.errors import TraceSourceError, one_line
 from stepscope.io.source import is_url, local_path
 from stepscope.model.system import SystemSamples
@@ -21,6 +18,11 @@ META_KEY = b"stepscope.monitor"
 
 def read_samples(path: str) -> SystemSamples:
     """The samples of ``monitor.parquet`` at ``path``; a one-line error when unreadable."""
+    # imported here: every report looks for samples beside its trace (samples_beside), and
+    # pyarrow.parquet costs ~0.15 s to import where there are none
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
