@@ -44,13 +44,16 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
     m = len(order)
     if check_span and m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
         raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
-    seg = np.cumsum(first) - 1
+    # (temporaries are dropped, and arrays updated in place, as soon as they can be: on
+    # the replay graph of a 1 GB trace each of them is ~28 MB)
+    offset = np.cumsum(first) - 1  # the segment of each position ...
+    offset *= _OFFSET  # ... times the per-segment offset
     s = np.cumsum(np.where(first, 0, w))
     start_pos = np.maximum.accumulate(np.where(first, np.arange(m), 0))
     s -= s[start_pos]
-    offset = seg * _OFFSET
+    del start_pos
     shift = offset - s  # a = c - s + offset for reached nodes
-    low = 2 * NEG + offset  # unreached
+    low = offset + 2 * NEG  # unreached
     if identity:
         pos = order
     else:
@@ -68,26 +71,37 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
         if arr is not None and len(arr):
             np.maximum.at(c, xd, arr)
         cpos = c if identity else c[order]
-        a = np.where(cpos > NEG, cpos + shift, low)
-        val = np.maximum.accumulate(a)
-        val -= offset
-        new = np.where(val > NEG // 2, val + s, NEG)
+        del c
+        a = cpos + shift  # np.where(cpos > NEG, cpos + shift, low), in place
+        np.copyto(a, low, where=cpos <= NEG)
+        del cpos
+        new = np.maximum.accumulate(a)
+        new -= offset
+        unreached = new <= NEG // 2  # np.where(new > NEG // 2, new + s, NEG), in place
+        new += s
+        new[unreached] = NEG
+        del unreached
         if identity:
             t = new
         else:
             t = np.full(n, NEG, dtype=np.int64)
             t[order] = new
+        del new
         # done when no cross edge would raise its destination: the next round's arrivals
         # lie between this round's and these times, which the chains then reproduce
         src = t[xs]
         arr = np.where(src > NEG, src + xw, NEG)
         if not (arr > t[xd]).any() or rounds >= max_rounds:
             break
+    del offset, s, shift, low
     # enter at the latest position that raised the running maximum (chain preferred on
     # ties: a strict rise is needed)
     run = np.maximum.accumulate(a)
-    prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
-    rise = first | (a > prev)
+    rise = first.copy()
+    if m:  # a rise over the running maximum before it (none before the first position)
+        rise[0] |= a[0] > np.iinfo(np.int64).min
+        rise[1:] |= a[1:] > run[:-1]
+    del run, a
     entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
     via = np.full(n, -1, dtype=np.int64)
     ok = src > NEG
@@ -174,6 +188,7 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
         if not back.any():
             break
         np.maximum.at(sl, xd[back], sl[xs[back]])
+    del chain, lifted, s_pos, back
     # a slice costs a few dozen numpy calls whatever its size: slices smaller than
     # MIN_SLICE positions join the next ones (a non-decreasing renumbering, so edges still
     # run forward); the rounds of a joined slice grow with the waits it holds, over few nodes
@@ -182,19 +197,21 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(m)
     s_pos = sl[order]
+    last = int(s_pos.max())
     # slice numbers fit 16 bits (MAX_SLICES): numpy's stable sort is then a radix sort
-    key = s_pos.astype(np.int16) if int(s_pos.max()) < (1 << 15) else s_pos
+    key = s_pos.astype(np.int16) if last < (1 << 15) else s_pos
     p_sort = np.argsort(key, kind="stable")  # positions by slice, chain order kept
-    bounds = np.searchsorted(s_pos[p_sort], np.arange(int(s_pos.max()) + 2))
+    bounds = np.searchsorted(s_pos[p_sort], np.arange(last + 2))
+    del key, s_pos
     x_sl = sl[xd]
-    x_key = x_sl.astype(np.int16) if int(s_pos.max()) < (1 << 15) else x_sl
+    x_key = x_sl.astype(np.int16) if last < (1 << 15) else x_sl
     x_sort = np.argsort(x_key, kind="stable")
-    x_bounds = np.searchsorted(x_sl[x_sort], np.arange(int(s_pos.max()) + 2))
+    x_bounds = np.searchsorted(x_sl[x_sort], np.arange(last + 2))
     t = np.full(n, NEG, dtype=np.int64)
     entry = np.arange(m)
     via = np.full(n, -1, dtype=np.int64)
     rounds = 0
-    for k in range(int(s_pos.max()) + 1):  # one iteration per slice, vectorised inside
+    for k in range(last + 1):  # one iteration per slice, vectorised inside
         p = p_sort[bounds[k]:bounds[k + 1]]
         if len(p) == 0:
             continue
