@@ -7,6 +7,8 @@ ragged). For every case ``stepscope.cli.main.main`` must:
 
 - return 0, or 2 with exactly one line on stderr naming the file;
 - never report an internal error (an exception we did not anticipate);
+- print no Python warning (numpy's RuntimeWarnings would reach the user's terminal beside
+  the report, naming a line of stepscope's code);
 - stay under ``MEMORY_CEILING`` of Python-traced allocations (tracemalloc peak; numpy
   buffers are traced too). The seeds are a few KiB, so any case near the ceiling is a
   runaway (an allocation sized from a mutated count), not a big input.
@@ -19,6 +21,7 @@ input of a failing case (hypothesis prints it too, but shrunk and as a Python li
 from __future__ import annotations
 
 import contextlib
+import copy
 import gzip
 import io
 import json
@@ -27,6 +30,7 @@ import pickle
 import sqlite3
 import tempfile
 import tracemalloc
+import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -45,6 +49,9 @@ from stepscope.cli.main import main
 EXAMPLES = int(os.environ.get("STEPSCOPE_FUZZ_EXAMPLES", "100"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# the categories Python does not print unless asked (its default warning filters)
+SILENT_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                     ResourceWarning)
 MEMORY_CEILING = 256 << 20  # bytes of traced allocations per case, for inputs of a few KiB
 NCU_REAL = Path(__file__).resolve().parent.parent / "data" / "ncu" / \
     "superbench_cublaslt_ncu.log"
@@ -137,16 +144,22 @@ def run_cli(command: str, name: str, data: bytes) -> None:
         out, err = io.StringIO(), io.StringIO()
         tracemalloc.start()
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+                  warnings.catch_warnings(record=True) as caught):
+                warnings.simplefilter("always")
                 code = main(args)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
         text = err.getvalue()
+        shown = [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
+                 for w in caught if not issubclass(w.category, SILENT_BY_DEFAULT)]
         if os.environ.get("STEPSCOPE_FUZZ_DUMP") and ("internal error" in text or code not in (0, 2)
-                                            or peak >= MEMORY_CEILING):
+                                            or peak >= MEMORY_CEILING or shown):
             Path(os.environ["STEPSCOPE_FUZZ_DUMP"]).write_bytes(data)
         assert "internal error" not in text, text
+        # a Python warning would reach the user's terminal beside the report
+        assert not shown, shown
         assert code in (0, 2), (code, text)
         if code == 2:
             lines = text.strip().splitlines()
@@ -226,7 +239,10 @@ def value_mutations(draw: st.DrawFn, doc: Any) -> Any:
         paths = _paths(doc)
         path = draw(st.sampled_from(paths))
         op = draw(st.sampled_from(["set", "set", "delete"])) if path else "set"
-        doc = _set(doc, path, draw(HOSTILE), op)
+        # a copy: HOSTILE's lists and dicts are shared between draws, and a later mutation
+        # of this example may write inside the one set here (hypothesis then sees the
+        # strategy change under it: FlakyStrategyDefinition)
+        doc = _set(doc, path, copy.deepcopy(draw(HOSTILE)), op)
     return doc
 
 

@@ -106,6 +106,20 @@ def test_snapshot_in_the_documented_format(tmp_path: Path) -> None:
         40 * MB, 1 * MB, 14 * MB, 7)
 
 
+def test_a_corrupt_block_size_counts_as_nothing(tmp_path: Path) -> None:
+    # a size near 2**63 (a flipped field) wrapped the running sums and raised OverflowError
+    snap_data = built_snapshot(oom=True)
+    trace = snap_data["device_traces"][0]
+    first_alloc = next(e for e in trace if e["action"] == "alloc")
+    first_alloc["size"] = 2**63 - 1
+    path = tmp_path / "snap.pickle"
+    path.write_bytes(pickle.dumps(snap_data, protocol=4))
+    (d,) = snapshot_analysis(read_snapshot(str(path))).devices
+    assert d.peak_allocated is not None and 0 < d.peak_allocated <= 22 * MB
+    (oom,) = d.ooms
+    assert oom.requested == 40 * MB
+
+
 def test_memory_before_the_trace_is_live_at_the_peak(tmp_path: Path) -> None:
     snap = built_snapshot()
     trace = snap["device_traces"][0]

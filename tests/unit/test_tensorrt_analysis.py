@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +17,13 @@ from stepscope.analysis.tensorrt.diff import compare_engines, layer_nodes
 from stepscope.analysis.tensorrt.engine import (
     analyse_tensorrt,
     stat_of,
+    summary_from_times,
     trtexec_percentile,
     with_gpu_times,
 )
 from stepscope.analysis.tensorrt.kernels import layer_gpu_times
 from stepscope.errors import TraceFormatError
+from stepscope.formats.tensorrt.exports import read_times
 from stepscope.formats.tensorrt.nsys import layer_of_range, read_layer_kernels
 from stepscope.report.tensorrt import TrtReport, tensorrt_json
 from stepscope.report.text.tensorrt_diff import render_engine_diff
@@ -77,6 +80,11 @@ def test_percentiles_like_trtexec() -> None:
         and s.mean == 2.5
         and s.cv_pct == pytest.approx(44.72, 0.01)
     )
+    # values whose squares overflow: no coefficient rather than inf (and no numpy warning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = stat_of(np.array([1e200, 3e200]))
+    assert huge is not None and huge.cv_pct is None and huge.mean == 2e200
 
 
 # ---- rules: one firing and one silent case each ----------------------------------------
@@ -384,3 +392,14 @@ def test_identical_engines_with_reformats_have_no_fusion_differences() -> None:
     c = compare_engines(a, b)
     assert c.fusions == () and not c.only_a and not c.only_b
     assert [d.delta_ms for d in c.matched] == [0.0, 0.0]
+
+
+def test_times_without_compute_ends_have_no_span() -> None:
+    # trtexec 7.x and cut files write no endComputeMs: no throughput, and no all-NaN warning
+    text = '[{ "startEnqMs" : 1, "endEnqMs" : 1.01, "computeMs" : 0.5, "latencyMs" : 0.5 }]'
+    times = read_times(text.encode(), "t.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = summary_from_times(times)
+    assert summary.throughput_qps is None and summary.walltime_s is None
+    assert summary.gpu_compute_total_s == 0.0005

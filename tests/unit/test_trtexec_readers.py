@@ -321,3 +321,21 @@ def test_log_names_tactics_from_builder_lines() -> None:
     conv, ref = log.graph.layers
     assert conv.tactic_name.startswith("sm80_xmma_fprop") and ref.tactic_name == ""
     assert ref.inputs[0].dtype == "INT8" and ref.outputs[0].dtype == "FP32"
+
+
+def test_times_beyond_any_run_are_missing_not_summed() -> None:
+    # a corrupt record (a value near float's maximum) would overflow every mean and sum
+    # taken over the column, with numpy's warnings on the user's terminal
+    text = ('[{ "startEnqMs" : 1, "endEnqMs" : 1.01, "computeMs" : 0.5, "latencyMs" : 1.6e308 },'
+            ' { "startEnqMs" : 2, "endEnqMs" : 2.01, "computeMs" : 0.6, "latencyMs" : 0.7 }]')
+    t = read_times(text.encode(), "t.json")
+    assert math.isnan(t.latency[0]) and t.latency[1] == 0.7
+    assert list(t.compute) == [0.5, 0.6]
+
+
+def test_times_with_no_usable_compute_say_so() -> None:
+    text = '[{ "startEnqMs" : 1, "computeMs" : 1e300 }, { "startEnqMs" : 2, "computeMs" : 1e301 }]'
+    with pytest.raises(TraceFormatError, match=r"t\.json: no usable computeMs .* 1e\+12 ms"):
+        read_times(text.encode(), "t.json")
+    with pytest.raises(TraceFormatError, match=r"t\.json: not a trtexec --exportTimes file"):
+        read_times(b'[{ "startEnqMs" : 1 }]', "t.json")

@@ -27,6 +27,9 @@ from stepscope.model.memory_files import MemorySnapshot
 I64 = npt.NDArray[np.int64]
 
 TOP_SITES = 10
+# bytes: no single allocation is this large (1 TiB; the largest GPUs hold under 300 GB), so
+# a block beyond it is a corrupt record; 2**23 such entries still sum within int64
+MAX_BLOCK = 1 << 40
 BEFORE_TRACE = "<allocated before the recorded trace>"
 NO_STACK = "<no stack recorded>"
 CPP_ONLY = "<C++ frames only>"
@@ -163,14 +166,17 @@ def _replay(entries: tuple[dict[str, Any], ...], names: list[str], end_allocated
         return None, None, (), end_allocated, ()
     code = {a: _ALLOC_ACTIONS.get(a, _FREE_ACTIONS.get(a, A_OTHER)) for a in dict.fromkeys(names)}
     action = np.fromiter(map(code.__getitem__, names), dtype=np.int8, count=n)
+    # a block beyond MAX_BLOCK bytes is a corrupt record: counted as 0, so that the running
+    # sums below stay within int64 (sizes near 2**63 wrapped them)
     size = _ints([e.get("size") for e in entries])
+    size[(size < 0) | (size > MAX_BLOCK)] = 0
     addr = _ints([e.get("addr", -1) for e in entries])  # -1 when absent, as _int(-1)
     delta = np.where(action == A_ALLOC, size, np.where(action == A_FREE, -size, 0))
-    net = int(delta.sum())
-    before = end_allocated - net
-    level = before + np.cumsum(delta)
-    k = int(np.argmax(level))
-    peak = int(level[k])
+    running = np.cumsum(delta)
+    net = int(running[-1])
+    before = end_allocated - net  # Python ints from here: the segments' total is unbounded
+    k = int(np.argmax(running))
+    peak = before + int(running[k])
     if before > peak:
         peak, k = before, -1
     times = [e.get("time_us") for e in entries]
@@ -201,7 +207,7 @@ def _replay(entries: tuple[dict[str, Any], ...], names: list[str], end_allocated
     ooms = tuple(
         Oom(time_us=_int(entries[i].get("time_us")) if entries[i].get("time_us") else None,
             requested=int(size[i]), device_free=_int(entries[i].get("device_free")),
-            allocated=int(level[i]))
+            allocated=before + int(running[i]))
         for i in np.flatnonzero(np.fromiter(map("oom".__eq__, names), bool, n)).tolist()
     )
     return peak, peak_time, _sites(items), before, ooms

@@ -338,8 +338,11 @@ def stat_of(values: npt.NDArray[np.float64]) -> Stat | None:
     v = np.sort(values[np.isfinite(values)])
     if len(v) == 0:
         return None
-    mean = float(v.mean())
-    cv = float(v.std() / mean * 100.0) if mean > 0 else None
+    with np.errstate(over="ignore", invalid="ignore"):  # corrupt values near float's max
+        mean = float(v.mean())
+        cv = float(v.std() / mean * 100.0) if mean > 0 else None
+    if cv is not None and not math.isfinite(cv):
+        cv = None
     return Stat(
         min=float(v[0]),
         max=float(v[-1]),
@@ -360,7 +363,9 @@ def summary_from_times(t: IterationTimes) -> PerfSummary:
         ("D2H Latency", t.d2h),
     )
     stats = tuple((k, s) for k, v in metrics if (s := stat_of(v)) is not None)
-    span_ms = float(np.nanmax(t.end_compute) - np.nanmin(t.start_enq)) if len(t) else math.nan
+    ends, starts = t.end_compute[np.isfinite(t.end_compute)], t.start_enq[np.isfinite(t.start_enq)]
+    # (times files without these fields: no span, and no all-NaN warning from nanmax)
+    span_ms = float(ends.max() - starts.min()) if len(ends) and len(starts) else math.nan
     qps = len(t) / (span_ms / 1000.0) if math.isfinite(span_ms) and span_ms > 0 else None
     return PerfSummary(
         source="times",

@@ -182,8 +182,15 @@ def looks_like_times(head: str) -> bool:
     return head.lstrip().startswith("[") and '"startEnqMs"' in head[:400]
 
 
+# ms: beyond this (~31 years) a time is corrupt, read as missing like trtexec's inf and nan;
+# kept, values near float's maximum overflow every sum and mean taken of them
+MAX_MS = 1e12
+
+
 def _column(recs: list[_Iteration], field: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    return np.fromiter(map(operator.attrgetter(field), recs), dtype=np.float64, count=len(recs))
+    out = np.fromiter(map(operator.attrgetter(field), recs), dtype=np.float64, count=len(recs))
+    out[np.abs(out) > MAX_MS] = np.nan
+    return out
 
 
 def read_times(data: bytes, path: str) -> IterationTimes:
@@ -196,6 +203,9 @@ def read_times(data: bytes, path: str) -> IterationTimes:
         raise TraceFormatError(f"{path}: the --exportTimes file holds no iterations")
     cols = {f: _column(recs, f) for f in _Iteration.__struct_fields__}
     if np.isnan(cols["computeMs"]).all():
+        if any(r.computeMs == r.computeMs for r in recs):  # present, but none usable
+            raise TraceFormatError(f"{path}: no usable computeMs in the --exportTimes file "
+                                   f"(every value is infinite or beyond {MAX_MS:.0e} ms)")
         raise TraceFormatError(f"{path}: not a trtexec --exportTimes file (no computeMs)")
     h2d = np.where(np.isnan(cols["h2dMs"]), cols["inMs"], cols["h2dMs"])
     d2h = np.where(np.isnan(cols["d2hMs"]), cols["outMs"], cols["d2hMs"])
