@@ -223,3 +223,26 @@ def test_gzipped_sqlite_export(tmp_path: Path) -> None:
     gz.write_bytes(gzip.compress(raw))
     t = load_trace(str(gz), use_cache=False)
     assert t.meta.format == "nsys" and len(t.device) == 4 and t.meta.path == str(gz)
+
+
+def test_times_at_int64_limits_are_left_out(tmp_path: Path) -> None:
+    # a corrupt cell (start near 2**63) overflowed the NVTX projection's packed key (an
+    # internal error) and the idle analysis (numpy warnings on the terminal)
+    import warnings
+
+    from stepscope.cli.main import main
+
+    b = NsysBuilder()
+    b.nvtx("ProfilerStep#1", 0, 10_000)
+    b.launch("cudaLaunchKernel_v7000", 200, 20, kernel="k_good", k_ts=300, k_dur=1_000)
+    b.launch("cudaLaunchKernel_v7000", 400, 20, kernel="k_corrupt", k_ts=2**63 - 1_000,
+             k_dur=500)
+    b.api("cudaStreamSynchronize_v3020", -(2**63) + 1, 400)
+    path = b.write(tmp_path / "s.sqlite")
+    trace = load_trace(str(path), use_cache=False)
+    assert [trace.name(int(i)) for i in trace.device.name] == ["k_good"]
+    assert len(trace.runtime) == 2  # the two launches; the corrupt sync call is left out
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["report", str(path), "--no-cache"]) == 0
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]

@@ -232,6 +232,8 @@ def _projection(trace: Trace) -> list[ProjRow]:
     r_rt, r_nv = inv[: len(calls)], inv[len(calls):]
     tmin = int(min(rt.ts.min(), nv.ts.min()))
     span = int(max(rt.ts.max(), nv.end.max())) - tmin + 2
+    if (int(inv.max()) + 1) * span >= 1 << 62:  # (thread, time) would not pack into int64
+        return []  # (a span of centuries: a corrupt export; real ones are hours at most)
     comp = r_rt * span + (rt.ts[calls] - tmin)
     order = np.argsort(comp, kind="stable")
     comp, calls = comp[order], calls[order]

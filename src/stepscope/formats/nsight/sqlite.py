@@ -161,15 +161,29 @@ def _distinct(values: I64, bound: int) -> tuple[I64, I64]:
     return uniq, inv.reshape(-1)
 
 
+# ns: a start or end this far from the session's clock origin (~73 years) is no record
+# of a run but a corrupt cell; kept, times near int64's limits overflow every difference
+# and packed key taken of them (the Kineto reader bounds its times the same way)
+MAX_TIME_NS = 1 << 61
+
+
 def _query(con: sqlite3.Connection, sql: str, dtype: list[tuple[str, Any]],
            count: int = -1) -> np.ndarray[Any, Any]:
     """Rows of ``sql`` as a structured array (``count``: the row count when known, so that
-    a multi-GB array is allocated once instead of grown and copied)."""
+    a multi-GB array is allocated once instead of grown and copied); rows whose start or
+    end lies beyond ``MAX_TIME_NS`` are left out."""
     try:
         cur = con.execute(sql)
-        return np.fromiter(cur, dtype=np.dtype(dtype), count=count)
+        rows = np.fromiter(cur, dtype=np.dtype(dtype), count=count)
     except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
         raise TraceFormatError(f"cannot read the export ({type(exc).__name__}: {exc})") from None
+    if len(rows) and {"ts", "end"} <= set(rows.dtype.names or ()):
+        ts, end = rows["ts"], rows["end"]
+        corrupt = (ts >= MAX_TIME_NS) | (ts <= -MAX_TIME_NS) | (end >= MAX_TIME_NS) | (
+            end <= -MAX_TIME_NS)
+        if corrupt.any():
+            rows = rows[~corrupt]
+    return rows
 
 
 def _read_strings(con: sqlite3.Connection, schema: Schema) -> list[str]:
