@@ -246,3 +246,27 @@ def test_times_at_int64_limits_are_left_out(tmp_path: Path) -> None:
         warnings.simplefilter("always")
         assert main(["report", str(path), "--no-cache"]) == 0
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("warp_size", [-1024, -32, 0, 1 << 40])
+def test_occupancy_with_a_corrupt_warp_size_reads_it_as_32(warp_size: int) -> None:
+    # a negative warp size made the warps per block 0 and the block limit a division by
+    # zero (a numpy warning on the terminal)
+    import warnings
+
+    from stepscope.formats.nsight.occupancy import estimated_occupancy
+    from stepscope.model.trace import DeviceProperties
+
+    def occupancy(warp: int) -> tuple[float, float]:
+        dev = DeviceProperties(id=0, name="H100", total_memory=80 << 30, compute_major=9,
+                               compute_minor=0, num_sms=132, max_threads_per_sm=2048,
+                               warp_size=warp, max_warps_per_sm=64, max_blocks_per_sm=32)
+        bps, occ = estimated_occupancy(
+            (dev,), np.zeros(1, np.int32), np.array([264], np.int64),
+            np.array([256], np.int64), np.array([32], np.int32), np.zeros(1, np.int64),
+            np.ones(1, bool))
+        return float(bps[0]), float(occ[0])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert occupancy(warp_size) == occupancy(32) == (2.0, 25.0)

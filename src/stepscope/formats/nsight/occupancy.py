@@ -45,7 +45,8 @@ def estimated_occupancy(
         blocks = grid_blocks[sel].astype(np.float64)
         per_sm = blocks / d.num_sms
         bps[sel] = per_sm
-        warp = d.warp_size or 32
+        # warp sizes are 32 (NVIDIA) or 64 (AMD); anything else is a corrupt device row
+        warp = d.warp_size if 0 < d.warp_size <= 1024 else 32
         max_warps = d.max_warps_per_sm or (d.max_threads_per_sm // warp)
         if max_warps <= 0:
             continue
