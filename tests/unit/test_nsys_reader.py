@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.nsys_builders import PID, TID, NsysBuilder
 
+from stepscope.cli.main import main
 from stepscope.errors import StepscopeError, TraceFormatError
 from stepscope.formats import load_trace
+from stepscope.formats.nsight.occupancy import estimated_occupancy
 from stepscope.formats.nsight.sqlite import api_base_name, step_label
 from stepscope.model.trace import (
     DEV_KERNEL,
@@ -22,6 +25,7 @@ from stepscope.model.trace import (
     MEM_PAGEABLE,
     NVTX_PUSHPOP,
     NVTX_STARTEND,
+    DeviceProperties,
 )
 
 MANGLED = "_Z6kernelPfi"
@@ -228,10 +232,6 @@ def test_gzipped_sqlite_export(tmp_path: Path) -> None:
 def test_times_at_int64_limits_are_left_out(tmp_path: Path) -> None:
     # a corrupt cell (start near 2**63) overflowed the NVTX projection's packed key (an
     # internal error) and the idle analysis (numpy warnings on the terminal)
-    import warnings
-
-    from stepscope.cli.main import main
-
     b = NsysBuilder()
     b.nvtx("ProfilerStep#1", 0, 10_000)
     b.launch("cudaLaunchKernel_v7000", 200, 20, kernel="k_good", k_ts=300, k_dur=1_000)
@@ -252,11 +252,6 @@ def test_times_at_int64_limits_are_left_out(tmp_path: Path) -> None:
 def test_occupancy_with_a_corrupt_warp_size_reads_it_as_32(warp_size: int) -> None:
     # a negative warp size made the warps per block 0 and the block limit a division by
     # zero (a numpy warning on the terminal)
-    import warnings
-
-    from stepscope.formats.nsight.occupancy import estimated_occupancy
-    from stepscope.model.trace import DeviceProperties
-
     def occupancy(warp: int) -> tuple[float, float]:
         dev = DeviceProperties(id=0, name="H100", total_memory=80 << 30, compute_major=9,
                                compute_minor=0, num_sms=132, max_threads_per_sm=2048,
