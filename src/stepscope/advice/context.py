@@ -68,6 +68,9 @@ class Premises:
     compiled: str | None  # what shows torch.compile ran (a range or kernel name), or None
     graph_launches: int  # CUDA/HIP graph launches
     vllm: str | None = None  # a vLLM custom operator the run calls (it serves with vLLM), or None
+    # the run trains: the trace holds a backward pass (autograd's nodes) or an optimizer step;
+    # otherwise it is inference, and no fix may speak of learning rates or optimizers
+    training: bool = False
 
     @property
     def amd(self) -> bool:
@@ -291,12 +294,14 @@ class Context:
             if ind.any():
                 compiled = trace.name(int(kernels[int(np.argmax(ind))]))
         vllm = names.mask(trace, names.is_vllm_op)[host.name]
+        training = bool((names.mask(trace, names.is_autograd_node)
+                         | names.mask(trace, names.is_optimizer_step))[host.name].any())
         g = self.a.graphs
         return Premises(vendor=trace.meta.vendor, device=prop, matrix_cores=mc,
                         matmul_dtypes=dtypes, fp32_off_matrix_ns=fp32_off, compiled=compiled,
                         graph_launches=g.graph_launches if g is not None else 0,
                         vllm=trace.name(int(host.name[int(np.argmax(vllm))])) if vllm.any()
-                        else None)
+                        else None, training=training)
 
     # ---- host ------------------------------------------------------------------------
     @cached_property

@@ -267,6 +267,12 @@ def is_optimizer_step(name: str) -> bool:
     return name.startswith("Optimizer.step#")
 
 
+def is_autograd_node(name: str) -> bool:
+    """A backward node as the autograd engine records it
+    (``autograd::engine::evaluate_function: MmBackward0``): the run has a backward pass."""
+    return name.startswith(_EVALUATE)
+
+
 def is_pageable_copy(name: str) -> bool:
     """Memcpys from or to pageable host memory: 'Memcpy HtoD (Pageable -> Device)', ..."""
     return "Pageable" in name or "pageable" in name

@@ -43,10 +43,9 @@ import numpy.typing as npt
 from stepscope.analysis.distributed.comm_kernels import communication_mask
 from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.links import Links, gather
-from stepscope.classify.names import is_optimizer
+from stepscope.classify.names import is_autograd_node, is_optimizer
 from stepscope.model.trace import DEV_KERNEL, HOST_OP, Trace
 
-BACKWARD = "autograd::engine::evaluate_function"
 _COMM_PREFIXES = ("c10d::", "record_param_comms", "nccl:", "gloo:", "rccl:", "mpi:", "ucc:")
 _GPIPE_MB = re.compile(r"^Forward (\d+)$")
 _GPIPE_BWD = re.compile(r"^Backward (\d+)$")
@@ -82,10 +81,6 @@ def _is_send(name: str) -> bool:
 
 def _is_recv(name: str) -> bool:
     return name in ("c10d::recv_", "c10d::recv_any_source_")
-
-
-def _is_backward(name: str) -> bool:
-    return name.startswith(BACKWARD)
 
 
 def _is_comm_op(name: str) -> bool:
@@ -131,7 +126,7 @@ def _labels(trace: Trace, t: I64) -> npt.NDArray[np.int8]:
     """0 forward, 1 backward, 2 other (optimizer) for compute starting at times ``t``."""
     h = trace.host
     out = np.zeros(len(t), dtype=np.int8)
-    for code, pred in ((1, _is_backward), (2, is_optimizer)):
+    for code, pred in ((1, is_autograd_node), (2, is_optimizer)):
         mask = trace.string_ids(pred)[h.name]
         out[_inside(iv.union(h.ts[mask], h.end[mask]), t) & (out == 0)] = code
     return out

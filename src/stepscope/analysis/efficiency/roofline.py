@@ -409,7 +409,7 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         counted &= ~((prio == level) & (below > 0))
 
     # recomputation: forward-only ops under an autograd backward node
-    backward = names.mask(trace, _is_backward_node)[host.name]
+    backward = names.mask(trace, names.is_autograd_node)[host.name]
     forward = names.mask_in(trace, _FORWARD_ONLY)[host.name]
     recomputed = counted & _inherit(tree, forward & _inherit(tree, backward))
 
@@ -597,10 +597,6 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
 
 def _is_aten(name: str) -> bool:
     return name.startswith("aten::")
-
-
-def _is_backward_node(name: str) -> bool:
-    return name.startswith("autograd::engine::evaluate_function:")
 
 
 def _first_per_group(group: I64, time: F64) -> I64:

@@ -40,7 +40,6 @@ FLOAT = "6"
 # Input type spellings of the same dtypes
 TYPE_FLOAT = "float"
 TYPE_LOW = {"c10::Half": "fp16", "c10::BFloat16": "bf16"}
-BACKWARD = "autograd::engine::evaluate_function:"
 
 CODE_INFERENCE_BF16 = """\
 model = model.to(torch.bfloat16).eval()   # weights cast once, not in every forward
@@ -113,10 +112,6 @@ def mixed_precision_casts(ctx: Context) -> tuple[npt.NDArray[np.int64], list[str
     return np.asarray(kept, dtype=np.int64), direction
 
 
-def _is_backward(name: str) -> bool:
-    return name.startswith(BACKWARD)
-
-
 def _cast_of(ctx: Context, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Per host row, the index (into ``rows``) of the cast whose subtree holds it, or -1:
     one top-down pass per depth (the innermost cast wins for a cast inside a cast)."""
@@ -158,7 +153,7 @@ def check(ctx: Context) -> Finding | None:
         g[1] += 1
     top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:4]
     low = "bf16" if sum(1 for d in direction if "bf16" in d) * 2 >= len(direction) else "fp16"
-    training = bool(names.mask(trace, _is_backward)[host.name].any())
+    training = ctx.premises.training
     compiled = ctx.premises.compiled is not None
     evidence = [
         f"casts between float32 and {low} inside other operators: {fmt_ns(ns / ctx.n_steps)} "
