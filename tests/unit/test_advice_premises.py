@@ -44,9 +44,11 @@ def _trace(tmp_path: Path, kernel: str, *, dtype: str = BF16, amd: bool = False,
            device: int = 0, m: int = 4096, k: int = 4096, n: int = 4096,
            k_dur: float = 500, step_us: float = 1000, steps: int = 3,
            helper: str | None = None, compiled: bool = False, modules: bool = False,
-           op: str = "aten::mm", props: dict[str, Any] | None = None) -> Analyses:
+           op: str = "aten::mm", props: dict[str, Any] | None = None,
+           training: bool = False) -> Analyses:
     """Steps of one matmul each (``kernel`` for ``k_dur`` µs), optionally a helper kernel
-    launched by the same operator, a compiled region, and module ranges."""
+    launched by the same operator, a compiled region, module ranges, and an optimizer step
+    at each step's end (``training``)."""
     b = TraceBuilder()
     if amd:
         b.device_properties = [dict(MI300)]
@@ -69,6 +71,8 @@ def _trace(tmp_path: Path, kernel: str, *, dtype: str = BF16, amd: bool = False,
             if helper is not None:
                 b.launch(mm, api, t0 + 4, 1, kernel=helper, k_ts=t0 + 10 + k_dur,
                          k_dur=step_us - k_dur - 20, device=device)
+            if training:
+                b.annotation("Optimizer.step#SGD.step", t0 + step_us - 5, 2)
     return run_analyses(b.load(tmp_path))
 
 
@@ -316,11 +320,32 @@ def test_premise_helpers_of_the_batching_fixes(tmp_path: Path) -> None:
 
 def test_small_batch_offers_amp_only_to_a_run_without_it(tmp_path: Path) -> None:
     (tmp_path / "fp32").mkdir()
-    bf16 = _get(_trace(tmp_path, TC_BF16, k_dur=200), "small-batch")
-    fp32 = _get(_trace(tmp_path / "fp32", TF32, dtype=FP32, k_dur=200), "small-batch")
+    bf16 = _get(_trace(tmp_path, TC_BF16, k_dur=200, training=True), "small-batch")
+    fp32 = _get(_trace(tmp_path / "fp32", TF32, dtype=FP32, k_dur=200, training=True),
+                "small-batch")
     assert bf16 is not None and fp32 is not None
     assert "AMP" not in bf16.fix and "activation checkpointing" in bf16.fix
     assert "AMP or activation checkpointing" in fp32.fix
+
+
+
+def test_small_batch_fix_follows_the_run_it_reads(tmp_path: Path) -> None:
+    """Training scales its learning rate with the batch; a run without a backward pass or
+    an optimizer step is inference and hears nothing of learning rates or optimizers."""
+    (tmp_path / "train").mkdir()
+    train = _get(_trace(tmp_path / "train", TC_BF16, k_dur=200, training=True), "small-batch")
+    infer = _get(_trace(tmp_path, TC_BF16, k_dur=200), "small-batch")
+    assert train is not None and infer is not None
+    assert "learning rate" in train.fix and "param_groups" in (train.code or "")
+    assert "the run trains" in train.evidence[-1]
+    for text in (infer.fix, infer.code or ""):
+        assert "learning rate" not in text and "optimizer" not in text and "lr" not in text
+    assert "more inputs" in infer.fix and "inference_mode" in (infer.code or "")
+    assert infer.evidence[-1] == "no backward pass or optimizer step in the trace: inference"
+    (tmp_path / "vllm").mkdir()
+    served = _get(_trace(tmp_path / "vllm", TC_BF16, k_dur=200,
+                         op="vllm::unified_attention_with_output"), "small-batch")
+    assert served is not None and "max_num_seqs" in served.fix and served.code is None
 
 
 # ---- the audit on real traces: a copy to pageable memory waits like a sync -------------

@@ -18,6 +18,44 @@ def _mean_in_steps(ctx: Context) -> float:
     return float(np.mean(ctx.trace.device.dur[sel])) if sel.any() else 0.0
 
 
+CODE_TRAINING = """\
+loader = DataLoader(dataset, ..., batch_size=2 * batch_size)
+for group in optimizer.param_groups:   # linear scaling rule (with warm-up)
+    group["lr"] *= 2"""
+
+CODE_INFERENCE = """\
+# more inputs per forward pass: GPU work grows with the batch, per-call host time does not
+with torch.inference_mode():
+    for batch in DataLoader(inputs, batch_size=2 * batch_size):
+        outputs = model(batch.to(device, non_blocking=True))"""
+
+
+def _fix(ctx: Context) -> str:
+    """The fix for this run: training scales its learning rate with the batch; inference
+    (no backward pass, no optimizer step in the trace) batches more inputs per call, and a
+    model served by vLLM through vLLM's own batching limits."""
+    p = ctx.premises
+    if p.vllm is not None:
+        return ("Let vLLM batch more requests per step: raise max_num_seqs and "
+                "max_num_batched_tokens (and gpu_memory_utilization if the KV cache limits "
+                "them), and send it more concurrent requests.")
+    if not p.training:
+        return ("Give each forward pass more inputs: batch several inputs or requests "
+                "together (a larger batch_size offline, dynamic batching when serving). If the "
+                "latency of one request is what counts, cut the host time per call instead "
+                f"(torch.compile(mode=\"reduce-overhead\"), {p.graphs}).")
+    return ("Increase the batch size (scale the learning rate accordingly, e.g. linearly with "
+            "warm-up); if memory limits it, use "
+            + ("activation checkpointing" if p.low_precision else "AMP or activation checkpointing")
+            + " to make room.")
+
+
+def _code(ctx: Context) -> str | None:
+    if ctx.premises.vllm is not None:
+        return None
+    return CODE_TRAINING if ctx.premises.training else CODE_INFERENCE
+
+
 def check(ctx: Context) -> Finding | None:
     a = ctx.a
     if not ctx.has_gpu or not a.steps.profiler_steps:
@@ -44,6 +82,9 @@ def check(ctx: Context) -> Finding | None:
         f"mean kernel {fmt_ns(_mean_in_steps(ctx))}",
         f"doubling the batch: about {fmt_ns(2 * busy + idle)} per step for twice the samples, "
         f"up to {100 * (speedup - 1):.0f} % more samples/s",
+        ("the run trains (a backward pass or an optimizer step in the trace)"
+         if ctx.premises.training else
+         "no backward pass or optimizer step in the trace: inference"),
     ]
     return ctx.finding(
         id="small-batch", title="Low GPU utilization with little work per step: use a larger batch",
@@ -51,11 +92,6 @@ def check(ctx: Context) -> Finding | None:
         estimate=("Doubling the batch doubles GPU work but not the per-step idle time, so per "
                   "step's worth of samples it saves at most half of today's GPU idle time."),
         evidence=evidence,
-        fix=("Increase the batch size (scale the learning rate accordingly, e.g. linearly with "
-             "warm-up); if memory limits it, use "
-             + ("activation checkpointing" if ctx.premises.low_precision
-                else "AMP or activation checkpointing") + " to make room."),
-        code="loader = DataLoader(dataset, ..., batch_size=2 * batch_size)\n"
-             "optimizer = torch.optim.SGD(model.parameters(), lr=2 * lr)",
+        fix=_fix(ctx), code=_code(ctx),
         references=("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",),
     )
