@@ -24,7 +24,7 @@ for group in optimizer.param_groups:   # linear scaling rule (with warm-up)
     group["lr"] *= 2"""
 
 CODE_INFERENCE = """\
-# more inputs per forward pass: GPU work grows with the batch, per-call host time does not
+# GPU work grows with the batch; host time per call does not
 with torch.inference_mode():
     for batch in DataLoader(inputs, batch_size=2 * batch_size):
         outputs = model(batch.to(device, non_blocking=True))"""
