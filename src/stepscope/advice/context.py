@@ -17,6 +17,7 @@ from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.links import gather
 from stepscope.analysis.events.optree import NodeTimes
+from stepscope.analysis.events.warmup import FIRST_CALL_MIN_NS, first_calls, first_launches
 from stepscope.analysis.suite import Analyses
 from stepscope.classify import names
 from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, HOST_PYTHON, DeviceProperties
@@ -339,6 +340,34 @@ class Context:
         tracing runs real operators on fake tensors, Inductor's autotuning runs kernels):
         warm-up paid once per graph or shape, not steady-state work to advise on."""
         return self._inside(self.compile_rows)
+
+    @cached_property
+    def compile_time(self) -> iv.Union:
+        """Time in JIT compilation ranges (compile_rows, any thread: nvFuser compiles in a
+        pool while the caller waits)."""
+        host, jit = self.trace.host, np.flatnonzero(self.compile_rows)
+        return iv.union(host.ts[jit], host.end[jit])
+
+    @cached_property
+    def first_call_time(self) -> iv.Union:
+        """Time in first calls of an operator for its shapes and first launches of a kernel
+        (analysis/events/warmup.py: FIRST_CALL_RATIO × slower than the later ones, at least
+        FIRST_CALL_MIN_NS): cuDNN's algorithm search, lazy module loading, compilation."""
+        trace, host = self.trace, self.trace.host
+        not_step = ~names.mask(trace, names.is_profiler_step)[host.name]
+        ops = np.flatnonzero((host.kind != HOST_PYTHON) & not_step)
+        calls = first_calls(trace, ops, FIRST_CALL_MIN_NS)
+        launches = first_launches(trace, self.a.links, FIRST_CALL_MIN_NS)
+        return iv.union(np.concatenate((calls[0], launches[0])),
+                        np.concatenate((calls[1], launches[1])))
+
+    @cached_property
+    def warm_up_idle(self) -> iv.Union:
+        """Main-GPU idle time inside the steps while the host compiled or made a first call or
+        launch: warm-up, paid once, not the steady state a rule's saving may claim."""
+        warm = iv.union(np.concatenate((self.compile_time[0], self.first_call_time[0])),
+                        np.concatenate((self.compile_time[1], self.first_call_time[1])))
+        return iv.intersect(self.idle, warm)
 
     def _inside(self, ranges_mask: B) -> B:
         """Host rows that lie inside one of the ranges ``ranges_mask`` on their own thread

@@ -125,6 +125,9 @@ def exclude_warmup(steps: Steps, warm: Warmup) -> Steps:
 # microseconds to milliseconds: a first call ten times slower is that warm-up pattern,
 # read from the trace itself. It is not steady-state host work.
 FIRST_CALL_RATIO = 10.0
+# The shortest first call or first launch counted as warm-up: 1 ms, the shortest GPU gap
+# the advice looks at (gpu-gaps). Shorter first calls are within a step's normal jitter.
+FIRST_CALL_MIN_NS = 1_000_000
 
 
 def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int) -> iv.Union:

@@ -6,6 +6,8 @@ import numpy as np
 
 from stepscope.advice.context import Context, fmt_ns
 from stepscope.advice.finding import Finding
+from stepscope.analysis.events import intervals as iv
+from stepscope.analysis.events.warmup import FIRST_CALL_RATIO
 
 UTIL_PCT = 50.0  # torch-tb-profiler: GPU utilization < 50 %
 SM_EFF_PCT = 50.0  # and the kernels that run do not fill the SMs either
@@ -71,12 +73,22 @@ def check(ctx: Context) -> Finding | None:
     sync_ns = ctx.per_step_union(rt.ts[sync], rt.end[sync])
     if ctx.pct(sync_ns) > OTHER_CAUSE_PCT:
         return None
-    busy, idle = ctx.busy_per_step, ctx.idle_per_step
+    # GPU idle time while the host compiles or makes a first call or launch is warm-up,
+    # paid once: a larger batch does not shrink it and the steady state does not have it
+    warm = iv.length(ctx.warm_up_idle) / ctx.n_steps
+    busy, idle = ctx.busy_per_step, ctx.idle_per_step - warm
+    step = ctx.step_ns - warm
+    if warm > 0 and 100.0 * busy >= UTIL_PCT * step:
+        return None
     saving = idle / 2.0
-    speedup = ctx.step_ns / (busy + idle / 2.0) if busy + idle > 0 else 1.0
-    evidence = [
+    speedup = step / (busy + idle / 2.0) if busy + idle > 0 else 1.0
+    utilization = (
         f"GPU utilization {g.utilization_pct:.1f} % (busy {fmt_ns(busy)} of a "
-        f"{fmt_ns(ctx.step_ns)} step)",
+        f"{fmt_ns(ctx.step_ns)} step)" if warm <= 0 else
+        f"GPU utilization {100.0 * busy / step:.1f} % without warm-up (busy {fmt_ns(busy)} of "
+        f"{fmt_ns(step)} per step; {g.utilization_pct:.1f} % with it)")
+    evidence = [
+        utilization,
         f"est. SM efficiency {g.sm_efficiency_pct:.1f} %" if g.sm_efficiency_pct is not None
         else "est. SM efficiency not recorded",
         f"mean kernel {fmt_ns(_mean_in_steps(ctx))}",
@@ -86,6 +98,11 @@ def check(ctx: Context) -> Finding | None:
          if ctx.premises.training else
          "no backward pass or optimizer step in the trace: inference"),
     ]
+    if warm > 0:
+        evidence.append(
+            f"{fmt_ns(warm)} per step of GPU idle time is warm-up, not counted: JIT "
+            "compilation, or the first call of an operator or first launch of a kernel "
+            f"{FIRST_CALL_RATIO:.0f}× or more slower than the later ones")
     return ctx.finding(
         id="small-batch", title="Low GPU utilization with little work per step: use a larger batch",
         saving_ns=saving,

@@ -8,7 +8,7 @@ import numpy as np
 from stepscope.advice.context import Context, fmt_ns, short
 from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
-from stepscope.analysis.events.warmup import FIRST_CALL_RATIO, first_calls, first_launches
+from stepscope.analysis.events.warmup import FIRST_CALL_RATIO
 from stepscope.classify import names
 from stepscope.model.trace import HOST_PYTHON
 
@@ -56,18 +56,12 @@ def check(ctx: Context) -> Finding | None:
                          np.concatenate((host.end[loader], rt.end[sync])))
     not_step = ~names.mask(trace, names.is_profiler_step)[host.name]
     ops = np.flatnonzero((host.kind != HOST_PYTHON) & not_step)
-    # JIT compilation (names.is_jit_compile, on any thread: nvFuser compiles in a pool while
-    # the caller waits) and first calls (FIRST_CALL_RATIO) are warm-up, paid once: not host
-    # work to move off the path
-    jit = np.flatnonzero(ctx.compile_rows)
-    compiling = iv.subtract(iv.intersect(gap_u, iv.union(host.ts[jit], host.end[jit])),
-                            explained)
+    # JIT compilation and first calls or launches are warm-up, paid once: not host work to
+    # move off the path
+    compiling = iv.subtract(iv.intersect(gap_u, ctx.compile_time), explained)
     compile_ns = iv.length(compiling) / ctx.n_steps
-    calls, launches = first_calls(trace, ops, GAP_NS), first_launches(trace, ctx.a.links,
-                                                                      GAP_NS)
-    firsts = iv.union(np.concatenate((calls[0], launches[0])),
-                      np.concatenate((calls[1], launches[1])))
-    warm = iv.subtract(iv.subtract(iv.intersect(gap_u, firsts), explained), compiling)
+    warm = iv.subtract(iv.subtract(iv.intersect(gap_u, ctx.first_call_time), explained),
+                       compiling)
     warm_ns = iv.length(warm) / ctx.n_steps
     rest = iv.subtract(iv.subtract(iv.subtract(gap_u, explained), compiling), warm)
     unexplained = iv.length(rest) / ctx.n_steps
