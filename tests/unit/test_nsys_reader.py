@@ -242,6 +242,9 @@ def test_times_at_int64_limits_are_left_out(tmp_path: Path) -> None:
     trace = load_trace(str(path), use_cache=False)
     assert [trace.name(int(i)) for i in trace.device.name] == ["k_good"]
     assert len(trace.runtime) == 2  # the two launches; the corrupt sync call is left out
+    assert trace.meta.skipped == {  # and the user is told (the report's data notes)
+        "CUPTI_ACTIVITY_KIND_KERNEL: start or end beyond ±2**61 ns (corrupt row)": 1,
+        "CUPTI_ACTIVITY_KIND_RUNTIME: start or end beyond ±2**61 ns (corrupt row)": 1}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert main(["report", str(path), "--no-cache"]) == 0

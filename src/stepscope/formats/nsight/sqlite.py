@@ -28,6 +28,7 @@ import math
 import os
 import re
 import sqlite3
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -168,10 +169,10 @@ MAX_TIME_NS = 1 << 61
 
 
 def _query(con: sqlite3.Connection, sql: str, dtype: list[tuple[str, Any]],
-           count: int = -1) -> np.ndarray[Any, Any]:
+           count: int = -1, *, dropped: Counter[str], table: str) -> np.ndarray[Any, Any]:
     """Rows of ``sql`` as a structured array (``count``: the row count when known, so that
     a multi-GB array is allocated once instead of grown and copied); rows whose start or
-    end lies beyond ``MAX_TIME_NS`` are left out."""
+    end lies beyond ``MAX_TIME_NS`` are left out and counted in ``dropped[table]``."""
     try:
         cur = con.execute(sql)
         rows = np.fromiter(cur, dtype=np.dtype(dtype), count=count)
@@ -183,6 +184,7 @@ def _query(con: sqlite3.Connection, sql: str, dtype: list[tuple[str, Any]],
             end <= -MAX_TIME_NS)
         if corrupt.any():
             rows = rows[~corrupt]
+            dropped[table] += int(corrupt.sum())
     return rows
 
 
@@ -330,7 +332,7 @@ _DTYPES = {f: d for f, _, _, d in _COMMON + _KERNEL + _MEMCPY + _MEMSET}
 
 
 def _read_table(con: sqlite3.Connection, schema: Schema, table: str,
-                spec: Spec) -> np.ndarray[Any, Any]:
+                spec: Spec, dropped: Counter[str]) -> np.ndarray[Any, Any]:
     """Rows of ``table`` as a structured array; absent columns read as their default.
 
     No ORDER BY and no arithmetic in SQL: the sqlite3 module's per-value conversion is the
@@ -341,7 +343,8 @@ def _read_table(con: sqlite3.Connection, schema: Schema, table: str,
         count = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     except sqlite3.Error as exc:
         raise TraceFormatError(f"cannot read {table} ({exc})") from None
-    return _query(con, f"SELECT {cols} FROM {table}", [(f, d) for f, _, _, d in spec], count)
+    return _query(con, f"SELECT {cols} FROM {table}", [(f, d) for f, _, _, d in spec], count,
+                  dropped=dropped, table=table)
 
 
 def pid_of(global_id: I64) -> I64:
@@ -355,13 +358,14 @@ def unique_correlation(pid: I64, corr: I64) -> I64:
 
 
 def _device(con: sqlite3.Connection, schema: Schema, strings: _Strings,
-            devices: tuple[DeviceProperties, ...]) -> tuple[DeviceOps, DeviceDetails]:
+            devices: tuple[DeviceProperties, ...],
+            dropped: Counter[str]) -> tuple[DeviceOps, DeviceDetails]:
     parts: list[dict[str, np.ndarray[Any, Any]]] = []
     kinds = []
     for table, kind, extra in ((KERNEL, DEV_KERNEL, _KERNEL), (MEMCPY, DEV_MEMCPY, _MEMCPY),
                                (MEMSET, DEV_MEMSET, _MEMSET)):
         if schema.has(table):
-            arr = _read_table(con, schema, table, _COMMON + extra)
+            arr = _read_table(con, schema, table, _COMMON + extra, dropped)
             n = len(arr)
             cols = {f: arr[f] for f in arr.dtype.names or ()}
             for f, fill in _FILL.items():
@@ -458,11 +462,12 @@ def _sorted(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return a
 
 
-def _runtime(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> Runtimes:
+def _runtime(con: sqlite3.Connection, schema: Schema, strings: _Strings,
+             dropped: Counter[str]) -> Runtimes:
     if not schema.has(RUNTIME):
         a = np.empty(0, np.dtype([(f, d) for f, _, _, d in _RUNTIME]))
     else:
-        a = _sorted(_read_table(con, schema, RUNTIME, _RUNTIME))
+        a = _sorted(_read_table(con, schema, RUNTIME, _RUNTIME, dropped))
     pid = pid_of(a["gtid"])
     a_corr = unique_correlation(pid, a["corr"])
     return Runtimes.from_columns({
@@ -479,11 +484,12 @@ _SYNC: Spec = [("ts", ("start",), "0", "i8"), ("end", ("end",), "0", "i8"),
          ("type", ("syncType",), "0", "i8")]
 
 
-def _syncs(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> Syncs:
+def _syncs(con: sqlite3.Connection, schema: Schema, strings: _Strings,
+           dropped: Counter[str]) -> Syncs:
     if not schema.has(SYNC):
         a = np.empty(0, np.dtype([(f, d) for f, _, _, d in _SYNC]))
     else:
-        a = _sorted(_read_table(con, schema, SYNC, _SYNC))
+        a = _sorted(_read_table(con, schema, SYNC, _SYNC, dropped))
     corr = unique_correlation(pid_of(a["gpid"]), a["corr"])
     uniq, inv = np.unique(a["type"], return_inverse=True)
     ids = np.array([strings.add(SYNC_TYPES.get(t, "Unknown")) for t in uniq.tolist()], np.int32)
@@ -504,7 +510,8 @@ def _payload_sql(cols: frozenset[str]) -> str:
     return f"coalesce({', '.join(present)}, {NO_PAYLOAD})" if present else str(NO_PAYLOAD)
 
 
-def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRanges:
+def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings,
+          dropped: Counter[str]) -> NvtxRanges:
     dtype = [("ts", "i8"), ("end", "i8"), ("type", "i4"), ("gtid", "i8"),
              ("text", "i8"), ("name", "i8"), ("domain", "i8"), ("payload", "f8")]
     empty = np.empty(0, np.dtype(dtype))
@@ -530,7 +537,7 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> NvtxRan
             f"SELECT n.start, n.end, n.eventType, {gt}, {text_col}, {c(NVTX, 'textId')}, "
             f"{c(NVTX, 'domainId', default='0')}, {_payload_sql(cols)} "
             f"FROM {NVTX} n WHERE n.end IS NOT NULL AND n.eventType IN "
-            f"({','.join(map(str, NVTX_TYPES))})"), dtype)
+            f"({','.join(map(str, NVTX_TYPES))})"), dtype, dropped=dropped, table=NVTX)
         a = a[np.lexsort((-a["end"], a["ts"]))]  # parents before their children
         # temp ids (1..k) -> our string ids, one Python step per distinct text
         temp = con.execute("SELECT id, value FROM temp.stepscope_nvtx_text").fetchall()
@@ -598,11 +605,12 @@ _OSRT: Spec = [("ts", ("start",), "0", "i8"), ("end", ("end",), "0", "i8"),
          ("gtid", ("globalTid",), "0", "i8"), ("name", ("nameId", "name"), "-1", "i8")]
 
 
-def _osrt(con: sqlite3.Connection, schema: Schema, strings: _Strings) -> OsCalls:
+def _osrt(con: sqlite3.Connection, schema: Schema, strings: _Strings,
+          dropped: Counter[str]) -> OsCalls:
     if not schema.has(OSRT):
         a = np.empty(0, np.dtype([(f, d) for f, _, _, d in _OSRT]))
     else:
-        a = _sorted(_read_table(con, schema, OSRT, _OSRT))
+        a = _sorted(_read_table(con, schema, OSRT, _OSRT, dropped))
     return OsCalls.from_columns({
         "name": strings.checked(a["name"]), "ts": a["ts"], "dur": np.maximum(a["end"] - a["ts"], 0),
         "pid": strings.of_ints(pid_of(a["gtid"])), "tid": strings.of_ints(a["gtid"] & 0xFFFFFF),
@@ -660,18 +668,21 @@ def _read(con: sqlite3.Connection, schema: Schema, path: str) -> Trace:
     meta_kv = _meta(con, schema)
     strings = _Strings(_read_strings(con, schema))
     devices = _devices(con, schema)
-    device, details = _device(con, schema, strings, devices)
-    runtime = _runtime(con, schema, strings)
-    syncs = _syncs(con, schema, strings)
-    nvtx = _nvtx(con, schema, strings)
+    dropped: Counter[str] = Counter()  # rows with a time beyond MAX_TIME_NS, per table
+    device, details = _device(con, schema, strings, devices, dropped)
+    runtime = _runtime(con, schema, strings, dropped)
+    syncs = _syncs(con, schema, strings, dropped)
+    nvtx = _nvtx(con, schema, strings, dropped)
     host = _host(strings, nvtx)
-    osrt = _osrt(con, schema, strings)
+    osrt = _osrt(con, schema, strings, dropped)
     events = len(device) + len(runtime) + len(syncs) + len(nvtx) + len(osrt)
     warnings: list[str] = []
     if strings.unknown:
         warnings.append(f"{strings.unknown:,} name ids are not in StringIds (shown unnamed)")
     if not len(device) and not len(runtime):
         warnings.append("no CUDA trace in this export (profile with -t cuda)")
+    skipped = {f"{table}: start or end beyond ±2**61 ns (corrupt row)": n
+               for table, n in sorted(dropped.items())}
     product = meta_kv.get("EXPORT_PRODUCT_NAME")
     version = meta_kv.get("EXPORT_PRODUCT_VERSION")
     window = _window(con, schema)
@@ -684,7 +695,7 @@ def _read(con: sqlite3.Connection, schema: Schema, path: str) -> Trace:
                                       ("memset", int((device.kind == DEV_MEMSET).sum())),
                                       ("cuda_api", len(runtime)), ("sync", len(syncs)),
                                       ("nvtx", len(nvtx)), ("osrt", len(osrt))) if v},
-        warnings=tuple(warnings),
+        warnings=tuple(warnings), skipped=skipped,
         format_version=meta_kv.get("EXPORT_SCHEMA_VERSION"),
         diagnostics=_diagnostics(con, schema),
         producer=" ".join(p for p in (product, version) if p) or None,
