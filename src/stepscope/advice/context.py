@@ -20,7 +20,7 @@ from stepscope.analysis.events.optree import NodeTimes
 from stepscope.analysis.events.warmup import FIRST_CALL_MIN_NS, first_calls, first_launches
 from stepscope.analysis.suite import Analyses
 from stepscope.classify import names
-from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, HOST_PYTHON, DeviceProperties
+from stepscope.model.trace import DEV_KERNEL, DEV_MEMCPY, HOST_OP, HOST_PYTHON, DeviceProperties
 from stepscope.shortnames import short_name
 from stepscope.units import format_us
 
@@ -352,10 +352,17 @@ class Context:
     def first_call_time(self) -> iv.Union:
         """Time in first calls of an operator for its shapes and first launches of a kernel
         (analysis/events/warmup.py: FIRST_CALL_RATIO × slower than the later ones, at least
-        FIRST_CALL_MIN_NS): cuDNN's algorithm search, lazy module loading, compilation."""
+        FIRST_CALL_MIN_NS): cuDNN's algorithm search, lazy module loading, compilation.
+
+        Judged on operators only, not on record_function ranges (nor on the ranges older
+        PyTorch wrote as operators: steps, optimizer steps, DataLoader fetches): a range's
+        later calls need not do the same work (an optimizer's nested or per-group step
+        ranges of a few µs after a 4 s step), and the operator whose first call holds
+        the warm-up is itself judged."""
         trace, host = self.trace, self.trace.host
-        not_step = ~names.mask(trace, names.is_profiler_step)[host.name]
-        ops = np.flatnonzero((host.kind != HOST_PYTHON) & not_step)
+        ranges = names.mask(trace, names.is_profiler_step) | names.mask(
+            trace, names.is_optimizer_step) | names.mask(trace, names.is_dataloader)
+        ops = np.flatnonzero((host.kind == HOST_OP) & ~ranges[host.name])
         calls = first_calls(trace, ops, FIRST_CALL_MIN_NS)
         launches = first_launches(trace, self.a.links, FIRST_CALL_MIN_NS)
         return iv.union(np.concatenate((calls[0], launches[0])),
@@ -368,6 +375,11 @@ class Context:
         warm = iv.union(np.concatenate((self.compile_time[0], self.first_call_time[0])),
                         np.concatenate((self.compile_time[1], self.first_call_time[1])))
         return iv.intersect(self.idle, warm)
+
+    @cached_property
+    def steady_idle(self) -> iv.Union:
+        """Main-GPU idle time inside the steps without the warm-up (warm_up_idle)."""
+        return iv.subtract(self.idle, self.warm_up_idle)
 
     def _inside(self, ranges_mask: B) -> B:
         """Host rows that lie inside one of the ranges ``ranges_mask`` on their own thread

@@ -28,12 +28,14 @@ def check(ctx: Context) -> Finding | None:
     # data loading has its own rule (input-pipeline); JIT compilation is warm-up (its
     # tracing runs operators on the CPU, which no device could take over)
     outer &= ~(ctx.loader_rows | ctx.in_loader | ctx.compile_rows | ctx.in_compile)
+    # and GPU idle time during a first call or launch (Context.warm_up_idle) is warm-up too
     idx = np.flatnonzero(outer)
-    idle = ctx.not_busy(host.ts[idx], host.end[idx]).astype(np.float64)
+    idle = iv.measure_in(ctx.steady_idle, host.ts[idx], host.end[idx]).astype(np.float64)
     idx, idle = idx[idle > 0], idle[idle > 0]
     if len(idx) == 0:
         return None
-    ns = iv.length(iv.intersect(iv.union(host.ts[idx], host.end[idx]), ctx.idle)) / ctx.n_steps
+    ns = iv.length(iv.intersect(iv.union(host.ts[idx], host.end[idx]),
+                                ctx.steady_idle)) / ctx.n_steps
     if ctx.pct(ns) < THRESHOLD_PCT:
         return None
     evidence = [f"CPU-only operators run {fmt_ns(ns)} per step while the GPU is idle"]
