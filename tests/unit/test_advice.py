@@ -246,6 +246,42 @@ def test_first_calls_are_judged_on_operators_only(tmp_path: Path, cat: str, name
     assert ("cpu-ops-in-gpu-job" in fired) is not warm
 
 
+def test_a_first_call_slow_from_a_synchronisation_is_no_warm_up(tmp_path: Path) -> None:
+    """A first aten::to of 6.6 ms whose cudaStreamSynchronize waited 6.56 ms for the GPU
+    (dlrm rank 1), its later calls 30 µs: a host-device synchronisation, not warm-up (the
+    call is judged on its time outside synchronising calls)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 20_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=6500)
+        for t, wait in ((100, 6560), (8000, 5), (9000, 5), (10000, 5)):
+            to = b.op("aten::to", t, wait + 30, input_dims=[[351]])
+            b.runtime("cudaStreamSynchronize", t + 10, wait, owner=to)
+    ctx = Context(run_analyses(b.load(tmp_path)))
+    assert len(ctx.first_call_rows) == 0 and len(ctx.first_call_time[0]) == 0
+
+
+def test_a_window_of_first_calls_says_to_profile_after_them(tmp_path: Path) -> None:
+    """One 10 ms step, 7 ms of it the first call of a convolution (cuDNN's algorithm search:
+    its later calls take 50 µs) under aten::conv2d: the profile measures warm-up. The
+    finding names the innermost first call and ranks low (nominal 1 %)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i, t in enumerate((0, 8000, 8500, 9000)):
+            dur = 7000 if i == 0 else 50
+            b.op("aten::conv2d", t, dur + 20, input_dims=[[8, 3, 32, 32]])
+            conv = b.op("aten::cudnn_convolution", t + 5, dur, input_dims=[[8, 3, 32, 32]])
+            b.launch(conv, "cudaLaunchKernel", t + dur - 10, 5, kernel=GEMM_TC,
+                     k_ts=t + dur, k_dur=300)
+    f = next(f for f in findings(b, tmp_path) if f.id == "warmup-in-window")
+    assert f.title == "The profile is dominated by first calls (warm-up): profile after it"
+    assert f.saving_pct == pytest.approx(1.0)
+    assert f.evidence[0].startswith("first calls and first launches run 7.02 ms of the "
+                                    "10.00 ms profiled (70 %)")
+    assert f.evidence[1] == "slowest first calls: aten::cudnn_convolution (7.00 ms)"
+    assert "schedule(wait=1, warmup=2" in (f.code or "")
+
+
 @pytest.mark.parametrize(("op", "fires"), [("aten::add_", True), ("aten::_foreach_add_", False)])
 def test_unfused_optimizer(tmp_path: Path, op: str, fires: bool) -> None:
     b = TraceBuilder()

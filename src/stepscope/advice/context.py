@@ -349,8 +349,8 @@ class Context:
         return iv.union(host.ts[jit], host.end[jit])
 
     @cached_property
-    def first_call_time(self) -> iv.Union:
-        """Time in first calls of an operator for its shapes and first launches of a kernel
+    def first_call_rows(self) -> I64:
+        """Host rows that are the first call of an operator for its shapes
         (analysis/events/warmup.py: FIRST_CALL_RATIO × slower than the later ones, at least
         FIRST_CALL_MIN_NS): cuDNN's algorithm search, lazy module loading, compilation.
 
@@ -363,10 +363,29 @@ class Context:
         ranges = names.mask(trace, names.is_profiler_step) | names.mask(
             trace, names.is_optimizer_step) | names.mask(trace, names.is_dataloader)
         ops = np.flatnonzero((host.kind == HOST_OP) & ~ranges[host.name])
-        calls = first_calls(trace, ops, FIRST_CALL_MIN_NS)
-        launches = first_launches(trace, self.a.links, FIRST_CALL_MIN_NS)
-        return iv.union(np.concatenate((calls[0], launches[0])),
-                        np.concatenate((calls[1], launches[1])))
+        return first_calls(trace, ops, FIRST_CALL_MIN_NS, self.sync_time)
+
+    @cached_property
+    def first_launch_rows(self) -> I64:
+        """Runtime rows that are the first launch of a kernel (lazy module loading:
+        analysis/events/warmup.py), at least FIRST_CALL_MIN_NS."""
+        return first_launches(self.trace, self.a.links, FIRST_CALL_MIN_NS)
+
+    @cached_property
+    def first_call_time(self) -> iv.Union:
+        """Time in first calls (first_call_rows) and first launches (first_launch_rows),
+        without the synchronising calls inside them (sync_time: host-sync's)."""
+        host, rt = self.trace.host, self.trace.runtime
+        calls, launches = self.first_call_rows, self.first_launch_rows
+        return iv.subtract(iv.union(np.concatenate((host.ts[calls], rt.ts[launches])),
+                                    np.concatenate((host.end[calls], rt.end[launches]))),
+                           self.sync_time)
+
+    @cached_property
+    def sync_time(self) -> iv.Union:
+        """Time in synchronising calls (sync_calls)."""
+        rt, sync = self.trace.runtime, self.sync_calls
+        return iv.union(rt.ts[sync], rt.end[sync])
 
     @cached_property
     def warm_up_idle(self) -> iv.Union:

@@ -130,27 +130,31 @@ FIRST_CALL_RATIO = 10.0
 FIRST_CALL_MIN_NS = 1_000_000
 
 
-def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int) -> iv.Union:
-    """Union of the host ranges ``ops`` that are first calls (FIRST_CALL_RATIO) of at
-    least ``min_ns``: the first-call form of warm-up, judged per operator and shape."""
+def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int,
+                waits: iv.Union = iv.EMPTY) -> npt.NDArray[np.int64]:
+    """The host rows among ``ops`` that are first calls (FIRST_CALL_RATIO) of at least
+    ``min_ns``: the first-call form of warm-up, judged per operator and shape. Every call is
+    judged on its time outside ``waits`` (the synchronising calls): a first ``aten::to``
+    slow because its copy waited 6.6 ms for the device in cudaStreamSynchronize is a
+    host-device synchronisation, not warm-up."""
     host = trace.host
     if len(ops) < 2:
-        return iv.EMPTY
+        return np.empty(0, dtype=np.int64)
     ops = ops[np.lexsort((host.ts[ops], host.input_dims[ops], host.name[ops]))]
     key = host.name[ops].astype(np.int64) * (1 << 32) + host.input_dims[ops].astype(np.int64)
     new = np.r_[True, key[1:] != key[:-1]]
     group = np.cumsum(new) - 1
     first = np.flatnonzero(new)
     counts = np.bincount(group)
-    dur = host.dur[ops].astype(np.float64)
+    dur = (host.dur[ops] - iv.measure_in(waits, host.ts[ops], host.end[ops])).astype(
+        np.float64)
     firsts: list[int] = []
     for g in np.flatnonzero((counts >= 2) & (dur[first] >= min_ns)).tolist():
         i = int(first[g])
         later = dur[i + 1:i + int(counts[g])]
         if dur[i] >= FIRST_CALL_RATIO * float(np.median(later)):
             firsts.append(int(ops[i]))
-    sel = np.asarray(firsts, dtype=np.int64)
-    return iv.union(host.ts[sel], host.end[sel])
+    return np.sort(np.asarray(firsts, dtype=np.int64))
 
 
 # A first launch: the earliest launch call of a kernel (by name) that takes at least
@@ -160,13 +164,14 @@ def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int) -> iv.Uni
 # and the launch call returns only after the load: one launch of milliseconds while the GPU
 # idles, the kernel's later launches taking microseconds. A JIT-compiled kernel (nvFuser,
 # Triton) is loaded the same way on its first launch.
-def first_launches(trace: Trace, links: Links, min_ns: int) -> iv.Union:
-    """Union of the launch calls that are first launches (see above) of at least ``min_ns``."""
+def first_launches(trace: Trace, links: Links, min_ns: int) -> npt.NDArray[np.int64]:
+    """The runtime rows of the launch calls that are first launches (see above) of at least
+    ``min_ns``."""
     rt, dev = trace.runtime, trace.device
     issuer = links.device_runtime
     ops = np.flatnonzero(issuer >= 0)
     if not len(ops):
-        return iv.EMPTY
+        return np.empty(0, dtype=np.int64)
     calls, kernel = issuer[ops], dev.name[ops]
     order = np.lexsort((rt.ts[calls], kernel))
     calls, kernel = calls[order], kernel[order]
@@ -180,5 +185,4 @@ def first_launches(trace: Trace, links: Links, min_ns: int) -> iv.Union:
         later = dur[i + 1:i + int(counts[g])]
         if not len(later) or dur[i] >= FIRST_CALL_RATIO * float(np.median(later)):
             firsts.append(int(calls[i]))
-    sel = np.unique(np.asarray(firsts, dtype=np.int64))
-    return iv.union(rt.ts[sel], rt.end[sel])
+    return np.unique(np.asarray(firsts, dtype=np.int64))

@@ -8,7 +8,7 @@ import numpy.typing as npt
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
-from stepscope.analysis.events.warmup import DOMINANT_PCT
+from stepscope.analysis.events.warmup import DOMINANT_PCT, FIRST_CALL_RATIO
 from stepscope.model.trace import Trace
 
 NOMINAL_PCT = 1.0
@@ -38,7 +38,7 @@ for i, batch in enumerate(loader):
 def check(ctx: Context) -> Finding | None:
     w = ctx.a.warmup
     if w is None or w.pct_of_window < DOMINANT_PCT:
-        return _compiling(ctx)
+        return _compiling(ctx) or _first_calls(ctx)
     evidence = [
         f"warm-up stall of {fmt_ns(w.duration)} at the start of the window "
         f"({w.pct_of_window:.0f} % of the {fmt_ns(w.window_ns)} profiled)",
@@ -108,6 +108,69 @@ def _compiling(ctx: Context) -> Finding | None:
         + (("https://pytorch.org/docs/stable/torch.compiler_troubleshooting.html",)
            if dynamo else ()),
     )
+
+
+def _first_calls(ctx: Context) -> Finding | None:
+    """A window that is mostly first calls and first launches (Context.first_call_rows and
+    first_launch_rows: cuDNN's algorithm search, lazy module loading), none of them one
+    stall long enough for analysis/events/warmup.py: the first iteration was profiled.
+    Steady-state figures keep it, as they keep compilation; gpu-gaps and small-batch leave
+    it out."""
+    lo, hi = ctx.a.steps.window
+    if hi <= lo:
+        return None
+    window = iv.union(np.array([lo], np.int64), np.array([hi], np.int64))
+    warm = iv.subtract(iv.intersect(ctx.first_call_time, window), ctx.compile_time)
+    ns = iv.length(warm)
+    pct = 100.0 * ns / (hi - lo)
+    if pct < DOMINANT_PCT:
+        return None
+    trace = ctx.trace
+    host, rt = trace.host, trace.runtime
+    calls, launches = ctx.first_call_rows, ctx.first_launch_rows
+    evidence = [
+        f"first calls and first launches run {fmt_ns(ns)} of the {fmt_ns(hi - lo)} profiled "
+        f"({pct:.0f} %): each {FIRST_CALL_RATIO:.0f}× or more slower than the later calls of "
+        "the same operator and shapes, or launches of the same kernel",
+    ]
+    if len(calls):
+        inner = _innermost(calls, ctx.a.tree.parent)  # conv2d > ... > cudnn_convolution
+        top = top_by_name(host.name[inner], host.dur[inner].astype(np.float64),
+                          trace.strings, 3)
+        evidence.append("slowest first calls: " + ", ".join(
+            f"{short(n, 50)} ({fmt_ns(d)}" + (f", {c} shapes)" if c > 1 else ")")
+            for n, d, c in top))
+    if len(launches):
+        evidence.append(f"{len(launches):,} first kernel launches take "
+                        f"{fmt_ns(float(rt.dur[launches].sum()))} (the kernel's module loaded "
+                        "on its first launch)")
+    evidence.append("the step time and its breakdown include it; gpu-gaps, small-batch and "
+                    "cpu-ops-in-gpu-job leave it out")
+    return _nominal(
+        ctx, "first calls (warm-up)",
+        paid=("cuDNN's algorithm search, lazy module loading and one-time initialisation are "
+              "paid on the first call of an operator for a shape"),
+        evidence=evidence,
+        fix=("Skip the first iterations with the profiler schedule (wait/warmup), or run a "
+             "few untimed steps before profiling, so that the window holds steady-state "
+             "steps; keep torch.backends.cudnn.benchmark only when input shapes are static."),
+        code=CODE,
+        references=("https://pytorch.org/docs/stable/profiler.html#torch.profiler.schedule",),
+    )
+
+
+def _innermost(rows: npt.NDArray[np.int64], parent: npt.NDArray[np.int64]
+               ) -> npt.NDArray[np.int64]:
+    """The rows of ``rows`` with no other row of ``rows`` below them in the call tree: the
+    first call of aten::conv2d holds those of aten::convolution, ..., cudnn_convolution,
+    and the innermost names where the time goes."""
+    held: set[int] = set()
+    for r in rows.tolist():
+        p = int(parent[r])
+        while p >= 0 and p not in held:  # each ancestor visited once
+            held.add(p)
+            p = int(parent[p])
+    return rows[~np.isin(rows, np.fromiter(held, dtype=np.int64, count=len(held)))]
 
 
 def _nominal(ctx: Context, what: str, *, paid: str, evidence: list[str], fix: str,
