@@ -10,6 +10,7 @@ from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.warmup import DOMINANT_PCT, FIRST_CALL_RATIO
 from stepscope.model.trace import Trace
+from stepscope.units import count
 
 NOMINAL_PCT = 1.0
 
@@ -141,7 +142,9 @@ def _first_calls(ctx: Context) -> Finding | None:
             f"{short(n, 50)} ({fmt_ns(d)}" + (f", {c} shapes)" if c > 1 else ")")
             for n, d, c in top))
     if len(launches):
-        evidence.append(f"{len(launches):,} first kernel launches take "
+        n = len(launches)
+        evidence.append(f"{count(n, 'first kernel launch', 'first kernel launches')} "
+                        f"{'takes' if n == 1 else 'take'} "
                         f"{fmt_ns(float(rt.dur[launches].sum()))} (the kernel's module loaded "
                         "on its first launch)")
     evidence.append("the step time and its breakdown include it; gpu-gaps, small-batch and "
