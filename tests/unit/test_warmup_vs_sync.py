@@ -9,6 +9,8 @@ import pytest
 from tests.builders import TraceBuilder
 from tests.conftest import shared_trace
 
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.events.warmup import FIRST_CALL_MIN_NS, first_launches
 from stepscope.analysis.suite import run_analyses
 from stepscope.formats import load_trace
 from stepscope.report.build import build_report
@@ -66,3 +68,36 @@ def test_real_first_call_stall_is_still_warmup() -> None:
         "outside/ptrans-a100-gpu/gpu_working_chrome_trace.json"))))
     assert a.warmup is not None and a.warmup.calls == ("cudaLaunchKernel",)
     assert a.warmup.stall_ns == pytest.approx(1_337_130_090)
+
+
+@pytest.mark.parametrize(("what", "first"), [
+    ("kernel, devices idle", True),  # a module loaded on the kernel's first launch
+    ("kernel, queue full", False),  # blocked on a full launch queue: the device is busy
+    ("pageable copy", False),  # a copy loads no module
+])
+def test_first_launches_are_module_loads(tmp_path: Path, what: str, first: bool) -> None:
+    """A 5 ms launch call whose later launches of the same kernel take 5 µs is a first
+    launch (lazy module loading) only for a kernel, and only when the devices were not
+    busy for half the call or more (a launch blocked on a full queue returns when a queued
+    kernel finishes)."""
+    b = TraceBuilder()
+    with b.step(1, 0, 20_000):
+        if what == "kernel, queue full":
+            o = b.op("aten::mm", 0, 10)
+            b.launch(o, "cudaLaunchKernel", 1, 5, kernel="long_kernel", k_ts=10, k_dur=6000,
+                     stream=3)
+        o = b.op("aten::add", 100, 5100)
+        if what == "pageable copy":
+            b.launch(o, "cudaMemcpyAsync", 110, 5000, kernel="Memcpy HtoD (Pageable -> Device)",
+                     k_ts=150, k_dur=4900, cat="gpu_memcpy")
+        else:
+            b.launch(o, "cudaLaunchKernel", 110, 5000, kernel=KERNEL, k_ts=5120, k_dur=10)
+        for t in (8000, 9000):
+            o = b.op("aten::add", t, 20)
+            b.launch(o, "cudaLaunchKernel", t + 1, 5, kernel=KERNEL, k_ts=t + 10, k_dur=10)
+            o = b.op("aten::copy_", t + 100, 20)
+            b.launch(o, "cudaMemcpyAsync", t + 101, 5, kernel="Memcpy HtoD (Pageable -> Device)",
+                     k_ts=t + 110, k_dur=5, cat="gpu_memcpy")
+    trace = b.load(tmp_path)
+    rows = first_launches(trace, Links(trace), FIRST_CALL_MIN_NS)
+    assert (len(rows) == 1) is first

@@ -33,7 +33,7 @@ from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.links import Links, gather
 from stepscope.analysis.events.steps import Steps
 from stepscope.classify import names
-from stepscope.model.trace import Trace
+from stepscope.model.trace import DEV_KERNEL, Trace
 
 WARMUP_MIN_NS = 100_000_000  # 100 ms
 IDLE_FRACTION = 0.9
@@ -163,13 +163,17 @@ def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int,
 # (CUDA_MODULE_LOADING=LAZY: the default since CUDA 12.2, and PyTorch sets it when unset),
 # and the launch call returns only after the load: one launch of milliseconds while the GPU
 # idles, the kernel's later launches taking microseconds. A JIT-compiled kernel (nvFuser,
-# Triton) is loaded the same way on its first launch.
+# Triton) is loaded the same way on its first launch. A launch call also blocks when the
+# launch queue is full, until a queued kernel finishes: the device is then busy throughout
+# the call, so a call during which the devices are busy half the time or more
+# (QUEUE_BUSY_FRACTION) is not taken for a module load.
+QUEUE_BUSY_FRACTION = 0.5
 def first_launches(trace: Trace, links: Links, min_ns: int) -> npt.NDArray[np.int64]:
     """The runtime rows of the launch calls that are first launches (see above) of at least
     ``min_ns``."""
     rt, dev = trace.runtime, trace.device
     issuer = links.device_runtime
-    ops = np.flatnonzero(issuer >= 0)
+    ops = np.flatnonzero((issuer >= 0) & (dev.kind == DEV_KERNEL))  # copies load no module
     if not len(ops):
         return np.empty(0, dtype=np.int64)
     calls, kernel = issuer[ops], dev.name[ops]
@@ -185,4 +189,7 @@ def first_launches(trace: Trace, links: Links, min_ns: int) -> npt.NDArray[np.in
         later = dur[i + 1:i + int(counts[g])]
         if not len(later) or dur[i] >= FIRST_CALL_RATIO * float(np.median(later)):
             firsts.append(int(calls[i]))
-    return np.unique(np.asarray(firsts, dtype=np.int64))
+    sel = np.unique(np.asarray(firsts, dtype=np.int64))
+    busy = iv.measure_in(iv.union(dev.ts, dev.end), rt.ts[sel], rt.end[sel])
+    out: npt.NDArray[np.int64] = sel[busy < QUEUE_BUSY_FRACTION * rt.dur[sel]]
+    return out
