@@ -56,6 +56,7 @@ def test_sync_leads_and_names_the_python_line(tmp_path: Path) -> None:
             item = b.op("aten::item", t + 20, 1000, stack=lib)
             b.runtime("cudaStreamSynchronize", t + 30, 985, owner=item)
             b.op("aten::empty", t + 1100, 5)
+            b.annotation("Optimizer.step#SGD.step", t + 1200, 5)  # a training loop
     fs = findings(b, tmp_path)
     assert fs[0].id == "host-sync"
     f = fs[0]
@@ -455,7 +456,8 @@ def test_gpu_gap_with_nothing_on_the_cpu_says_so(tmp_path: Path) -> None:
     assert "gap of 4.99 ms: nothing recorded on the CPU meanwhile" in gaps.evidence
 
 
-def test_host_sync_evidence(tmp_path: Path) -> None:
+def _item_per_iteration(training: bool) -> TraceBuilder:
+    """A 10 ms step of five iterations: a 1 ms GEMM, then .item() waiting 985 µs for it."""
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
         for i in range(5):
@@ -465,13 +467,33 @@ def test_host_sync_evidence(tmp_path: Path) -> None:
             item = b.op("aten::item", t + 20, 1000)
             b.runtime("cudaStreamSynchronize", t + 30, 985, owner=item)
             b.op("aten::empty", t + 1100, 5)
-    f = next(f for f in findings(b, tmp_path) if f.id == "host-sync")
+            if training:
+                b.annotation("Optimizer.step#SGD.step", t + 1200, 5)
+    return b
+
+
+def test_host_sync_evidence(tmp_path: Path) -> None:
+    f = next(f for f in findings(_item_per_iteration(True), tmp_path) if f.id == "host-sync")
     assert f.saving_us == pytest.approx(4925.0)  # 5 × 985 µs, under the 5 ms GPU idle
     # operators cover 5 × (10 + 1000 + 5) µs of CPU time; 4925 / 5075 = 97 %
     assert f.evidence[0] == ("5 synchronising calls per step block the CPU for 4.92 ms per "
                              "step (49.2 % of the step, 97 % of the time the CPU spends in "
                              "operators)")
     assert "caused by aten::item (5.0/step, 4.92 ms waiting per step)" in f.evidence
+    assert ".item() / .cpu() / print(tensor) per step" in (f.code or "")
+
+
+def test_host_sync_leaves_out_inference_waiting_for_its_result(tmp_path: Path) -> None:
+    """Inference (no backward pass, no optimizer step): the last sync of the step, after
+    which nothing is launched in it, is the wait for the step's result (the tokens to
+    return, a harness's synchronize before reading the clock), not a stall to remove. The
+    four syncs that hold back later launches stay counted, with inference's fix."""
+    f = next(f for f in findings(_item_per_iteration(False), tmp_path) if f.id == "host-sync")
+    assert f.saving_us == pytest.approx(3940.0)  # 4 × 985 µs
+    assert ("not counted: 985.0 µs per step of synchronising calls that end a step (nothing "
+            "launched after them in it): inference waiting for its result") in f.evidence
+    assert "non_blocking=True into pinned memory" in f.fix and "learning" not in f.fix
+    assert "pin_memory=True" in (f.code or "") and "running_loss" not in (f.code or "")
 
 
 def test_operators_that_launch_nothing_on_any_device() -> None:

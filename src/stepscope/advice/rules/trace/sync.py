@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
@@ -24,6 +25,56 @@ for i, (x, y) in enumerate(loader):
         running_loss.zero_()
 # to find hidden syncs: torch.cuda.set_sync_debug_mode("warn")"""
 
+# inference: results leave the GPU without a wait per call (ROCm's PyTorch uses the same
+# torch.cuda API for HIP)
+CODE_INFERENCE = """\
+out_cpu = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+out_cpu.copy_(out, non_blocking=True)   # no wait here: the copy is queued
+done = torch.cuda.Event()
+done.record()
+# ... queue the next batch's work here ...
+done.synchronize()                      # wait only where the result is used
+# to find hidden syncs: torch.cuda.set_sync_debug_mode("warn")"""
+
+FIX_TRAINING = ("Remove per-step synchronisation: no .item(), .cpu(), .numpy(), .tolist(), "
+                "print(tensor) or tensor-valued `if` in the step; accumulate metrics on the GPU "
+                "and read them every N steps; use non_blocking copies; avoid "
+                "torch.cuda.synchronize() outside benchmarks.")
+FIX_INFERENCE = ("Remove synchronisation inside the forward pass: no .item(), .tolist() or "
+                 "tensor-valued `if` on the way (data-dependent shapes such as torch.nonzero "
+                 "or boolean masks also wait); copy results out with non_blocking=True into "
+                 "pinned memory and wait on an event only where they are used, so that the "
+                 "next batch is queued meanwhile.")
+
+
+def _step_of(ctx: Context, ts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The step each time falls in (-1: in none)."""
+    k = np.searchsorted(ctx.lo, ts, side="right") - 1
+    ok = (k >= 0) & (ts < ctx.hi[np.maximum(k, 0)])
+    out: npt.NDArray[np.int64] = np.where(ok, k, -1)
+    return out
+
+
+def _awaiting_result(ctx: Context, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """For the synchronising calls ``idx``: in a run that does not train
+    (``Premises.training``), those that begin after the step's last launch of device work
+    on the main GPU: the wait for the step's result. A training step's trailing ``.item()``
+    (a logged loss) stays counted: the next step's launches could queue behind the GPU's
+    work instead."""
+    out = np.zeros(len(idx), dtype=bool)
+    if ctx.premises.training or not len(ctx.lo):
+        return out
+    rt, dev_rt = ctx.trace.runtime, ctx.a.links.device_runtime
+    calls = np.unique(dev_rt[ctx.device_sel & (dev_rt >= 0)])
+    step = _step_of(ctx, rt.ts[calls])
+    last = np.full(len(ctx.lo), np.iinfo(np.int64).max)  # no launch: nothing is awaited
+    if (step >= 0).any():
+        last[np.unique(step[step >= 0])] = np.iinfo(np.int64).min
+        np.maximum.at(last, step[step >= 0], rt.ts[calls][step >= 0])
+    s = _step_of(ctx, rt.ts[idx])
+    out = (s >= 0) & (rt.ts[idx] > last[np.maximum(s, 0)])
+    return out
+
 
 def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
@@ -33,6 +84,14 @@ def check(ctx: Context) -> Finding | None:
     idx = np.flatnonzero(ctx.sync_calls)
     inside = ctx.in_steps(rt.ts[idx], rt.end[idx])
     idx, inside = idx[inside > 0], inside[inside > 0]
+    if len(idx) == 0:
+        return None
+    # inference waits for its result at the end of a step (the tokens to sample or return,
+    # the harness's synchronize before reading the clock): a sync after which nothing is
+    # launched in the steps is that wait, inherent to the request, not a removable stall
+    result = _awaiting_result(ctx, idx)
+    result_ns = ctx.per_step_union(rt.ts[idx[result]], rt.end[idx[result]])
+    idx, inside = idx[~result], inside[~result]
     if len(idx) == 0:
         return None
     sync_ns = ctx.per_step_union(rt.ts[idx], rt.end[idx])
@@ -62,6 +121,10 @@ def check(ctx: Context) -> Finding | None:
             f"host memory ({fmt_ns(float(inside[~named].sum()) / ctx.n_steps)} per step): "
             "even an async copy call returns only when such a copy is done, after the work "
             "queued before it")
+    if result_ns > 0:
+        evidence.append(
+            f"not counted: {fmt_ns(result_ns)} per step of synchronising calls that end a step "
+            "(nothing launched after them in it): inference waiting for its result")
     if len(trace.syncs):
         s = trace.syncs
         sin = ctx.in_steps(s.ts, s.end) > 0
@@ -79,11 +142,8 @@ def check(ctx: Context) -> Finding | None:
                   "idle time per step: without the syncs the CPU queues work ahead and can at "
                   "most fill the GPU's idle time."),
         evidence=evidence,
-        fix=("Remove per-step synchronisation: no .item(), .cpu(), .numpy(), .tolist(), "
-             "print(tensor) or tensor-valued `if` in the step; accumulate metrics on the GPU "
-             "and read them every N steps; use non_blocking copies; avoid torch.cuda.synchronize() "
-             "outside benchmarks."),
-        code=CODE,
+        fix=FIX_TRAINING if ctx.premises.training else FIX_INFERENCE,
+        code=CODE if ctx.premises.training else CODE_INFERENCE,
         source_lines=ctx.source_lines(owner[has], inside[has].astype(np.float64)),
         references=("https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
                     "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
