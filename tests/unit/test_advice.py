@@ -456,10 +456,13 @@ def test_gpu_gap_with_nothing_on_the_cpu_says_so(tmp_path: Path) -> None:
     assert "gap of 4.99 ms: nothing recorded on the CPU meanwhile" in gaps.evidence
 
 
-def _item_per_iteration(training: bool) -> TraceBuilder:
-    """A 10 ms step of five iterations: a 1 ms GEMM, then .item() waiting 985 µs for it."""
+def _item_per_iteration(training: bool, closing_sync: bool = False) -> TraceBuilder:
+    """A 10 ms step of five iterations: a 1 ms GEMM, then .item() waiting 985 µs for it;
+    ``closing_sync``: then a bare torch.cuda.synchronize() of 800 µs ending the step."""
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
+        if closing_sync:
+            b.runtime("cudaDeviceSynchronize", 9100, 800)
         for i in range(5):
             t = i * 2000
             mm = b.op("aten::mm", t, 10)
@@ -483,17 +486,25 @@ def test_host_sync_evidence(tmp_path: Path) -> None:
     assert ".item() / .cpu() / print(tensor) per step" in (f.code or "")
 
 
-def test_host_sync_leaves_out_inference_waiting_for_its_result(tmp_path: Path) -> None:
-    """Inference (no backward pass, no optimizer step): the last sync of the step, after
-    which nothing is launched in it, is the wait for the step's result (the tokens to
-    return, a harness's synchronize before reading the clock), not a stall to remove. The
-    four syncs that hold back later launches stay counted, with inference's fix."""
-    f = next(f for f in findings(_item_per_iteration(False), tmp_path) if f.id == "host-sync")
-    assert f.saving_us == pytest.approx(3940.0)  # 4 × 985 µs
-    assert ("not counted: 985.0 µs per step of synchronising calls that end a step (nothing "
-            "launched after them in it): inference waiting for its result") in f.evidence
+def test_host_sync_leaves_out_an_inference_harness_synchronize(tmp_path: Path) -> None:
+    """Inference (aten operators, no backward pass, no optimizer step): a bare
+    torch.cuda.synchronize() (cudaDeviceSynchronize outside any operator) after the step's
+    last kernel launch is the harness waiting for the request (to read the clock, to
+    return the result), not the model's stall. The .item() syncs inside operators stay
+    counted, with inference's fix; in training the closing synchronize counts too."""
+    f = next(f for f in findings(_item_per_iteration(False, closing_sync=True), tmp_path)
+             if f.id == "host-sync")
+    assert f.saving_us == pytest.approx(4925.0)  # 5 × 985 µs, the 800 µs left out
+    assert ("not counted: 800.0 µs per step of torch.cuda.synchronize() ending the step "
+            "outside any operator, after its last kernel launch (an inference harness waiting "
+            "for the request to finish)") in f.evidence
     assert "non_blocking=True into pinned memory" in f.fix and "learning" not in f.fix
     assert "pin_memory=True" in (f.code or "") and "running_loss" not in (f.code or "")
+    (tmp_path / "train").mkdir()
+    t = next(f for f in findings(_item_per_iteration(True, closing_sync=True),
+                                 tmp_path / "train") if f.id == "host-sync")
+    assert not any(e.startswith("not counted") for e in t.evidence)
+    assert t.evidence[0].startswith("6 synchronising calls per step block the CPU for 5.72 ms")
 
 
 def test_operators_that_launch_nothing_on_any_device() -> None:

@@ -346,6 +346,16 @@ def test_small_batch_fix_follows_the_run_it_reads(tmp_path: Path) -> None:
     served = _get(_trace(tmp_path / "vllm", TC_BF16, k_dur=200,
                          op="vllm::unified_attention_with_output"), "small-batch")
     assert served is not None and "max_num_seqs" in served.fix and served.code is None
+    # no PyTorch operator recorded (CUDA calls and ranges only, as in an nsys export or a
+    # Triton benchmark): whether the run trains is unknown, and the fix says both
+    (tmp_path / "unknown").mkdir()
+    unknown = _get(_trace(tmp_path / "unknown", TC_BF16, k_dur=200, op="my_kernel_wrapper"),
+                   "small-batch")
+    assert unknown is not None and unknown.code is None
+    assert "in training, scale the learning rate" in unknown.fix
+    assert "in inference, batch more inputs" in unknown.fix
+    assert unknown.evidence[-1] == ("the trace records no PyTorch operators: whether the run "
+                                    "trains is not known")
 
 
 # ---- the audit on real traces: a copy to pageable memory waits like a sync -------------

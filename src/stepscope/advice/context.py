@@ -69,9 +69,12 @@ class Premises:
     compiled: str | None  # what shows torch.compile ran (a range or kernel name), or None
     graph_launches: int  # CUDA/HIP graph launches
     vllm: str | None = None  # a vLLM custom operator the run calls (it serves with vLLM), or None
-    # the run trains: the trace holds a backward pass (autograd's nodes) or an optimizer step;
-    # otherwise it is inference, and no fix may speak of learning rates or optimizers
+    # the run trains: the trace holds a backward pass (autograd's nodes) or an optimizer step
     training: bool = False
+    # the run is inference: the trace records PyTorch's operators (aten::*), and none of them
+    # is a backward node or an optimizer step; no fix may speak of learning rates or
+    # optimizers. Neither (an Nsight Systems export of CUDA calls only): unknown
+    inference: bool = False
 
     @property
     def amd(self) -> bool:
@@ -297,12 +300,14 @@ class Context:
         vllm = names.mask(trace, names.is_vllm_op)[host.name]
         training = bool((names.mask(trace, names.is_autograd_node)
                          | names.mask(trace, names.is_optimizer_step))[host.name].any())
+        aten = names.mask(trace, names.is_aten_op)[host.name[host.kind == HOST_OP]]
+        inference = not training and bool(aten.any())
         g = self.a.graphs
         return Premises(vendor=trace.meta.vendor, device=prop, matrix_cores=mc,
                         matmul_dtypes=dtypes, fp32_off_matrix_ns=fp32_off, compiled=compiled,
                         graph_launches=g.graph_launches if g is not None else 0,
                         vllm=trace.name(int(host.name[int(np.argmax(vllm))])) if vllm.any()
-                        else None, training=training)
+                        else None, training=training, inference=inference)
 
     # ---- host ------------------------------------------------------------------------
     @cached_property
@@ -433,6 +438,40 @@ class Context:
             sel = sel.copy()
             sel[issuer[d2h]] = True
         return sel
+
+    def step_of(self, ts: I64) -> I64:
+        """The step each time falls in (-1: in none)."""
+        k = np.searchsorted(self.lo, ts, side="right") - 1
+        ok = (k >= 0) & (ts < self.hi[np.maximum(k, 0)])
+        out: I64 = np.where(ok, k, -1)
+        return out
+
+    def closing_synchronize(self, calls: I64) -> B:
+        """For the runtime calls ``calls``: in an inference run (``Premises.inference``),
+        the explicit synchronizes (``…Synchronize``: cudaDeviceSynchronize,
+        hipStreamSynchronize, …) made outside any operator after their step's last kernel
+        launch on the main GPU. PyTorch records ``torch.cuda.synchronize()`` as such a bare
+        call, and inference harnesses (benchmarks, servers) make it at the end of every
+        request, to read the clock or hand the result back: the wait for the step to finish,
+        not the model's own stall. A result copy (``.cpu()``, ``.item()``) runs inside an
+        operator and stays counted; so does any synchronize of a training step."""
+        out = np.zeros(len(calls), dtype=bool)
+        if not self.premises.inference or not len(self.lo) or not len(calls):
+            return out
+        trace = self.trace
+        rt, dev_rt = trace.runtime, self.a.links.device_runtime
+        launches = np.unique(dev_rt[self.kernel_sel & (dev_rt >= 0)])
+        step = self.step_of(rt.ts[launches])
+        has = step >= 0
+        last = np.full(len(self.lo), np.iinfo(np.int64).max)  # no launch: nothing awaited
+        if has.any():
+            last[np.unique(step[has])] = np.iinfo(np.int64).min
+            np.maximum.at(last, step[has], rt.ts[launches][has])
+        s = self.step_of(rt.ts[calls])
+        bare = self.a.tree.runtime_owner[calls] < 0
+        explicit = names.mask(trace, names.is_synchronize_call)[rt.name[calls]]
+        out = bare & explicit & (s >= 0) & (rt.ts[calls] > last[np.maximum(s, 0)])
+        return out
 
     @cached_property
     def operators(self) -> I64:

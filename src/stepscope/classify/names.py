@@ -267,6 +267,17 @@ def is_optimizer_step(name: str) -> bool:
     return name.startswith("Optimizer.step#")
 
 
+def is_synchronize_call(name: str) -> bool:
+    """An explicit synchronize (``cudaDeviceSynchronize``, ``hipStreamSynchronize``,
+    ``cuCtxSynchronize``, …): a wait the caller asked for, unlike a blocking copy."""
+    return name in SYNC_CALLS and name.endswith("Synchronize")
+
+
+def is_aten_op(name: str) -> bool:
+    """An ATen operator (``aten::mm``): the trace records PyTorch's operators."""
+    return name.startswith("aten::")
+
+
 def is_autograd_node(name: str) -> bool:
     """A backward node as the autograd engine records it
     (``autograd::engine::evaluate_function: MmBackward0``): the run has a backward pass."""

@@ -33,15 +33,20 @@ with torch.inference_mode():
 
 
 def _fix(ctx: Context) -> str:
-    """The fix for this run: training scales its learning rate with the batch; inference
-    (no backward pass, no optimizer step in the trace) batches more inputs per call, and a
-    model served by vLLM through vLLM's own batching limits."""
+    """The fix for this run (Premises.training / inference): training scales its learning
+    rate with the batch; inference batches more inputs per call, and a model served by vLLM
+    through vLLM's own batching limits; a run the trace cannot tell (CUDA calls only) hears
+    both."""
     p = ctx.premises
     if p.vllm is not None:
         return ("Let vLLM batch more requests per step: raise max_num_seqs and "
                 "max_num_batched_tokens (and gpu_memory_utilization if the KV cache limits "
                 "them), and send it more concurrent requests.")
-    if not p.training:
+    if not p.training and not p.inference:  # an export of CUDA calls: the run is unknown
+        return ("Increase the batch size: in training, scale the learning rate with it (e.g. "
+                "linearly with warm-up); in inference, batch more inputs or requests per "
+                "forward pass.")
+    if p.inference:
         return ("Give each forward pass more inputs: batch several inputs or requests "
                 "together (a larger batch_size offline, dynamic batching when serving). If the "
                 "latency of one request is what counts, cut the host time per call instead "
@@ -53,9 +58,10 @@ def _fix(ctx: Context) -> str:
 
 
 def _code(ctx: Context) -> str | None:
-    if ctx.premises.vllm is not None:
+    p = ctx.premises
+    if p.vllm is not None or not (p.training or p.inference):
         return None
-    return CODE_TRAINING if ctx.premises.training else CODE_INFERENCE
+    return CODE_TRAINING if p.training else CODE_INFERENCE
 
 
 def check(ctx: Context) -> Finding | None:
@@ -96,7 +102,8 @@ def check(ctx: Context) -> Finding | None:
         f"up to {100 * (speedup - 1):.0f} % more samples/s",
         ("the run trains (a backward pass or an optimizer step in the trace)"
          if ctx.premises.training else
-         "no backward pass or optimizer step in the trace: inference"),
+         "no backward pass or optimizer step in the trace: inference" if ctx.premises.inference
+         else "the trace records no PyTorch operators: whether the run trains is not known"),
     ]
     if warm > 0:
         evidence.append(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
@@ -47,35 +46,6 @@ FIX_INFERENCE = ("Remove synchronisation inside the forward pass: no .item(), .t
                  "next batch is queued meanwhile.")
 
 
-def _step_of(ctx: Context, ts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The step each time falls in (-1: in none)."""
-    k = np.searchsorted(ctx.lo, ts, side="right") - 1
-    ok = (k >= 0) & (ts < ctx.hi[np.maximum(k, 0)])
-    out: npt.NDArray[np.int64] = np.where(ok, k, -1)
-    return out
-
-
-def _awaiting_result(ctx: Context, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """For the synchronising calls ``idx``: in a run that does not train
-    (``Premises.training``), those that begin after the step's last launch of device work
-    on the main GPU: the wait for the step's result. A training step's trailing ``.item()``
-    (a logged loss) stays counted: the next step's launches could queue behind the GPU's
-    work instead."""
-    out = np.zeros(len(idx), dtype=bool)
-    if ctx.premises.training or not len(ctx.lo):
-        return out
-    rt, dev_rt = ctx.trace.runtime, ctx.a.links.device_runtime
-    calls = np.unique(dev_rt[ctx.device_sel & (dev_rt >= 0)])
-    step = _step_of(ctx, rt.ts[calls])
-    last = np.full(len(ctx.lo), np.iinfo(np.int64).max)  # no launch: nothing is awaited
-    if (step >= 0).any():
-        last[np.unique(step[step >= 0])] = np.iinfo(np.int64).min
-        np.maximum.at(last, step[step >= 0], rt.ts[calls][step >= 0])
-    s = _step_of(ctx, rt.ts[idx])
-    out = (s >= 0) & (rt.ts[idx] > last[np.maximum(s, 0)])
-    return out
-
-
 def check(ctx: Context) -> Finding | None:
     trace = ctx.trace
     if not ctx.has_gpu:
@@ -86,10 +56,9 @@ def check(ctx: Context) -> Finding | None:
     idx, inside = idx[inside > 0], inside[inside > 0]
     if len(idx) == 0:
         return None
-    # inference waits for its result at the end of a step (the tokens to sample or return,
-    # the harness's synchronize before reading the clock): a sync after which nothing is
-    # launched in the steps is that wait, inherent to the request, not a removable stall
-    result = _awaiting_result(ctx, idx)
+    # an inference harness's torch.cuda.synchronize() ending each request (to read the
+    # clock, to hand the result back) is the wait for the step, not the model's stall
+    result = ctx.closing_synchronize(idx)
     result_ns = ctx.per_step_union(rt.ts[idx[result]], rt.end[idx[result]])
     idx, inside = idx[~result], inside[~result]
     if len(idx) == 0:
@@ -123,8 +92,9 @@ def check(ctx: Context) -> Finding | None:
             "queued before it")
     if result_ns > 0:
         evidence.append(
-            f"not counted: {fmt_ns(result_ns)} per step of synchronising calls that end a step "
-            "(nothing launched after them in it): inference waiting for its result")
+            f"not counted: {fmt_ns(result_ns)} per step of torch.cuda.synchronize() ending the "
+            "step outside any operator, after its last kernel launch (an inference harness "
+            "waiting for the request to finish)")
     if len(trace.syncs):
         s = trace.syncs
         sin = ctx.in_steps(s.ts, s.end) > 0
@@ -142,8 +112,8 @@ def check(ctx: Context) -> Finding | None:
                   "idle time per step: without the syncs the CPU queues work ahead and can at "
                   "most fill the GPU's idle time."),
         evidence=evidence,
-        fix=FIX_TRAINING if ctx.premises.training else FIX_INFERENCE,
-        code=CODE if ctx.premises.training else CODE_INFERENCE,
+        fix=FIX_INFERENCE if ctx.premises.inference else FIX_TRAINING,
+        code=CODE_INFERENCE if ctx.premises.inference else CODE,
         source_lines=ctx.source_lines(owner[has], inside[has].astype(np.float64)),
         references=("https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
                     "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
