@@ -116,11 +116,15 @@ def test_fp32_on_cuda_cores_is_compute_bound_against_the_fp32_peak(tmp_path: Pat
 # ---- tensor-cores ------------------------------------------------------------------------
 
 
-def test_tensor_cores_fires_on_fp32_ffma_with_the_tf32_fix(tmp_path: Path) -> None:
-    f = _get(_trace(tmp_path, FFMA, dtype=FP32, k_dur=900), "tensor-cores")
+@pytest.mark.parametrize("training", [True, False])
+def test_tensor_cores_fires_on_fp32_ffma_with_the_tf32_fix(tmp_path: Path,
+                                                           training: bool) -> None:
+    f = _get(_trace(tmp_path, FFMA, dtype=FP32, k_dur=900, training=training), "tensor-cores")
     assert f is not None
     assert "FP32 on CUDA cores" in f.title
-    assert f.code == tensor_cores.CODE_AMP_BF16
+    # inference: the same precision switches, without a backward pass in the snippet
+    assert f.code == (tensor_cores.CODE_AMP_BF16 if training else tensor_cores.CODE_INFER_BF16)
+    assert ("backward" in f.code) is training
     assert any("in fp32" in e and "compute capability 9.0" in e for e in f.evidence)
     assert any(e.startswith("kernel sm80_xmma_gemm_f32f32…ffma_") for e in f.evidence)
 
@@ -144,10 +148,14 @@ def test_tensor_cores_on_amd_bf16_gives_the_rocm_fix(tmp_path: Path) -> None:
     assert "AMD Instinct MI300X VF (matrix cores (MFMA))" in text
 
 
-def test_tensor_cores_on_amd_fp32_asks_for_bf16_not_tf32(tmp_path: Path) -> None:
-    f = _get(_trace(tmp_path, SIMT_AMD, dtype=FP32, amd=True, k_dur=900), "tensor-cores")
+@pytest.mark.parametrize("training", [True, False])
+def test_tensor_cores_on_amd_fp32_asks_for_bf16_not_tf32(tmp_path: Path,
+                                                        training: bool) -> None:
+    f = _get(_trace(tmp_path, SIMT_AMD, dtype=FP32, amd=True, k_dur=900, training=training),
+             "tensor-cores")
     assert f is not None
-    assert f.code == tensor_cores.CODE_ROCM_BF16
+    assert f.code == (tensor_cores.CODE_ROCM_BF16 if training
+                      else tensor_cores.CODE_INFER_ROCM_BF16)
     assert "tf32" not in (f.code or "").lower()
 
 
@@ -187,16 +195,21 @@ V100 = {"id": 0, "name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34_079_899_64
         "maxThreadsPerMultiprocessor": 2048, "numSms": 80, "warpSize": 32}
 
 
-def test_low_mfu_on_volta_asks_for_fp16_not_tf32_or_bf16(tmp_path: Path) -> None:
-    """Volta has Tensor Cores for fp16 only: no TF32, no bf16 (the real dlrm V100 ranks)."""
+@pytest.mark.parametrize("training", [True, False])
+def test_low_mfu_on_volta_asks_for_fp16_not_tf32_or_bf16(tmp_path: Path,
+                                                         training: bool) -> None:
+    """Volta has Tensor Cores for fp16 only: no TF32, no bf16 (the real dlrm V100 ranks);
+    loss scaling only where there are gradients (training)."""
     # 2*4096^3 FLOP per 100 ms step: 9 % of the V100's 15.7 FP32 TFLOP/s, in an 80 ms GEMM
     f = _get(_trace(tmp_path, "volta_sgemm_128x64_nn", dtype=FP32, k_dur=80_000,
-                    step_us=100_000, props=V100), "low-mfu")
+                    step_us=100_000, props=V100, training=training), "low-mfu")
     assert f is not None
-    assert "run matmuls in FP16 with torch.autocast and a GradScaler" in f.fix
+    assert ("run matmuls in FP16 with torch.autocast and a GradScaler" in f.fix) is training
+    assert "run matmuls in FP16 with torch.autocast" in f.fix
     assert "(or TF32" not in f.fix and "BF16/FP16" not in f.fix
-    assert f.code == low_mfu.CODE_FP16
+    assert f.code == (low_mfu.CODE_FP16 if training else low_mfu.CODE_FP16_INFER)
     assert "bfloat16" not in f.code and "float32_matmul_precision" not in f.code
+    assert ("GradScaler" in f.code) is training
 
 
 def test_low_mfu_on_amd_bf16_tunes_hipblaslt(tmp_path: Path) -> None:
@@ -592,3 +605,16 @@ def test_low_mfu_in_vllm_names_vllms_batching_not_torch_compile() -> None:
     assert "serves with vLLM, vllm::moe_forward" in fix and "--max-num-batched-tokens" in fix
     assert "PYTORCH_TUNABLEOP_ENABLED=1" in fix and "torch.compile" not in fix and code is None
     assert "--dtype" not in fix and "--enforce-eager" not in fix  # bf16 and compiled already
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_tensor_cores_on_volta_asks_for_loss_scaling_only_in_training(tmp_path: Path,
+                                                                      training: bool) -> None:
+    """fp16 on Volta needs a GradScaler only where there are gradients: inference is told
+    to run in float16 without one, and its snippet has no backward pass."""
+    f = _get(_trace(tmp_path, "volta_sgemm_128x64_nn", dtype=FP32, k_dur=900, props=V100,
+                    training=training), "tensor-cores")
+    assert f is not None
+    assert ("GradScaler" in f.fix) is training and ("GradScaler" in (f.code or "")) is training
+    assert f.code == (tensor_cores.CODE_AMP_FP16 if training else tensor_cores.CODE_INFER_FP16)
+    assert f.title.endswith("enable AMP" if training else "run them in float16")

@@ -15,7 +15,7 @@ CODE = """\
 torch.set_float32_matmul_precision("high")        # TF32 for remaining float32 matmuls
 model = torch.compile(model)                        # fuse memory-bound pointwise/norm ops
 with torch.autocast("cuda", dtype=torch.bfloat16):  # matmuls on bf16 Tensor Cores
-    loss = model(x)"""
+    out = model(x)"""
 # NVIDIA before Ampere (Volta, Turing): no TF32 and no bf16 Tensor Cores, so fp16 with loss
 # scaling is the precision that reaches them
 CODE_FP16 = """\
@@ -24,6 +24,11 @@ model = torch.compile(model)                       # fuse memory-bound pointwise
 with torch.autocast("cuda", dtype=torch.float16):  # matmuls on fp16 Tensor Cores
     loss = model(x)
 scaler.scale(loss).backward()"""
+# inference on Volta/Turing: fp16 without loss scaling (no gradients)
+CODE_FP16_INFER = """\
+model = torch.compile(model)                       # fuse memory-bound pointwise/norm ops
+with torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16):
+    out = model(x)"""
 # already bf16/fp16: no precision change to suggest
 CODE_COMPILE = """\
 model = torch.compile(model)   # fuse the memory-bound pointwise/norm ops between the GEMMs"""
@@ -34,7 +39,7 @@ model = torch.compile(model, mode="max-autotune")   # Triton/cuBLAS GEMM autotun
 CODE_ROCM = """\
 model = torch.compile(model)                        # fuse memory-bound pointwise/norm ops
 with torch.autocast("cuda", dtype=torch.bfloat16):  # matmuls on bf16 MFMA
-    loss = model(x)"""
+    out = model(x)"""
 CODE_ROCM_TUNE = """\
 import os
 os.environ["PYTORCH_TUNABLEOP_ENABLED"] = "1"   # fastest hipBLASLt/rocBLAS solution per shape"""
@@ -67,8 +72,9 @@ def _fix(p: Premises) -> tuple[str, str | None]:
         return _vllm_fix(p)
     steps = []
     if not p.low_precision:
-        steps.append("run matmuls in FP16 with torch.autocast and a GradScaler (this GPU has "
-                     "no TF32 or bf16 Tensor Cores)" if p.pre_ampere else
+        steps.append("run matmuls in FP16 with torch.autocast"
+                     + ("" if p.inference else " and a GradScaler")
+                     + " (this GPU has no TF32 or bf16 Tensor Cores)" if p.pre_ampere else
                      "run matmuls in BF16/FP16 with torch.autocast"
                      + (" (or TF32 for the float32 ones)" if p.tf32_capable else ""))
     if p.compiled is None:
@@ -87,7 +93,8 @@ def _fix(p: Premises) -> tuple[str, str | None]:
         else:
             code = CODE_ROCM_TUNE_COMPILE if p.low_precision else CODE_ROCM
     elif not p.low_precision:
-        code = (CODE_FP16 if p.pre_ampere else CODE) if p.compiled is None else None
+        fp16 = CODE_FP16_INFER if p.inference else CODE_FP16
+        code = (fp16 if p.pre_ampere else CODE) if p.compiled is None else None
     else:
         code = CODE_COMPILE if p.compiled is None else CODE_AUTOTUNE
     return fix, code

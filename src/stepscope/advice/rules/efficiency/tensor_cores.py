@@ -49,6 +49,22 @@ for x, y in loader:
     loss.backward()
     optimizer.step()"""
 
+# inference (Premises.inference): no gradients, so no loss scaling and no backward pass
+CODE_INFER_FP16 = """\
+with torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16):
+    out = model(x)"""
+
+CODE_INFER_BF16 = """\
+torch.backends.cuda.matmul.allow_tf32 = True   # or torch.set_float32_matmul_precision("high")
+torch.backends.cudnn.allow_tf32 = True
+with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+    out = model(x)"""
+
+CODE_INFER_ROCM_BF16 = """\
+# ROCm builds of PyTorch use the "cuda" device type; bf16 runs on MFMA (MI200/MI300)
+with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+    out = model(x)"""
+
 CODE_ROCM_TUNE = """\
 # let PyTorch try every hipBLASLt/rocBLAS solution per GEMM shape and keep the fastest
 import os
@@ -77,7 +93,9 @@ def _off_dtype(ctx: Context, owners: np.ndarray, weight: np.ndarray) -> str:
 
 
 def _fix(p: Premises, dtype: str) -> tuple[str, str, str]:
-    """(title, fix, code) for the vendor and the dtype the off-matrix-core work runs in."""
+    """(title, fix, code) for the vendor and the dtype the off-matrix-core work runs in, and
+    for inference (Premises.inference) a snippet without a backward pass or loss scaling."""
+    infer = p.inference
     if dtype in ("bf16", "fp16", "fp8"):
         if p.amd:
             return ("16-bit matmuls/convolutions run off matrix cores: tune the GEMM and "
@@ -99,13 +117,19 @@ def _fix(p: Premises, dtype: str) -> tuple[str, str, str]:
         return ("Matmuls/convolutions run off matrix cores: use bf16 autocast",
                 "Run matmuls and convolutions in bf16 with torch.autocast (MFMA bf16 runs 8x "
                 "the FP32 vector rate on MI200/MI300), and let TunableOp/MIOpen find pick MFMA "
-                "solutions.", CODE_ROCM_BF16)
+                "solutions.", CODE_INFER_ROCM_BF16 if infer else CODE_ROCM_BF16)
     if p.tf32_capable:
         return ("Matmuls/convolutions run in FP32 on CUDA cores: enable TF32 or bf16 autocast",
                 "Run float32 matmuls and convolutions on Tensor Cores: TF32 "
                 "(torch.backends.cuda.matmul.allow_tf32 = True or "
                 "torch.set_float32_matmul_precision('high'); cuDNN convolutions use TF32 by "
-                "default), or bf16 with torch.autocast.", CODE_AMP_BF16)
+                "default), or bf16 with torch.autocast.",
+                CODE_INFER_BF16 if infer else CODE_AMP_BF16)
+    if infer:
+        return ("Matmuls/convolutions run without Tensor Cores: run them in float16",
+                "Run matmuls and convolutions in float16 on Tensor Cores: torch.autocast with "
+                "float16 (inference has no gradients, so no loss scaling), or the model cast "
+                "to float16; this GPU has no TF32 or bf16 Tensor Cores.", CODE_INFER_FP16)
     return ("Matmuls/convolutions run without Tensor Cores: enable AMP",
             "Run matmuls and convolutions in reduced precision on Tensor Cores: "
             "torch.autocast with float16 and a GradScaler (automatic mixed precision); this "
