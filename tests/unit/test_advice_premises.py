@@ -457,6 +457,17 @@ def test_launch_bound_in_vllm_names_vllms_switches_not_torch_compile(tmp_path: P
     assert "HIP graphs" in amd.fix and "CUDA" not in amd.fix
 
 
+def test_launch_bound_snippet_captures_what_the_run_does(tmp_path: Path) -> None:
+    """Inference (aten operators, no backward, no optimizer) captures its forward pass;
+    a run the trace cannot tell (no aten operator) keeps the training-step snippet."""
+    f = _launch_bound(tmp_path)  # aten::add: inference
+    assert f.code is not None and "static_out = model(static_x)" in f.code
+    assert "train_step" not in f.code and "loss" not in f.code
+    (tmp_path / "unknown").mkdir()
+    g = _launch_bound(tmp_path / "unknown", op="my_op")
+    assert g.code is not None and "train_step(static_x, static_y)" in g.code
+
+
 def test_premises_know_vllm_by_its_operator_namespace() -> None:
     from stepscope.classify.names import is_vllm_op
     assert is_vllm_op("vllm::moe_forward") and is_vllm_op("vllm::all_reduce")

@@ -31,13 +31,23 @@ VLLM_REFERENCES = ("https://docs.vllm.ai/en/latest/design/cuda_graphs/",
 
 CODE = """\
 model = torch.compile(model, mode="reduce-overhead")   # captures {graphs}
-# or capture a static step by hand:
+# or capture a static step by hand (warm it up on a side stream first):
 g = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g):
     static_loss = train_step(static_x, static_y)
 for x, y in loader:
     static_x.copy_(x); static_y.copy_(y)
     g.replay()"""
+# inference (Premises.inference): the forward pass is what is captured
+CODE_INFERENCE = """\
+model = torch.compile(model, mode="reduce-overhead")   # captures {graphs}
+# or capture the forward pass by hand (warm it up on a side stream first):
+g = torch.cuda.CUDAGraph()
+with torch.inference_mode(), torch.cuda.graph(g):
+    static_out = model(static_x)
+for x in inputs:
+    static_x.copy_(x)
+    g.replay()                      # static_out now holds the result"""
 
 
 def _fix(ctx: Context) -> str:
@@ -149,7 +159,9 @@ def check(ctx: Context) -> Finding | None:
                   "launch)."),
         evidence=evidence,
         fix=fix,
-        code=None if ctx.premises.vllm is not None else CODE.format(graphs=ctx.premises.graphs),
+        code=None if ctx.premises.vllm is not None else (
+            CODE_INFERENCE if ctx.premises.inference else CODE).format(
+                graphs=ctx.premises.graphs),
         references=(VLLM_REFERENCES if ctx.premises.vllm is not None else
                     ("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
                      "https://pytorch.org/docs/stable/generated/torch.compile.html")),

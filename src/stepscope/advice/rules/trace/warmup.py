@@ -20,8 +20,8 @@ with torch.profiler.profile(
     schedule=torch.profiler.schedule(wait=1, warmup=2, active=3, repeat=1),
     on_trace_ready=torch.profiler.tensorboard_trace_handler("./log"),
 ) as prof:
-    for x, y in loader:
-        train_step(x, y)
+    for batch in loader:
+        step(batch)                 # one training or inference step
         prof.step()"""
 
 # nsys: capture only the iterations between cudaProfilerStart and cudaProfilerStop

@@ -24,7 +24,7 @@ for batch in it:
     x, y = nxt
     for t in (x, y): t.record_stream(torch.cuda.current_stream())
     nxt = prefetch(batch)          # copy of the next batch overlaps this step's compute
-    train_step(x, y)"""
+    step(x, y)                     # the training or inference step"""
 
 
 def check(ctx: Context) -> Finding | None:
