@@ -28,12 +28,14 @@ def _findings(b: TraceBuilder, tmp_path: Path) -> dict[str, Any]:
     return {f.id: f for f in advise(run_analyses(b.load(tmp_path)))}
 
 
-def _steps(b: TraceBuilder, n: int = 4) -> None:
+def _steps(b: TraceBuilder, n: int = 4, training: bool = False) -> None:
     for i in range(n):
         with b.step(i, i * 1000, 1000):
             op = b.op("aten::mm", i * 1000 + 10, 100)
             b.launch(op, "cudaLaunchKernel", i * 1000 + 20, 5, kernel="gemm",
                      k_ts=i * 1000 + 30, k_dur=800)
+            if training:
+                b.annotation("Optimizer.step#AdamW.step", i * 1000 + 900, 50)
 
 
 def test_near_capacity_fires_and_names_the_peak(tmp_path: Path) -> None:
@@ -68,6 +70,15 @@ def test_growth_fires_on_tensors_kept_across_steps(tmp_path: Path) -> None:
     f = _findings(b, tmp_path)["memory-growth"]
     assert "8.0 MiB every step" in f.title
     assert "0.0 MiB → 8.0 MiB → 16.0 MiB → 24.0 MiB" in f.evidence[0]
+    # inference (no backward, no optimizer): outputs kept on the GPU, not a loss
+    assert "out.cpu()" in (f.code or "") and "loss" not in f.fix
+    t = TraceBuilder()
+    _steps(t, training=True)
+    for i in range(4):
+        _mem(t, i * 1000 + 15, 8 << 20, 100 + i, (i + 1) * (8 << 20), GIB)
+    (tmp_path / "train").mkdir()
+    g = _findings(t, tmp_path / "train")["memory-growth"]
+    assert "loss.item()" in (g.code or "") and "loss.detach()" in g.fix
     assert "aten::mm" in f.evidence[2]
 
 
@@ -113,8 +124,38 @@ def test_near_capacity_asks_for_no_mixed_precision_when_matmuls_are_bf16(tmp_pat
             b.launch(op, "cudaLaunchKernel", i * 1000 + 20, 5,
                      kernel="sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
                      k_ts=i * 1000 + 30, k_dur=800)
+            b.annotation("Optimizer.step#AdamW.step", i * 1000 + 900, 50)  # training
     _mem(b, 15, 70 * GIB, 1, 70 * GIB, 76 * GIB)
     _mem(b, 50, -70 * GIB, 1, 0, 76 * GIB)
     f = _findings(b, tmp_path)["memory-near-capacity"]
     assert "autocast" not in f.fix and "Mixed precision" not in f.estimate
     assert f.code == capacity.CODE_CHECKPOINT
+
+
+def test_near_capacity_of_inference_speaks_of_weights_not_activations(tmp_path: Path) -> None:
+    """Inference (aten operators, no backward, no optimizer) keeps no activations for a
+    backward pass: no checkpointing, gradient accumulation or optimizer sharding."""
+    b = TraceBuilder()
+    _steps(b)
+    _mem(b, 15, 70 * GIB, 1, 70 * GIB, 76 * GIB)
+    _mem(b, 50, -70 * GIB, 1, 0, 76 * GIB)
+    f = _findings(b, tmp_path)["memory-near-capacity"]
+    assert "torch.inference_mode()" in f.fix and "bf16/fp16" in f.fix
+    for word in ("checkpoint", "accumulation", "optimizer", "FSDP"):
+        assert word not in f.fix and word not in (f.code or "")
+    assert f.code == capacity.CODE_INFERENCE
+    assert f.evidence[-1] == "no backward pass or optimizer step in the trace: inference"
+
+
+def test_near_capacity_is_silent_for_vllm(tmp_path: Path) -> None:
+    """vLLM reserves gpu_memory_utilization of the GPU for weights and KV cache at start
+    and fits its batches into it: a full GPU is its design, not a risk."""
+    b = TraceBuilder()
+    for i in range(4):
+        with b.step(i, i * 1000, 1000):
+            op = b.op("vllm::unified_attention_with_output", i * 1000 + 10, 100)
+            b.launch(op, "cudaLaunchKernel", i * 1000 + 20, 5, kernel="gemm",
+                     k_ts=i * 1000 + 30, k_dur=800)
+    _mem(b, 15, 70 * GIB, 1, 70 * GIB, 76 * GIB)
+    _mem(b, 50, -70 * GIB, 1, 0, 76 * GIB)
+    assert "memory-near-capacity" not in _findings(b, tmp_path)

@@ -9,6 +9,13 @@ CODE = ("with torch.autocast('cuda', dtype=torch.bfloat16):\n"
         "    out = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)")
 # the matmuls already run in 16/8 bits: no mixed precision to suggest
 CODE_CHECKPOINT = "out = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)"
+# inference keeps no activations for a backward pass: the room is in the weights' precision
+# and the batch or sequence, and autograd state must not be kept
+CODE_INFERENCE = ("model = model.to(torch.bfloat16).eval()   # weights in 16 bits\n"
+                  "with torch.inference_mode():              # no autograd state kept\n"
+                  "    out = model(x)")
+CODE_INFERENCE_LOW = ("with torch.inference_mode():   # no autograd state kept\n"
+                      "    out = model(x)")
 NEAR_PCT = 85.0  # torch-tb-profiler warned at 90 % of totalGlobalMem
 HIGH_PCT = 95.0
 
@@ -24,6 +31,10 @@ def check(ctx: Context) -> Finding | None:
     hits = [d for d in m.devices if d.capacity and not d.cumulative
             and 100.0 * d.peak_allocated / d.capacity >= NEAR_PCT]
     if not hits:
+        return None
+    if ctx.premises.vllm is not None:
+        # vLLM reserves gpu_memory_utilization (0.9 by default) of the GPU for the weights
+        # and the KV cache at start and fits its batches into it: a full GPU is its design
         return None
     d = max(hits, key=lambda x: x.peak_allocated / (x.capacity or 1))
     low = ctx.premises.low_precision  # matmuls already in bf16/fp16/fp8
@@ -41,6 +52,29 @@ def check(ctx: Context) -> Finding | None:
         evidence.append("largest allocating operators: " + ", ".join(
             f"{r.name} {_gib(r.self_allocation_size)} in {r.self_allocation_count} allocations"
             for r in top))
+    if ctx.premises.inference:
+        return Finding(
+            id="memory-near-capacity",
+            title=f"GPU memory at {pct:.0f} % of capacity: one larger batch or sequence away "
+                  "from out-of-memory",
+            saving_us=0.0, saving_pct=0.0, severity="high" if pct >= HIGH_PCT else "medium",
+            estimate=("Not a time saving: headroom. Inference keeps no activations for a "
+                      "backward pass, so the room is in the weights and the batch: "
+                      + ("" if low else "16-bit weights halve their memory; ")
+                      + f"today's peak is {_gib(d.peak_allocated)}."),
+            evidence=(*evidence, "no backward pass or optimizer step in the trace: inference"),
+            fix=("Make room before a larger input pushes it over: run under "
+                 "torch.inference_mode() so that no autograd state is kept, "
+                 + ("" if low else "load the weights in bf16/fp16, ")
+                 + "quantize them (int8/fp8) if accuracy allows, lower the batch or sequence "
+                 "length at the peak, and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                 "against fragmentation."),
+            code=CODE_INFERENCE_LOW if low else CODE_INFERENCE,
+            references=("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-"
+                        "usage-with-pytorch-cuda-alloc-conf",
+                        "https://pytorch.org/docs/stable/generated/torch.autograd.grad_mode."
+                        "inference_mode.html"),
+        )
     return Finding(
         id="memory-near-capacity",
         title=f"GPU memory at {pct:.0f} % of capacity: one larger batch or sequence away "

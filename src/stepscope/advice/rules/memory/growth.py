@@ -38,10 +38,16 @@ def check(ctx: Context) -> Finding | None:
                       f"{per_step * 1000 / (1 << 30):.2f} GiB every 1,000 steps until it runs "
                       "out of memory."),
             evidence=tuple(evidence),
-            fix=("Do not keep graph-attached tensors across steps: log loss.item() or "
+            fix=("Do not keep outputs on the GPU across steps: move results to the host "
+                 "(out.cpu()) or drop them once used, clear lists of outputs, run under "
+                 "torch.inference_mode() so that no autograd graph is kept, and bound caches "
+                 "that grow with the requests." if ctx.premises.inference else
+                 "Do not keep graph-attached tensors across steps: log loss.item() or "
                  "loss.detach() instead of loss, clear lists of outputs, and avoid caches "
                  "keyed by tensors."),
-            code="running_loss += loss.item()   # not: losses.append(loss)",
+            code=("results.append(out.cpu())   # not: results.append(out)"
+                  if ctx.premises.inference else
+                  "running_loss += loss.item()   # not: losses.append(loss)"),
             references=("https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-"
                         "cuda-runtime-error-2-out-of-memory",),
         )
