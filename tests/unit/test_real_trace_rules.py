@@ -283,3 +283,24 @@ def test_loop_function_named_honestly_not_the_prof_step_line(tmp_path: Path) -> 
     line = f.source_lines[0]
     assert line.startswith("train.py: train() — the function running the loop")
     assert "line 99 is where profiling started" in line
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_input_pipeline_speaks_of_training_only_when_the_run_trains(tmp_path: Path,
+                                                                    training: bool) -> None:
+    """An inference loop (aten operators, no backward, no optimizer) that waits for its
+    DataLoader is not told that "training" waits."""
+    b = TraceBuilder()
+    for n in range(1, 4):
+        t = n * 30_000
+        with b.step(n, t, 29_000):
+            b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + 10, 20_000,
+                 cat="user_annotation")
+            b.op("aten::add", t + 20_100, 8_000)
+            if training:
+                b.annotation("Optimizer.step#SGD.step", t + 28_200, 500)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "input-pipeline"]
+    assert f.title.startswith("Training waits" if training else "The step waits")
+    assert ("training" in f.fix) is training
+    assert any(e.endswith("serially with training" if training else "serially with the model")
+               for e in f.evidence)

@@ -64,9 +64,11 @@ def check(ctx: Context) -> Finding | None:
     if ctx.has_gpu and len(idx):
         idle = int(ctx.not_busy(host.ts[idx], host.end[idx]).sum()) / ctx.n_steps
         evidence.append(f"the GPU is idle for {fmt_ns(idle)} per step while batches load")
+    # the words follow the run (Premises.training): an inference loop has no "training"
+    work = "training" if ctx.premises.training else "the model"
     if single:
         evidence.append("iterator is _SingleProcessDataLoaderIter: num_workers=0, batches are "
-                        "loaded in the training process, serially with training")
+                        f"loaded in the main process, serially with {work}")
     # what the loader does: operators inside it, by host self time
     ops = ctx.operators_within(iv.intersect(iv.union(host.ts[idx], host.end[idx]), ctx.window))
     for name, ns, n in top_by_name(host.name[ops], ctx.times.host_self[ops], trace.strings, 3):
@@ -84,9 +86,12 @@ def check(ctx: Context) -> Finding | None:
         fix = ("Load batches in background workers" + (" (num_workers is 0 now)" if single else "")
                + ": raise num_workers, set pin_memory=True, persistent_workers=True and "
                "prefetch_factor; move expensive preprocessing (decoding, resizing) out of the "
-               "training loop (pre-process the dataset once, or do augmentation on the GPU).")
+               f"{'training ' if ctx.premises.training else ''}loop (pre-process the dataset "
+               "once, or do augmentation on the GPU).")
     return ctx.finding(
-        id="input-pipeline", title="Training waits for the input pipeline (DataLoader)",
+        id="input-pipeline",
+        title=("Training" if ctx.premises.training else "The step")
+        + " waits for the input pipeline (DataLoader)",
         saving_ns=saving,
         estimate=("DataLoader time per step that no higher-priority work (GPU kernels, copies, "
                   "runtime calls) overlaps: hidden completely if workers prepare batches ahead."),
