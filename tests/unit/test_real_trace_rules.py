@@ -22,9 +22,12 @@ GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsiz
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
 
-def _comm_step(b: TraceBuilder, *, overlapped: bool) -> None:
-    """A 10 ms step: 4 ms of GEMMs, then 4 ms of all-reduce (alongside the GEMMs or after)."""
+def _comm_step(b: TraceBuilder, *, overlapped: bool, training: bool = True) -> None:
+    """A 10 ms step: 4 ms of GEMMs, then 4 ms of all-reduce (alongside the GEMMs or after);
+    ``training``: an optimizer step at its end."""
     with b.step(1, 0, 10_000):
+        if training:
+            b.annotation("Optimizer.step#SGD.step", 9_500, 100)
         for i in range(40):
             o = b.op("aten::mm", 10 + i * 20, 15)
             b.launch(o, "cudaLaunchKernel", 12 + i * 20, 5, kernel=GEMM, k_ts=1000 + i * 100,
@@ -51,6 +54,18 @@ def test_exposed_communication_fires(tmp_path: Path) -> None:
     assert "4,000 µs" in f.estimate  # the rule's own bound, said beside it
     assert any("NCCL" in e for e in f.evidence)
     assert "bucket_cap_mb" in (f.code or "") and "no_sync" in (f.code or "")
+
+
+def test_exposed_communication_in_inference_speaks_of_tensor_parallelism(
+        tmp_path: Path) -> None:
+    """Inference (no backward, no optimizer) has no gradients to bucket or accumulate."""
+    b = TraceBuilder()
+    _comm_step(b, overlapped=False, training=False)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path)))
+            if f.id == "exposed-communication"]
+    assert f.code is None and "tensor-parallel" in f.fix
+    for word in ("DDP", "gradient", "no_sync", "FSDP"):
+        assert word not in f.fix
 
 
 def test_exposed_communication_silent_when_overlapped(tmp_path: Path) -> None:

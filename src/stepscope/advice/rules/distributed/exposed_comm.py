@@ -28,6 +28,21 @@ for i, (x, y) in enumerate(loader):
 # for prev, nxt in zip(layers, layers[1:]): prev.set_modules_to_forward_prefetch([nxt])"""
 
 
+FIX_TRAINING = ("Overlap communication with computation and communicate less often: DDP "
+                "bucket_cap_mb and gradient_as_bucket_view=True; FSDP forward/backward "
+                "prefetch; async tensor parallelism (torch._inductor.config._micro_pipeline_tp); "
+                "run collectives on their own stream beside compute; a larger per-rank batch; "
+                "gradient accumulation with model.no_sync() on the micro-batches.")
+# inference (Premises.inference): no gradients to bucket or accumulate; the collectives are
+# tensor parallelism's (or expert parallelism's) inside the forward pass
+FIX_INFERENCE = ("Overlap the forward pass's collectives with computation or make fewer of "
+                 "them: async tensor parallelism (torch._inductor.config._micro_pipeline_tp "
+                 "with torch.compile), all-reduce fused with the next normalisation, fewer "
+                 "tensor-parallel ranks when the model fits on fewer GPUs (or pipeline "
+                 "parallelism across nodes), and more tokens per step so that the matmuls "
+                 "outweigh the collectives.")
+
+
 def check(ctx: Context) -> Finding | None:
     c = ctx.a.communication
     if c is None or not ctx.has_gpu or ctx.step_ns <= 0:
@@ -64,12 +79,8 @@ def check(ctx: Context) -> Finding | None:
                   "running beside them on the same GPU): the most that overlapping it with "
                   "computation can hide."),
         evidence=evidence,
-        fix=("Overlap communication with computation and communicate less often: DDP "
-             "bucket_cap_mb and gradient_as_bucket_view=True; FSDP forward/backward prefetch; "
-             "async tensor parallelism (torch._inductor.config._micro_pipeline_tp); run "
-             "collectives on their own stream beside compute; a larger per-rank batch; "
-             "gradient accumulation with model.no_sync() on the micro-batches."),
-        code=CODE,
+        fix=FIX_INFERENCE if ctx.premises.inference else FIX_TRAINING,
+        code=None if ctx.premises.inference else CODE,
         references=(
             "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
             "https://pytorch.org/docs/stable/notes/ddp.html",
