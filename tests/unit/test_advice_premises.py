@@ -629,3 +629,30 @@ def test_tensor_cores_on_volta_asks_for_loss_scaling_only_in_training(tmp_path: 
     assert ("GradScaler" in f.fix) is training and ("GradScaler" in (f.code or "")) is training
     assert f.code == (tensor_cores.CODE_AMP_FP16 if training else tensor_cores.CODE_INFER_FP16)
     assert f.title.endswith("enable AMP" if training else "run them in float16")
+
+
+# ---- an Intel XPU trace is not NVIDIA's -------------------------------------------------
+
+def test_an_xpu_trace_gets_no_cuda_advice(tmp_path: Path) -> None:
+    """XPUPTI writes ``xpu_runtime`` calls (``urEnqueueKernelLaunch``): the vendor is Intel,
+    so no fix names CUDA graphs, TF32 or a compute capability, and the launch-bound snippet
+    is fusion (PyTorch exposes no graph API for XPU)."""
+    b = TraceBuilder()
+    b.device_properties = [{"id": 0, "name": "Intel(R) Data Center GPU Max 1550",
+                            "totalGlobalMem": 68_719_476_736}]
+    with b.step(1, 0, 10_000):
+        for i in range(1000):
+            t = 5 + i * 10
+            o = b.op("aten::add", t, 8)
+            rt = b.runtime("urEnqueueKernelLaunch", t + 1, 6, owner=o, cat="xpu_runtime")
+            b.device_op(rt, "elementwise_kernel", t + 8, 2)
+    trace = b.load(tmp_path)
+    assert trace.meta.vendor == "intel"
+    fs = {f.id: f for f in advise(run_analyses(trace), replay=False)}
+    f = fs["launch-bound"]
+    assert "graph" not in f.fix.lower() and "torch.compile" in f.fix
+    assert f.code == "model = torch.compile(model)   # fewer, fused kernels"
+    for g in fs.values():
+        text = " ".join((g.title, g.fix, g.code or "", g.estimate, *g.evidence, *g.references))
+        assert "cuda" not in text.lower() and "TF32" not in text
+        assert "compute capability" not in text

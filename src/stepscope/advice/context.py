@@ -61,7 +61,7 @@ _AMD_MATRIX = re.compile(r"(?i)\bMI\s?[1-9]\d{2}|Radeon (RX|PRO) [79]\d{3}|W7\d{
 class Premises:
     """What the run already is, so that a fix never asks for what is done or cannot apply."""
 
-    vendor: str  # nvidia | amd | mtia | cpu | unknown (the trace's)
+    vendor: str  # nvidia | amd | intel | mtia | cpu | unknown (the trace's)
     device: DeviceProperties | None  # the main GPU's properties
     matrix_cores: bool  # the main GPU has Tensor Cores / matrix cores
     matmul_dtypes: dict[str, float]  # peak dtype key of matrix work -> share of its time
@@ -83,6 +83,8 @@ class Premises:
     @property
     def unit(self) -> str:
         """The matrix units' name for this vendor."""
+        if self.vendor == "intel":
+            return "XMX matrix engines"
         return "matrix cores (MFMA)" if self.amd else "Tensor Cores"
 
     @property
@@ -119,6 +121,8 @@ class Premises:
             return "device properties not recorded"
         if self.amd:  # ROCm's computeMajor/Minor are the gfx version, not a CUDA capability
             return f"{d.name or 'AMD GPU'} ({self.unit})"
+        if self.vendor != "nvidia":  # a compute capability is NVIDIA's numbering
+            return d.name or "device properties not recorded"
         return f"{d.name}, compute capability {d.compute_major}.{d.compute_minor}"
 
 
@@ -278,8 +282,10 @@ class Context:
         any_mc = bool(names.mask(trace, names.is_tensor_core_kernel)[kernels].any())
         if trace.meta.vendor == "amd":
             mc = any_mc or bool(prop is not None and _AMD_MATRIX.search(prop.name))
-        else:
+        elif trace.meta.vendor == "nvidia":  # Volta (7.0) and later have Tensor Cores
             mc = any_mc or bool(prop is not None and prop.compute_major >= 7)
+        else:  # a compute capability is NVIDIA's: other vendors by their kernels only
+            mc = any_mc
         dtypes: dict[str, float] = {}
         fp32_off = 0.0
         if e is not None:

@@ -170,6 +170,10 @@ LAUNCH_CALLS = frozenset(
         "hipModuleLaunchKernel",
         "hipGraphLaunch",
         "runFunction",
+        # Intel XPU (XPUPTI's runtime view): Unified Runtime, its PI predecessor, Level Zero
+        "urEnqueueKernelLaunch",
+        "piEnqueueKernelLaunch",
+        "zeCommandListAppendLaunchKernel",
     }
 )
 COPY_CALLS = frozenset(

@@ -402,7 +402,7 @@ class TraceMeta:
     backend: str | None = None
     window_start: int | None = None  # ns; the "PyTorch Profiler (0)" span when present
     window_end: int | None = None
-    vendor: str = "unknown"  # nvidia | amd | mtia | cpu | unknown
+    vendor: str = "unknown"  # nvidia | amd | intel | mtia | cpu | unknown
     categories: dict[str, int] = field(default_factory=dict)  # events per category as read
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count (partial data)
     warnings: tuple[str, ...] = ()

@@ -133,7 +133,8 @@ def _host(tr: Trace, rows: I64) -> list[dict[str, Any]]:
 
 def _runtime(tr: Trace, rows: I64) -> list[dict[str, Any]]:
     r = tr.runtime
-    cat = "hip_runtime" if tr.meta.vendor == "amd" else "cuda_runtime"
+    cat = {"amd": "hip_runtime", "intel": "xpu_runtime", "mtia": "mtia_runtime"}.get(
+        tr.meta.vendor, "cuda_runtime")
     names = [tr.name(int(k)) for k in r.name[rows].tolist()]
     pids, tids = _ids(tr, r.pid[rows]), _ids(tr, r.tid[rows])
     ts, dur = _us(r.ts[rows]), _us(r.dur[rows])

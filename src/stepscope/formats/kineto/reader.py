@@ -439,9 +439,19 @@ def _sorted(cols: Columns) -> Columns:
 
 def _vendor(devices: tuple[DeviceProperties, ...], strings: list[str], has_device_ops: bool,
             categories: Counter[str]) -> str:
+    """The device's vendor, from what each backend's Kineto plugin writes: MTIA's and
+    Intel XPU's (XPUPTI: ``xpu_runtime``/``xpu_driver`` calls such as
+    ``urEnqueueKernelLaunch``) own categories, AMD by device name or ``hip*`` calls, an
+    out-of-tree PrivateUse1 backend ("unknown": no vendor's advice applies), else NVIDIA
+    (CUPTI) when there is a device at all."""
     if categories.get("mtia_ccp_events") or categories.get("mtia_runtime"):
         return "mtia"
     names = " ".join(d.name for d in devices).lower()
+    if categories.get("xpu_runtime") or categories.get("xpu_driver") or "intel" in names:
+        return "intel"
+    if (categories.get("privateuse1_runtime") or categories.get("privateuse1_driver")) and not (
+            categories.get("cuda_runtime") or categories.get("hip_runtime")):
+        return "unknown"
     if "amd" in names or "radeon" in names or "instinct" in names or any(
         s.startswith("hip") for s in strings[:5000]
     ):

@@ -17,8 +17,9 @@ from stepscope.report.json.rounding import us as _us
 
 
 def matrix_core_label(vendor: str) -> str:
-    """What the Tensor Core figure is called: AMD's are matrix cores (MFMA/WMMA)."""
-    return "Tensor/matrix core share" if vendor == "amd" else "Tensor Core share"
+    """What the Tensor Core figure is called: AMD's are matrix cores (MFMA/WMMA), Intel's
+    XMX engines."""
+    return "Tensor/matrix core share" if vendor in ("amd", "intel") else "Tensor Core share"
 
 
 ONE_SIDE_PCT = 25.0  # part of the window only the host or only the device side covers

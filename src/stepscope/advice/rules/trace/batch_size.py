@@ -50,7 +50,8 @@ def _fix(ctx: Context) -> str:
         return ("Give each forward pass more inputs: batch several inputs or requests "
                 "together (a larger batch_size offline, dynamic batching when serving). If the "
                 "latency of one request is what counts, cut the host time per call instead "
-                f"(torch.compile(mode=\"reduce-overhead\"), {p.graphs}).")
+                + (f"(torch.compile(mode=\"reduce-overhead\"), {p.graphs})." if p.graph_api
+                   else "(torch.compile fuses kernels)."))
     return ("Increase the batch size (scale the learning rate accordingly, e.g. linearly with "
             "warm-up); if memory limits it, use "
             + ("activation checkpointing" if p.low_precision else "AMP or activation checkpointing")

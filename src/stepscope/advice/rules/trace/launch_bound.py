@@ -75,6 +75,17 @@ def _fix(ctx: Context) -> str:
             "kernel more work.")
 
 
+def _code(ctx: Context) -> str | None:
+    """The graph snippet for the run (a forward pass for inference); none for vLLM (its own
+    switches) or a device without a graph API PyTorch exposes (graph_api: fusion only)."""
+    p = ctx.premises
+    if p.vllm is not None:
+        return None
+    if not p.graph_api:
+        return None if p.compiled else "model = torch.compile(model)   # fewer, fused kernels"
+    return (CODE_INFERENCE if p.inference else CODE).format(graphs=p.graphs)
+
+
 def check(ctx: Context) -> Finding | None:
     if not ctx.has_gpu:
         return None
@@ -155,14 +166,15 @@ def check(ctx: Context) -> Finding | None:
         saving_ns=saving,
         estimate=("GPU idle time per step in gaps under 1 ms ended by a kernel launched after "
                   "the GPU went idle and started as soon as its launch returned, capped by the "
-                  "CPU time spent in launch calls (what a CUDA/HIP graph replaces with one "
-                  "launch)."),
+                  "CPU time spent in launch calls ("
+                  + ("what a CUDA/HIP graph replaces with one launch)." if ctx.premises.graph_api
+                     else "what fusing the kernels removes).")),
         evidence=evidence,
         fix=fix,
-        code=None if ctx.premises.vllm is not None else (
-            CODE_INFERENCE if ctx.premises.inference else CODE).format(
-                graphs=ctx.premises.graphs),
+        code=_code(ctx),
         references=(VLLM_REFERENCES if ctx.premises.vllm is not None else
                     ("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
-                     "https://pytorch.org/docs/stable/generated/torch.compile.html")),
+                     "https://pytorch.org/docs/stable/generated/torch.compile.html")
+                    if ctx.premises.graph_api else
+                    ("https://pytorch.org/docs/stable/generated/torch.compile.html",)),
     )
