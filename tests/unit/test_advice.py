@@ -283,6 +283,19 @@ def test_a_window_of_first_calls_says_to_profile_after_them(tmp_path: Path) -> N
     assert "schedule(wait=1, warmup=2" in (f.code or "")
 
 
+def test_a_cpu_profile_of_first_calls_names_no_gpu_library(tmp_path: Path) -> None:
+    """A CPU profile whose window is mostly a first convolution (oneDNN builds its
+    primitive on first use): the finding speaks of the CPU's warm-up, not cuDNN's."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        for i, t in enumerate((0, 8000, 8500, 9000)):
+            b.op("aten::mkldnn_convolution", t, 7000 if i == 0 else 50,
+                 input_dims=[[8, 3, 32, 32]])
+    f = next(f for f in findings(b, tmp_path) if f.id == "warmup-in-window")
+    assert "oneDNN primitive creation" in f.estimate
+    assert "cuDNN" not in f.estimate and "cudnn" not in f.fix
+
+
 @pytest.mark.parametrize(("op", "fires"), [("aten::add_", True), ("aten::_foreach_add_", False)])
 def test_unfused_optimizer(tmp_path: Path, op: str, fires: bool) -> None:
     b = TraceBuilder()

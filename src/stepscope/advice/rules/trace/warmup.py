@@ -151,12 +151,15 @@ def _first_calls(ctx: Context) -> Finding | None:
                     "cpu-ops-in-gpu-job leave it out")
     return _nominal(
         ctx, "first calls (warm-up)",
-        paid=("cuDNN's algorithm search, lazy module loading and one-time initialisation are "
-              "paid on the first call of an operator for a shape"),
+        paid=(("cuDNN's algorithm search, lazy module loading and one-time initialisation are "
+               if ctx.has_gpu else  # a CPU profile: oneDNN builds its primitives on first use
+               "one-time initialisation (oneDNN primitive creation, allocations) is ")
+              + "paid on the first call of an operator for a shape"),
         evidence=evidence,
         fix=("Skip the first iterations with the profiler schedule (wait/warmup), or run a "
-             "few untimed steps before profiling, so that the window holds steady-state "
-             "steps; keep torch.backends.cudnn.benchmark only when input shapes are static."),
+             "few untimed steps before profiling, so that the window holds steady-state steps"
+             + ("; keep torch.backends.cudnn.benchmark only when input shapes are static."
+                if ctx.has_gpu else ".")),
         code=CODE,
         references=("https://pytorch.org/docs/stable/profiler.html#torch.profiler.schedule",),
     )
