@@ -220,25 +220,29 @@ def test_small_batch_leaves_out_warm_up(tmp_path: Path) -> None:
     assert "small-batch" not in ids(findings(_first_launch_then_short_kernels(300), tmp_path))
 
 
-@pytest.mark.parametrize(("cat", "name", "warm"), [
-    ("cpu_op", "aten::nonzero", True),  # an operator's first call: warm-up
-    ("user_annotation", "Optimizer.step#Adam.step", False),  # a range: not judged
-    ("cpu_op", "Optimizer.step#Adam.step", False),  # a range older PyTorch wrote as an op
+@pytest.mark.parametrize(("cat", "name", "shapes", "warm"), [
+    ("cpu_op", "aten::nonzero", True, True),  # an operator's first call for its shape
+    # no shapes recorded: a CPU-computing operator's first call may be its largest
+    ("cpu_op", "aten::nonzero", False, False),
+    ("user_annotation", "Optimizer.step#Adam.step", True, False),  # a range: not judged
+    ("cpu_op", "Optimizer.step#Adam.step", True, False),  # a range older PyTorch wrote as an op
 ])
 def test_first_calls_are_judged_on_operators_only(tmp_path: Path, cat: str, name: str,
-                                                   warm: bool) -> None:
+                                                   shapes: bool, warm: bool) -> None:
     """A 4 ms first call, then two of 20 µs: warm-up for an operator (same work, later
     fast), not for a record_function range, whose later calls need not do the same work
-    (an MTIA trace's 4.36 s optimizer step, its "later calls" nested sub-steps of µs). The
-    CPU-only work inside the range then stays counted (cpu-ops-in-gpu-job)."""
+    (an MTIA trace's 4.36 s optimizer step, its "later calls" nested sub-steps of µs), nor
+    for a CPU-computing operator whose calls' shapes are not recorded. The CPU-only work
+    inside then stays counted (cpu-ops-in-gpu-job)."""
+    dims = [[64]] if shapes else None
     b = TraceBuilder()
     with b.step(1, 0, 10_000):
         mm = b.op("aten::mm", 0, 10)
         b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
-        b.op(name, 1100, 4000, cat=cat)
+        b.op(name, 1100, 4000, cat=cat, input_dims=dims)
         b.op("aten::copy_", 1110, 3900)  # CPU work inside it, the GPU idle
         for t in (5200, 5300):
-            b.op(name, t, 20, cat=cat)
+            b.op(name, t, 20, cat=cat, input_dims=dims)
         mm2 = b.op("aten::mm", 5950, 10)
         b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     ctx = Context(run_analyses(b.load(tmp_path)))

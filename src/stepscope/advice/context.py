@@ -369,11 +369,16 @@ class Context:
         PyTorch wrote as operators: steps, optimizer steps, DataLoader fetches): a range's
         later calls need not do the same work (an optimizer's nested or per-group step
         ranges of a few µs after a 4 s step), and the operator whose first call holds
-        the warm-up is itself judged."""
+        the warm-up is itself judged.
+
+        Without recorded shapes, calls of every shape are compared: judged only for an
+        operator that launches device work (its host side is launches, whatever the size),
+        not for one that computes on the CPU, whose first call may just be its largest."""
         trace, host = self.trace, self.trace.host
         ranges = names.mask(trace, names.is_profiler_step) | names.mask(
             trace, names.is_optimizer_step) | names.mask(trace, names.is_dataloader)
-        ops = np.flatnonzero((host.kind == HOST_OP) & ~ranges[host.name])
+        judged = (host.input_dims >= 0) | (self.times.device_total > 0)
+        ops = np.flatnonzero((host.kind == HOST_OP) & ~ranges[host.name] & judged)
         return first_calls(trace, ops, FIRST_CALL_MIN_NS, self.sync_time)
 
     @cached_property
