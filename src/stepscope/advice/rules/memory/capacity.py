@@ -52,49 +52,40 @@ def check(ctx: Context) -> Finding | None:
         evidence.append("largest allocating operators: " + ", ".join(
             f"{r.name} {_gib(r.self_allocation_size)} in {r.self_allocation_count} allocations"
             for r in top))
-    if ctx.premises.inference:
-        return Finding(
-            id="memory-near-capacity",
-            title=f"GPU memory at {pct:.0f} % of capacity: one larger batch or sequence away "
-                  "from out-of-memory",
-            saving_us=0.0, saving_pct=0.0, severity="high" if pct >= HIGH_PCT else "medium",
-            estimate=("Not a time saving: headroom. Inference keeps no activations for a "
-                      "backward pass, so the room is in the weights and the batch: "
-                      + ("" if low else "16-bit weights halve their memory; ")
-                      + f"today's peak is {_gib(d.peak_allocated)}."),
-            evidence=(*evidence, "no backward pass or optimizer step in the trace: inference"),
-            fix=("Make room before a larger input pushes it over: run under "
-                 "torch.inference_mode() so that no autograd state is kept, "
-                 + ("" if low else "load the weights in bf16/fp16, ")
-                 + "quantize them (int8/fp8) if accuracy allows, lower the batch or sequence "
-                 "length at the peak, and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-                 "against fragmentation."),
-            code=CODE_INFERENCE_LOW if low else CODE_INFERENCE,
-            references=("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-"
-                        "usage-with-pytorch-cuda-alloc-conf",
-                        "https://pytorch.org/docs/stable/generated/torch.autograd.grad_mode."
-                        "inference_mode.html"),
-        )
+    if ctx.premises.inference:  # no activations kept for a backward pass: weights, batch
+        evidence.append("no backward pass or optimizer step in the trace: inference")
+        estimate = ("Inference keeps no activations for a backward pass, so the room is in "
+                    "the weights and the batch: "
+                    + ("" if low else "16-bit weights halve their memory; "))
+        fix = ("Make room before a larger input pushes it over: run under "
+               "torch.inference_mode() so that no autograd state is kept, "
+               + ("" if low else "load the weights in bf16/fp16, ")
+               + "quantize them (int8/fp8) if accuracy allows, lower the batch or sequence "
+               "length at the peak, and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+               "against fragmentation.")
+        code = CODE_INFERENCE_LOW if low else CODE_INFERENCE
+        ref = "https://pytorch.org/docs/stable/generated/torch.autograd.grad_mode.inference_mode.html"
+    else:
+        estimate = (("" if low else "Mixed precision roughly halves activation memory; ")
+                    + "activation checkpointing of the largest activation holders trades ~30 % "
+                    "more forward compute for most of their activations; halving the "
+                    "micro-batch with 2-step accumulation halves activations at equal batch; ")
+        fix = ("Make room before the next change pushes it over: "
+               + ("" if low else "enable mixed precision (torch.autocast), ")
+               + "checkpoint the blocks holding the largest activations "
+               "(torch.utils.checkpoint), use a smaller micro-batch with gradient accumulation, "
+               "shard optimizer state (ZeroRedundancyOptimizer / FSDP), and set "
+               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.")
+        code = CODE_CHECKPOINT if low else CODE
+        ref = "https://pytorch.org/docs/stable/checkpoint.html"
     return Finding(
         id="memory-near-capacity",
         title=f"GPU memory at {pct:.0f} % of capacity: one larger batch or sequence away "
               "from out-of-memory",
         saving_us=0.0, saving_pct=0.0, severity="high" if pct >= HIGH_PCT else "medium",
-        estimate=("Not a time saving: headroom. "
-                  + ("" if low else "Mixed precision roughly halves activation memory; ")
-                  + "activation checkpointing of the largest activation holders trades "
-                  f"~30 % more forward compute for most of their activations; halving the "
-                  f"micro-batch with 2-step accumulation halves activations at equal batch; "
-                  f"today's peak is {_gib(d.peak_allocated)}."),
-        evidence=tuple(evidence),
-        fix=("Make room before the next change pushes it over: "
-             + ("" if low else "enable mixed precision (torch.autocast), ")
-             + "checkpoint the blocks holding the largest activations "
-             "(torch.utils.checkpoint), use a smaller micro-batch with gradient accumulation, "
-             "shard optimizer state (ZeroRedundancyOptimizer / FSDP), and set "
-             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation."),
-        code=CODE_CHECKPOINT if low else CODE,
+        estimate=(f"Not a time saving: headroom. {estimate}today's peak is "
+                  f"{_gib(d.peak_allocated)}."),
+        evidence=tuple(evidence), fix=fix, code=code,
         references=("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-"
-                    "with-pytorch-cuda-alloc-conf",
-                    "https://pytorch.org/docs/stable/checkpoint.html"),
+                    "with-pytorch-cuda-alloc-conf", ref),
     )
