@@ -17,6 +17,7 @@ from stepscope.advice.finding import Finding
 from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.links import gather
 from stepscope.analysis.events.optree import NodeTimes
+from stepscope.analysis.events.steps import step_index
 from stepscope.analysis.events.warmup import FIRST_CALL_MIN_NS, first_calls, first_launches
 from stepscope.analysis.suite import Analyses
 from stepscope.classify import names
@@ -113,6 +114,15 @@ class Premises:
         """NVIDIA Volta or Turing (compute capability 7.x): Tensor Cores for fp16 only."""
         d = self.device
         return self.vendor == "nvidia" and d is not None and d.compute_major == 7
+
+    @property
+    def run_line(self) -> str:
+        """One line for the evidence: which kind of run the rule read the trace as."""
+        if self.training:
+            return "the run trains (a backward pass or an optimizer step in the trace)"
+        if self.inference:
+            return "no backward pass or optimizer step in the trace: inference"
+        return "the trace records no PyTorch operators: whether the run trains is not known"
 
     def describe(self) -> str:
         """One line for the evidence: the device as its vendor names it."""
@@ -407,9 +417,7 @@ class Context:
     def warm_up_idle(self) -> iv.Union:
         """Main-GPU idle time inside the steps while the host compiled or made a first call or
         launch: warm-up, paid once, not the steady state a rule's saving may claim."""
-        warm = iv.union(np.concatenate((self.compile_time[0], self.first_call_time[0])),
-                        np.concatenate((self.compile_time[1], self.first_call_time[1])))
-        return iv.intersect(self.idle, warm)
+        return iv.intersect(self.idle, iv.merge(self.compile_time, self.first_call_time))
 
     @cached_property
     def steady_idle(self) -> iv.Union:
@@ -450,13 +458,6 @@ class Context:
             sel[issuer[d2h]] = True
         return sel
 
-    def step_of(self, ts: I64) -> I64:
-        """The step each time falls in (-1: in none)."""
-        k = np.searchsorted(self.lo, ts, side="right") - 1
-        ok = (k >= 0) & (ts < self.hi[np.maximum(k, 0)])
-        out: I64 = np.where(ok, k, -1)
-        return out
-
     def closing_synchronize(self, calls: I64) -> B:
         """For the runtime calls ``calls``: in an inference run (``Premises.inference``),
         the explicit synchronizes (``…Synchronize``: cudaDeviceSynchronize,
@@ -469,19 +470,18 @@ class Context:
         out = np.zeros(len(calls), dtype=bool)
         if not self.premises.inference or not len(self.lo) or not len(calls):
             return out
-        trace = self.trace
+        trace, steps = self.trace, self.a.steps
         rt, dev_rt = trace.runtime, self.a.links.device_runtime
         launches = np.unique(dev_rt[self.kernel_sel & (dev_rt >= 0)])
-        step = self.step_of(rt.ts[launches])
-        has = step >= 0
-        last = np.full(len(self.lo), np.iinfo(np.int64).max)  # no launch: nothing awaited
-        if has.any():
-            last[np.unique(step[has])] = np.iinfo(np.int64).min
-            np.maximum.at(last, step[has], rt.ts[launches][has])
-        s = self.step_of(rt.ts[calls])
+        step = step_index(steps, rt.ts[launches])
+        never = np.iinfo(np.int64).min  # a step without a launch awaits nothing
+        last = np.full(len(steps.steps), never)
+        np.maximum.at(last, step[step >= 0], rt.ts[launches][step >= 0])
+        s = step_index(steps, rt.ts[calls])
+        after = last[np.maximum(s, 0)]
         bare = self.a.tree.runtime_owner[calls] < 0
         explicit = names.mask(trace, names.is_synchronize_call)[rt.name[calls]]
-        out = bare & explicit & (s >= 0) & (rt.ts[calls] > last[np.maximum(s, 0)])
+        out = bare & explicit & (s >= 0) & (after > never) & (rt.ts[calls] > after)
         return out
 
     @cached_property

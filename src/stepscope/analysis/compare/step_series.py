@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.compare.diff import Series
 from stepscope.analysis.events.optree import OpTree
-from stepscope.analysis.events.steps import Steps
+from stepscope.analysis.events.steps import Steps, step_index
 from stepscope.analysis.trace.operators import decode_operator_keys, operator_keys, operator_label
 from stepscope.model.trace import DEV_KERNEL, Trace
 
@@ -45,16 +45,6 @@ class StepSeries:
     kernels: dict[str, Series] = field(default_factory=dict)
     operators: dict[OperatorKey, OperatorSeries] = field(default_factory=dict)
     operators_by_shape: dict[OperatorKey, OperatorSeries] = field(default_factory=dict)
-
-
-def step_index(steps: Steps, ts: I64) -> I64:
-    """The step each start time falls in, [start, end); -1 outside every step."""
-    starts = np.array([s.start for s in steps.steps], dtype=np.int64)
-    ends = np.array([s.end for s in steps.steps], dtype=np.int64)
-    k = np.searchsorted(starts, ts, side="right") - 1
-    inside = (k >= 0) & (ts < ends[np.maximum(k, 0)])
-    out: I64 = np.where(inside, k, -1)
-    return out
 
 
 def _sums(key: I64, step: I64, values: Sequence[I64 | F64], n: int) -> tuple[I64, list[F64]]:

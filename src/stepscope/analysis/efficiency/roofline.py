@@ -318,7 +318,7 @@ def _model_ops(trace: Trace, ops: I64) -> tuple[list[Work | None], I64]:
     new = np.concatenate(([True], (key[1:] != key[:-1]).any(axis=1)))
     inverse = np.empty(len(ops), dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
-    aten = names.mask(trace, _is_aten)
+    aten = names.mask(trace, names.is_aten_op)
     works = [model_op(decode(*(trace.name(int(i)) for i in row))) if aten[row[0]] else None
              for row in key[new].tolist()]
     return works, inverse
@@ -594,9 +594,6 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
         flops_capped=flops_capped,
     )
 
-
-def _is_aten(name: str) -> bool:
-    return name.startswith("aten::")
 
 
 def _first_per_group(group: I64, time: F64) -> I64:

@@ -49,6 +49,18 @@ class Steps:
         return self.steps[0].start, self.steps[-1].end
 
 
+def step_index(steps: Steps, ts: I64) -> I64:
+    """The step each time falls in, [start, end); -1 outside every step."""
+    if not steps.steps or len(ts) == 0:
+        return np.full(len(ts), -1, dtype=np.int64)
+    starts = np.array([s.start for s in steps.steps], dtype=np.int64)
+    ends = np.array([s.end for s in steps.steps], dtype=np.int64)
+    k = np.searchsorted(starts, ts, side="right") - 1
+    inside = (k >= 0) & (ts < ends[np.maximum(k, 0)])
+    out: I64 = np.where(inside, k, -1)
+    return out
+
+
 def _host_steps(trace: Trace) -> tuple[list[str], np.ndarray, np.ndarray]:
     host = trace.host
     is_step = names.mask(trace, names.is_profiler_step)[host.name] & (host.kind != HOST_PYTHON)

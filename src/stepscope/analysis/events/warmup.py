@@ -168,6 +168,8 @@ def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int,
 # the call, so a call during which the devices are busy half the time or more
 # (QUEUE_BUSY_FRACTION) is not taken for a module load.
 QUEUE_BUSY_FRACTION = 0.5
+
+
 def first_launches(trace: Trace, links: Links, min_ns: int) -> npt.NDArray[np.int64]:
     """The runtime rows of the launch calls that are first launches (see above) of at least
     ``min_ns``."""

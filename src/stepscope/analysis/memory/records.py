@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.events.optree import OpTree
-from stepscope.analysis.events.steps import Steps
+from stepscope.analysis.events.steps import Steps, step_index
 from stepscope.model.trace import HOST_PYTHON, Trace
 
 I64 = npt.NDArray[np.int64]
@@ -140,17 +140,6 @@ def _record_nodes(trace: Trace, tree: OpTree) -> I64:
     return out
 
 
-def _step_of(steps: Steps, ts: I64) -> npt.NDArray[np.int64]:
-    """Index of the step containing each time, -1 outside all steps."""
-    if not steps.steps or len(ts) == 0:
-        return np.full(len(ts), -1, dtype=np.int64)
-    lo = np.array([s.start for s in steps.steps], dtype=np.int64)
-    hi = np.array([s.end for s in steps.steps], dtype=np.int64)
-    k = np.searchsorted(lo, ts, side="right") - 1
-    kc = np.maximum(k, 0)
-    return np.where((k >= 0) & (ts < hi[kc]), k, -1)
-
-
 def _downsample(values: I64, peak: int, limit: int = CURVE_POINTS) -> I64:
     """Indices keeping the first/last point and each bucket's min and max (and the peak)."""
     n = len(values)
@@ -236,7 +225,7 @@ def memory_analysis(trace: Trace, steps: Steps, tree: OpTree) -> MemoryResult:
     node_rep = np.where(rec_node >= 0, rep[np.maximum(rec_node, 0)], -1)
     is_op = tree.times.is_operator
     attributed = (node_rep >= 0) & is_op[np.maximum(node_rep, 0)]
-    step_idx = _step_of(steps, mem.ts)
+    step_idx = step_index(steps, mem.ts)
     step_names = [s.name for s in steps.steps]
     capacity = {f"GPU{d.id}": d.total_memory for d in trace.meta.devices if d.total_memory > 0}
     # one label per distinct (type, id) pair, found through a single int64 key

@@ -53,7 +53,7 @@ def check(ctx: Context) -> Finding | None:
             f"{r.name} {_gib(r.self_allocation_size)} in {r.self_allocation_count} allocations"
             for r in top))
     if ctx.premises.inference:  # no activations kept for a backward pass: weights, batch
-        evidence.append("no backward pass or optimizer step in the trace: inference")
+        evidence.append(ctx.premises.run_line)
         estimate = ("Inference keeps no activations for a backward pass, so the room is in "
                     "the weights and the batch: "
                     + ("" if low else "16-bit weights halve their memory; "))

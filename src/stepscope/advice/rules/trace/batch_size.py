@@ -101,10 +101,7 @@ def check(ctx: Context) -> Finding | None:
         f"mean kernel {fmt_ns(_mean_in_steps(ctx))}",
         f"doubling the batch: about {fmt_ns(2 * busy + idle)} per step for twice the samples, "
         f"up to {100 * (speedup - 1):.0f} % more samples/s",
-        ("the run trains (a backward pass or an optimizer step in the trace)"
-         if ctx.premises.training else
-         "no backward pass or optimizer step in the trace: inference" if ctx.premises.inference
-         else "the trace records no PyTorch operators: whether the run trains is not known"),
+        ctx.premises.run_line,
     ]
     if warm > 0:
         evidence.append(

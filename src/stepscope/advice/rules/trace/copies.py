@@ -36,9 +36,6 @@ model = torch.compile(model)"""
 CODE_COMPILED = CODE.rsplit("\n# let the compiler", 1)[0]
 
 
-def _is_aten(name: str) -> bool:
-    return name.startswith("aten::")
-
 
 def inside_other_ops(ctx: Context) -> npt.NDArray[np.bool_]:
     """Host rows called by another ATen operator that is neither a copy nor a layout op.
@@ -51,7 +48,7 @@ def inside_other_ops(ctx: Context) -> npt.NDArray[np.bool_]:
     host, tree = ctx.trace.host, ctx.a.tree
     parent, depth = tree.parent, tree.depth
     allowed = names.mask_in(ctx.trace, COPY_OPS | LAYOUT_OPS)
-    aten = names.mask(ctx.trace, _is_aten)
+    aten = names.mask(ctx.trace, names.is_aten_op)
     blocks = aten[host.name] & ~allowed[host.name]  # an operator whose children are its own
     inside = np.zeros(len(host), dtype=bool)
     for level in range(1, int(depth.max(initial=0)) + 1):  # top down: one pass per depth

@@ -74,8 +74,7 @@ def _compiling(ctx: Context) -> Finding | None:
     lo, hi = ctx.a.steps.window
     if hi <= lo:
         return None
-    covered = iv.intersect(iv.union(host.ts[rows], host.end[rows]), iv.union(
-        np.array([lo], np.int64), np.array([hi], np.int64)))
+    covered = iv.clip(ctx.compile_time, lo, hi)
     ns = iv.length(covered)
     pct = 100.0 * ns / (hi - lo)
     if pct < DOMINANT_PCT:
@@ -120,8 +119,7 @@ def _first_calls(ctx: Context) -> Finding | None:
     lo, hi = ctx.a.steps.window
     if hi <= lo:
         return None
-    window = iv.union(np.array([lo], np.int64), np.array([hi], np.int64))
-    warm = iv.subtract(iv.intersect(ctx.first_call_time, window), ctx.compile_time)
+    warm = iv.subtract(iv.clip(ctx.first_call_time, lo, hi), ctx.compile_time)
     ns = iv.length(warm)
     pct = 100.0 * ns / (hi - lo)
     if pct < DOMINANT_PCT:
