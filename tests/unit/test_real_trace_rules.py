@@ -319,3 +319,18 @@ def test_input_pipeline_speaks_of_training_only_when_the_run_trains(tmp_path: Pa
     assert ("training" in f.fix) is training
     assert any(e.endswith("serially with training" if training else "serially with the model")
                for e in f.evidence)
+
+
+def test_one_fetch_straddling_the_steps_reads_in_the_singular(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 25_000,
+         cat="user_annotation")  # starts before the first step, ends inside it
+    for n in range(1, 4):
+        t = n * 20_000
+        with b.step(n, t, 19_000):
+            if n > 1:
+                b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + 10,
+                     12_000, cat="user_annotation")
+            b.op("aten::add", t + 12_100, 6_000)
+    (f,) = [f for f in advise(run_analyses(b.load(tmp_path))) if f.id == "input-pipeline"]
+    assert any(e.startswith("1 fetch straddles the edge of the steps") for e in f.evidence)

@@ -59,7 +59,8 @@ def check(ctx: Context) -> Finding | None:
     ]
     partial = int(np.count_nonzero(clipped < host.dur[idx]))
     if partial:
-        evidence.append(f"{count(partial, 'fetch', 'fetches')} straddle the edge of the steps: "
+        verb = "straddles" if partial == 1 else "straddle"
+        evidence.append(f"{count(partial, 'fetch', 'fetches')} {verb} the edge of the steps: "
                         "only the part inside the steps is counted")
     if ctx.has_gpu and len(idx):
         idle = int(ctx.not_busy(host.ts[idx], host.end[idx]).sum()) / ctx.n_steps
