@@ -14,7 +14,8 @@ from tests.diff_builders import ADD_US, cpu_training_trace, training_trace
 
 from stepscope.analysis.compare.diff import ItemChange, diff_runs
 from stepscope.analysis.compare.gate import evaluate, parse
-from stepscope.analysis.compare.step_series import operator_step_series, step_index, step_series
+from stepscope.analysis.compare.step_series import operator_step_series, step_series
+from stepscope.analysis.events.steps import step_index
 from stepscope.analysis.suite import run_analyses
 from stepscope.cli.main import main
 from stepscope.formats import load_trace
