@@ -124,6 +124,12 @@ MATRIX = [
     "triton_tem_fused_addmm_relu_1",
     "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1_swiglu",
     "_p_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1",
+    # Marlin mixed-input GEMMs and vLLM's Triton fused-MoE GEMM (quantised and MoE serving)
+    "void marlin::Marlin<256, 1, 8, 8, 4, 8>(int4 const*, int4 const*, int4*, int4 const*, "
+    "int, int, int, int, int*)",
+    "void marlin_moe_wna16::Marlin<(vllm::ScalarTypeId)5, 256, 1, 8, 4, false, 4, 8>(...)",
+    "fused_moe_kernel",
+    "fused_moe_kernel_gptq_awq",
 ]
 NOT_MATRIX = [
     "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(...)",
@@ -151,6 +157,9 @@ NOT_MATRIX = [
     "void dpsk::grouped_gemm::cuda::utils::transpose<512, 128, 4, 4>(float*, float const*)",
     "triton_poi_fused_add_mul_0",
     "triton_red_fused_sum_1",
+    # helpers around Marlin and the fused MoE (permutations, routing): not GEMMs
+    "void marlin::permute_cols_kernel<4>(int4 const*, int const*, int4*, int, int, int)",
+    "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int)",
 ]
 
 

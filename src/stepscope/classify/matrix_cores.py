@@ -73,6 +73,15 @@ MATRIX_CORE_KERNELS: tuple[Pattern, ...] = (
             "triton_tem_ only for tl.dot templates; pointwise/reductions are triton_poi/red/per) "
             "and triton_kernels' matmul_ogs / _p_matmul_ogs (vLLM/gpt-oss MoE): tl.dot lowers "
             "to mma/wgmma (NVIDIA) or MFMA (AMD)"),
+    Pattern("nvidia", r"\bmarlin\w*::Marlin",
+            "Marlin mixed-input GEMMs (4/8-bit weights x 16-bit activations) in vLLM, SGLang "
+            "and Aphrodite: marlin::Marlin<...> (GPTQ/AWQ/FP8 Marlin), marlin_moe_wna16::"
+            "Marlin<...> (MoE); the weights are dequantised in registers and fed to mma.sync "
+            "m16n8k16"),
+    Pattern("any", r"^fused_moe_kernel",
+            "vLLM's Triton fused-MoE GEMM (fused_moe_kernel, fused_moe_kernel_gptq_awq; the "
+            "same kernel name in SGLang and LMDeploy): one tl.dot per expert block on 16- or "
+            "8-bit inputs, lowered to mma/wgmma (NVIDIA) or MFMA (AMD)"),
     # --- AMD CDNA / RDNA ---
     Pattern("amd", r"Cijk_\w*_MI\d+x\d+x\d+",
             "ROCm Tensile/hipBLASLt solution names: MI<M>x<N>x<K> = the MFMA matrix "
