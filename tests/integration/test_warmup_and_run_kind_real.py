@@ -68,3 +68,16 @@ def test_an_inference_harness_synchronize_is_no_host_sync(rel: str) -> None:
     # the step's last call, a bare torch.cuda.synchronize() after the last kernel launch
     # (2.17, 4.08, 29.13 ms) was counted as a stall to remove
     assert "host-sync" not in _findings(rel)
+
+
+@pytest.mark.parametrize(("rel", "rule", "nsys"), [
+    (MI250, "gpu-low-utilization", False), (MI300_QWEN, "gpu-low-utilization", False),
+    (MTIA, "gpu-low-utilization", False), (PY4AI, "gpu-low-utilization", True),
+    (PY4AI, "gpu-gaps", True),
+])
+def test_nsight_docs_are_cited_on_nvidia_runs_only(rel: str, rule: str, nsys: bool) -> None:
+    # the rules follow Nsight Systems' expert rules, which read NVIDIA runs only: an AMD or
+    # MTIA run is sent to HTA's vendor-neutral pages instead
+    refs = _findings(rel)[rule].references
+    assert any("docs.nvidia.com/nsight-systems" in r for r in refs) is nsys
+    assert any("hta.readthedocs.io" in r for r in refs) is (not nsys or rule == "gpu-gaps")

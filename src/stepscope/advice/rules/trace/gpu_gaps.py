@@ -143,6 +143,8 @@ def check(ctx: Context) -> Finding | None:
              "next step's work first), or run it in a background thread/process."
              + record[0]),
         code=record[1] or None,
-        references=("https://docs.nvidia.com/nsight-systems/UserGuide/index.html#gpu-gaps",
-                    "https://hta.readthedocs.io/en/latest/source/features/idle_time_breakdown.html"),
+        references=((("https://docs.nvidia.com/nsight-systems/UserGuide/index.html#gpu-gaps",)
+                     if ctx.premises.vendor == "nvidia" else ())  # nsys reads NVIDIA runs only
+                    + ("https://hta.readthedocs.io/en/latest/source/features/"
+                       "idle_time_breakdown.html",)),
     )

@@ -73,6 +73,10 @@ def check(ctx: Context) -> Finding | None:
                   f"outside gaps ≥ {GAP_NS / 1e6:.0f} ms (their own finding)."),
         evidence=evidence,
         fix=_fix(ctx),
-        references=("https://docs.nvidia.com/nsight-systems/UserGuide/index.html"
-                    "#gpu-low-utilization",),
+        # Nsight Systems' expert rule is the source of this heuristic, but it reads only
+        # NVIDIA runs: elsewhere HTA's temporal breakdown (Kineto traces of any vendor)
+        references=(("https://docs.nvidia.com/nsight-systems/UserGuide/index.html"
+                     "#gpu-low-utilization",) if ctx.premises.vendor == "nvidia" else
+                    ("https://hta.readthedocs.io/en/latest/source/features/"
+                     "temporal_breakdown.html",)),
     )
