@@ -113,6 +113,59 @@ def test_elementwise_dominated(tmp_path: Path) -> None:
     assert f.saving_pct == pytest.approx(49.5, abs=1.0)
 
 
+def test_elementwise_leaves_the_optimizer_step_to_unfused_optimizer(tmp_path: Path) -> None:
+    # the same pointwise kernels launched inside Optimizer.step: compiling the model would
+    # not fuse them (a fused or foreach optimizer does), so this rule does not claim them
+    b = TraceBuilder()
+    kernel = "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>"
+    with b.step(1, 0, 10_000):
+        b.annotation("Optimizer.step#AdamW.step", 5, 9_000)
+        for i in range(100):
+            o = b.op("aten::mul_", 10 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=kernel, k_ts=100 + i * 99,
+                     k_dur=99)
+    assert "elementwise-dominated" not in ids(findings(b, tmp_path))
+
+
+def test_elementwise_names_what_it_left_in_the_optimizer(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    kernel = "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>"
+    with b.step(1, 0, 10_000):
+        for i in range(100):
+            o = b.op("aten::mul", 10 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=kernel, k_ts=100 + i * 99,
+                     k_dur=60)
+        b.annotation("Optimizer.step#AdamW.step", 5_100, 4_000)
+        for i in range(20):
+            o = b.op("aten::mul_", 5_110 + i * 50, 40)
+            b.launch(o, "cudaLaunchKernel", 5_112 + i * 50, 5, kernel=kernel,
+                     k_ts=10_000 + i * 99 - 2_000, k_dur=60)
+    f = next(f for f in findings(b, tmp_path) if f.id == "elementwise-dominated")
+    assert f.evidence[-1] == ("1.20 ms per step of elementwise kernels inside optimizer.step "
+                              "left out: the optimizer's per-parameter math, which a fused or "
+                              "foreach optimizer removes, not this fix")
+    assert all("aten::mul_" not in e for e in f.evidence)
+
+
+def test_elementwise_on_cpu_leaves_the_optimizer_step(tmp_path: Path) -> None:
+    # a CPU profile: AdamW(foreach=False)'s sqrt/addcdiv_ per parameter inside its step are
+    # the optimizer's (a fused=True optimizer removes them; compiling the model does not)
+    b = TraceBuilder(device_properties=[])
+    with b.step(1, 0, 10_000):
+        for i in range(45):
+            b.op("aten::mul", 10 + i * 100, 100)
+        b.op("aten::mm", 4_600, 2_500)
+        b.annotation("Optimizer.step#AdamW.step", 7_100, 2_900)
+        for i in range(14):
+            b.op("aten::sqrt" if i % 2 else "aten::addcdiv_", 7_110 + i * 200, 200)
+    f = next(f for f in findings(b, tmp_path) if f.id == "elementwise-dominated")
+    assert f.evidence[0] == "pointwise operators: 45.9 % of operator CPU self time"
+    assert f.evidence[1].startswith("aten::mul: 4.50 ms CPU self time per step")
+    assert f.evidence[-1].startswith("2.80 ms per step of pointwise operators inside "
+                                     "optimizer.step left out")
+    assert f.saving_us == pytest.approx(2250.0)
+
+
 def test_materialising_copies(tmp_path: Path) -> None:
     b = TraceBuilder()
     healthy(b, op="aten::copy_", kernel="void at::native::unrolled_elementwise_kernel<copy>")

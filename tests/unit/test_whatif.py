@@ -138,6 +138,20 @@ def test_fuse_elementwise(tmp_path: Path) -> None:
     assert r.touched == (1,)
 
 
+def test_fuse_elementwise_leaves_the_optimizer_step(tmp_path: Path) -> None:
+    # compiling the model does not fuse the optimizer's kernels: fuse_optimizer's
+    b = TraceBuilder()
+    step = b.annotation("Optimizer.step#AdamW.step", 0, 45)
+    assert step["cat"] == "user_annotation"
+    o = b.op("aten::add_", 1, 40)
+    k = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>"
+    b.launch(o, "cudaLaunchKernel", 10, 5, kernel=k, k_ts=20, k_dur=30)
+    b.launch(o, "cudaLaunchKernel", 30, 5, kernel=k, k_ts=52, k_dur=30)
+    r = _replay(b, tmp_path, "fuse_elementwise")
+    assert r.touched == (0,) and _steps(r)[0] == _steps(r)[1]
+    assert _replay(b, tmp_path, "fuse_optimizer").touched == (1,)
+
+
 def test_overlap_comm(tmp_path: Path) -> None:
     """A 100 µs GEMM, then a 100 µs all-reduce on stream 9 that started after it."""
     b = TraceBuilder()

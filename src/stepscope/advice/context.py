@@ -351,6 +351,15 @@ class Context:
         return self._inside(self.loader_rows)
 
     @cached_property
+    def in_optimizer(self) -> B:
+        """Host rows of an optimizer step (``Optimizer.step#…`` ranges) and inside one on
+        their own thread: the optimizer's per-parameter math. What removes it is a fused or
+        foreach optimizer (unfused-optimizer), not torch.compile of the model, so the
+        operator-share rules leave it out instead of prescribing the wrong fix for it."""
+        rows = self._named_ranges(names.is_optimizer_step)
+        return self._inside(rows) | rows
+
+    @cached_property
     def compile_rows(self) -> B:
         """Host rows that are JIT compilation ranges (names.is_jit_compile)."""
         return self._named_ranges(names.is_jit_compile)

@@ -243,7 +243,9 @@ def _fuse(select: Callable[[Trace, Links, Graph], B]) -> Callable[[Trace, Links,
 
 
 def _pointwise_ops(trace: Trace, links: Links, g: Graph) -> B:
-    return _name_mask(trace, g, K.DEVICE, _is_pointwise)
+    """Pointwise kernels outside optimizer steps: compiling the model fuses these; the
+    optimizer's own are fuse_optimizer's (a fused or foreach optimizer)."""
+    return _name_mask(trace, g, K.DEVICE, _is_pointwise) & ~_optimizer_ops(trace, links, g)
 
 
 def _optimizer_ops(trace: Trace, links: Links, g: Graph) -> B:

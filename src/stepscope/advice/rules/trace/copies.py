@@ -7,7 +7,7 @@ import numpy.typing as npt
 
 from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
-from stepscope.advice.rules.trace._opshare import op_family_share
+from stepscope.advice.rules.trace._opshare import op_family_share, optimizer_note
 from stepscope.classify import names
 
 COPY_OPS = frozenset({
@@ -70,7 +70,8 @@ def check(ctx: Context) -> Finding | None:
         saving_ns=share.ns_per_step,
         estimate=(f"All {where} per step of copy/layout operators: views and broadcasting "
                   "remove such copies entirely, so this is the upper bound."),
-        evidence=[f"copy/layout operators: {share.pct_of_work:.1f} % of {where}", *share.evidence],
+        evidence=[f"copy/layout operators: {share.pct_of_work:.1f} % of {where}", *share.evidence,
+                  *optimizer_note(share.optimizer_ns_per_step, "copy/layout operators")],
         fix=("Avoid materialising tensors: broadcast instead of repeat/expand().contiguous(), "
              "keep permute/transpose as views, create tensors on the right device and dtype"
              + (" (the run is compiled: these copies run outside its compiled graphs or are "

@@ -6,7 +6,8 @@ import numpy as np
 
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
-from stepscope.advice.rules.trace._opshare import op_family_share
+from stepscope.advice.rules.trace._opshare import op_family_share, optimizer_note
+from stepscope.analysis.events.links import gather
 from stepscope.classify import names
 from stepscope.units import count
 
@@ -60,6 +61,10 @@ def check(ctx: Context) -> Finding | None:
         pointwise = is_eager_pointwise_kernel if compiled else is_pointwise_kernel
         pw = kernel & names.mask(trace, pointwise)[dev.name]
         total = float(dur[kernel].sum())
+        # the optimizer's per-parameter math is unfused-optimizer's (Context.in_optimizer)
+        in_opt = pw & gather(ctx.in_optimizer, ctx.a.tree.device_owner, False)
+        opt_ns_step = float(dur[in_opt].sum()) / ctx.n_steps
+        pw &= ~in_opt
         ns = float(dur[pw].sum())
         pct = 100 * ns / total if total else 0.0
         ns_step = ns / ctx.n_steps
@@ -73,10 +78,12 @@ def check(ctx: Context) -> Finding | None:
                                                 trace.strings, 4)]
         hosts, weights = owner[ok], dur[pw][ok]
         where = "GPU kernel time"
+        evidence += optimizer_note(opt_ns_step, "elementwise kernels")
     else:
         share = op_family_share(ctx, names.mask_in(trace, POINTWISE))
         pct, ns_step = share.pct_of_work, share.ns_per_step
-        evidence = [f"pointwise operators: {pct:.1f} % of operator CPU self time", *share.evidence]
+        evidence = [f"pointwise operators: {pct:.1f} % of operator CPU self time", *share.evidence,
+                    *optimizer_note(share.optimizer_ns_per_step, "pointwise operators")]
         hosts, weights = share.hosts, share.weights
         where = "operator CPU self time"
     if pct < THRESHOLD_PCT:
