@@ -231,6 +231,26 @@ def test_cpu_ops_leave_out_operators_that_launch_nothing_anywhere(tmp_path: Path
     assert "gpu-gaps" in fired and "cpu-ops-in-gpu-job" not in fired
 
 
+def test_cpu_ops_leave_out_the_optimizer_step(tmp_path: Path) -> None:
+    """An unfused Adam's bias corrections on CPU step tensors (pow, rsub, item) are the
+    optimizer's: a fused or foreach optimizer removes them, "run them on the GPU" does not."""
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+        b.op("aten::nonzero", 1100, 1000)
+        b.annotation("Optimizer.step#Adam.step", 2200, 3700)
+        for i in range(30):
+            b.op("aten::pow" if i % 2 else "aten::rsub", 2210 + i * 120, 100)
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    cpu = next(f for f in findings(b, tmp_path) if f.id == "cpu-ops-in-gpu-job")
+    assert cpu.evidence[0] == "CPU-only operators run 1.00 ms per step while the GPU is idle"
+    assert cpu.evidence[-1].startswith("3.00 ms per step of CPU-only operators inside "
+                                       "optimizer.step left out")
+    assert not any("aten::pow" in e for e in cpu.evidence)
+
+
 def test_small_batch(tmp_path: Path) -> None:
     b = TraceBuilder()
     with b.step(1, 0, 10_000):

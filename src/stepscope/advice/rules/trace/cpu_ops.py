@@ -28,6 +28,13 @@ def check(ctx: Context) -> Finding | None:
     # data loading has its own rule (input-pipeline); JIT compilation is warm-up (its
     # tracing runs operators on the CPU, which no device could take over)
     outer &= ~(ctx.loader_rows | ctx.in_loader | ctx.compile_rows | ctx.in_compile)
+    # an optimizer step's CPU-only operators (an unfused Adam's step counters and bias
+    # corrections on CPU tensors: item, pow, rsub, copy_) are the optimizer's, which a fused
+    # or foreach optimizer removes (unfused-optimizer); "run them on the GPU" is not the fix
+    opt = np.flatnonzero(outer & ctx.in_optimizer)
+    opt_ns = iv.length(iv.intersect(iv.union(host.ts[opt], host.end[opt]),
+                                    ctx.steady_idle)) / ctx.n_steps
+    outer &= ~ctx.in_optimizer
     # and GPU idle time during a first call or launch (Context.warm_up_idle) is warm-up too
     idx = np.flatnonzero(outer)
     idle = iv.measure_in(ctx.steady_idle, host.ts[idx], host.end[idx]).astype(np.float64)
@@ -42,6 +49,10 @@ def check(ctx: Context) -> Finding | None:
     evidence += [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} per step with the GPU idle "
                  f"({count(c / ctx.n_steps, 'call')})"
                  for n, w, c in top_by_name(host.name[idx], idle, trace.strings, 5)]
+    if opt_ns > 0:
+        evidence.append(f"{fmt_ns(opt_ns)} per step of CPU-only operators inside "
+                        "optimizer.step left out: the optimizer's own, which a fused or "
+                        "foreach optimizer removes, not this fix")
     return ctx.finding(
         id="cpu-ops-in-gpu-job", title="Operators run on the CPU between GPU work",
         saving_ns=ns,
