@@ -741,7 +741,8 @@ CAST_KERNEL = "void at::native::elementwise_kernel<128, 4>(int, copy_kernel_cuda
 
 
 def _autocast_step(b: TraceBuilder, *, down: str = "15", concrete: bool = True,
-                   matmul: str = "aten::linear", backward: bool = False) -> None:
+                   matmul: str = "aten::linear", backward: bool = False,
+                   loss: bool = False) -> None:
     """One 10 ms step of 8 layers: each ``matmul`` casts its float32 input to the dtype code
     ``down`` (15 bf16, 5 fp16) in an aten::to (300 µs kernel), then runs its GEMM (700 µs)."""
     with b.step(1, 0, 10_000):
@@ -761,6 +762,8 @@ def _autocast_step(b: TraceBuilder, *, down: str = "15", concrete: bool = True,
             b.launch(mm, "cudaLaunchKernel", t + 55, 5, kernel=GEMM_TC, k_ts=t + 500, k_dur=700)
         if backward:
             b.op("autograd::engine::evaluate_function: AddmmBackward0", 9_000, 10)
+        if loss:
+            b.op("aten::cross_entropy_loss", 9_100, 10)
 
 
 def test_autocast_casts_in_inference(tmp_path: Path) -> None:
@@ -783,6 +786,18 @@ def test_autocast_casts_in_training_are_fused_not_dropped(tmp_path: Path) -> Non
     assert f.evidence[0].startswith("casts between float32 and fp16 inside other operators")
     assert "training" in f.evidence[-1] and "torch.compile fuses them" in f.fix
     assert 'torch.autocast("cuda", dtype=torch.float16)' in (f.code or "")
+
+
+def test_autocast_casts_with_a_loss_and_no_backward_keep_autocast(tmp_path: Path) -> None:
+    # an evaluation, or a training step cut before its backward: dropping autocast for a
+    # bf16 model is an inference fix only; the casts are fused instead
+    b = TraceBuilder()
+    _autocast_step(b, loss=True)
+    f = next(f for f in findings(b, tmp_path) if f.id == "autocast-casts")
+    assert f.evidence[-1].startswith("a loss is computed (aten::cross_entropy_loss)")
+    assert f.evidence[-1].endswith(": autocast stays, its casts can be fused")
+    assert "torch.compile fuses them" in f.fix
+    assert "model.to(torch.bfloat16).eval()" not in (f.code or "")
 
 
 @pytest.mark.parametrize("case", ["no concrete inputs", "not a matmul", "to float64"])

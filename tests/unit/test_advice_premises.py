@@ -371,6 +371,30 @@ def test_small_batch_fix_follows_the_run_it_reads(tmp_path: Path) -> None:
                                     "trains is not known")
 
 
+def test_a_loss_without_a_backward_pass_is_not_known_to_be_inference(tmp_path: Path) -> None:
+    """A window that computes a loss but holds no backward pass is an evaluation loop, or a
+    training step cut before its backward: neither fix may be given as the only one."""
+    b = TraceBuilder()
+    for i in range(3):
+        t0 = i * 1000.0
+        with b.step(i + 1, t0, 1000):
+            mm = b.op("aten::mm", t0 + 1, 5, input_dims=[[4096, 4096], [4096, 4096]],
+                      input_types=[BF16, BF16])
+            b.launch(mm, "cudaLaunchKernel", t0 + 2, 2, kernel=TC_BF16, k_ts=t0 + 10,
+                     k_dur=200)
+            b.op("aten::mse_loss", t0 + 300, 5)
+    a = run_analyses(b.load(tmp_path))
+    p = Context(a).premises
+    assert not p.training and not p.inference and p.loss == "aten::mse_loss"
+    f = _get(a, "small-batch")
+    assert f is not None and f.code is None
+    assert "in training, scale the learning rate" in f.fix
+    assert "in inference, batch more inputs" in f.fix
+    assert f.evidence[-1] == ("a loss is computed (aten::mse_loss) but the trace holds no "
+                              "backward pass: an evaluation, or a window that ends before "
+                              "the backward; whether the run trains is not known")
+
+
 # ---- the audit on real traces: a copy to pageable memory waits like a sync -------------
 
 def _copy_after_gemm(b: TraceBuilder, name: str, *, call_end: float, copy_ts: float) -> None:

@@ -76,6 +76,9 @@ class Premises:
     # is a backward node or an optimizer step; no fix may speak of learning rates or
     # optimizers. Neither (an Nsight Systems export of CUDA calls only): unknown
     inference: bool = False
+    # a loss computed with no backward pass in the trace (an evaluation loop, or a window
+    # that ends before the step's backward): neither training nor inference is known
+    loss: str | None = None
 
     @property
     def amd(self) -> bool:
@@ -122,6 +125,10 @@ class Premises:
             return "the run trains (a backward pass or an optimizer step in the trace)"
         if self.inference:
             return "no backward pass or optimizer step in the trace: inference"
+        if self.loss is not None:
+            return (f"a loss is computed ({self.loss}) but the trace holds no backward pass: an "
+                    "evaluation, or a window that ends before the backward; whether the run "
+                    "trains is not known")
         return "the trace records no PyTorch operators: whether the run trains is not known"
 
     def describe(self) -> str:
@@ -317,13 +324,16 @@ class Context:
         training = bool((names.mask(trace, names.is_autograd_node)
                          | names.mask(trace, names.is_optimizer_step))[host.name].any())
         aten = names.mask(trace, names.is_aten_op)[host.name[host.kind == HOST_OP]]
-        inference = not training and bool(aten.any())
+        loss_rows = names.mask(trace, names.is_loss_op)[host.name]
+        loss = (trace.name(int(host.name[int(np.argmax(loss_rows))]))
+                if not training and loss_rows.any() else None)
+        inference = not training and loss is None and bool(aten.any())
         g = self.a.graphs
         return Premises(vendor=trace.meta.vendor, device=prop, matrix_cores=mc,
                         matmul_dtypes=dtypes, fp32_off_matrix_ns=fp32_off, compiled=compiled,
                         graph_launches=g.graph_launches if g is not None else 0,
                         vllm=trace.name(int(host.name[int(np.argmax(vllm))])) if vllm.any()
-                        else None, training=training, inference=inference)
+                        else None, training=training, inference=inference, loss=loss)
 
     # ---- host ------------------------------------------------------------------------
     @cached_property

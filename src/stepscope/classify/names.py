@@ -267,6 +267,25 @@ def is_optimizer(name: str) -> bool:
     return name.startswith("Optimizer.")
 
 
+# PyTorch's loss functions as the dispatcher records them (torch.nn.functional's losses:
+# cross_entropy calls cross_entropy_loss -> log_softmax + nll_loss, …). A loss with no
+# backward pass in the trace is a validation loop, or a window that cut a training step
+# before its backward: either way not known to be inference (Context.premises).
+LOSS_OPS = frozenset(
+    f"aten::{n}" for n in (
+        "cross_entropy_loss", "nll_loss", "nll_loss_nd", "nll_loss_forward", "nll_loss2d",
+        "nll_loss2d_forward", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+        "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "ctc_loss",
+        "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
+        "multilabel_margin_loss_forward", "soft_margin_loss", "hinge_embedding_loss",
+        "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss",
+    ))
+
+
+def is_loss_op(name: str) -> bool:
+    return name in LOSS_OPS
+
+
 def is_optimizer_step(name: str) -> bool:
     return name.startswith("Optimizer.step#")
 

@@ -153,7 +153,8 @@ def check(ctx: Context) -> Finding | None:
         g[1] += 1
     top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:4]
     low = "bf16" if sum(1 for d in direction if "bf16" in d) * 2 >= len(direction) else "fp16"
-    training = ctx.premises.training
+    # a run not known to be inference keeps autocast: its casts are fused, never dropped
+    training = not ctx.premises.inference
     compiled = ctx.premises.compiled is not None
     evidence = [
         f"casts between float32 and {low} inside other operators: {fmt_ns(ns / ctx.n_steps)} "
@@ -162,7 +163,8 @@ def check(ctx: Context) -> Finding | None:
         *(f"inside {short(op, 50)} ({d}): {fmt_ns(w / ctx.n_steps)} per step "
           f"({count(n / ctx.n_steps, 'cast')})" for (op, d), (w, n) in top),
         ("the run has a backward pass (training): autocast stays, its casts can be fused"
-         if training else
+         if ctx.premises.training else
+         ctx.premises.run_line + ": autocast stays, its casts can be fused" if training else
          "no backward pass in the trace (inference): the weights need not stay float32"),
     ]
     if training:
