@@ -231,6 +231,19 @@ def test_cpu_ops_leave_out_operators_that_launch_nothing_anywhere(tmp_path: Path
     assert "gpu-gaps" in fired and "cpu-ops-in-gpu-job" not in fired
 
 
+def test_cpu_ops_leave_out_collectives(tmp_path: Path) -> None:
+    # a CPU-side all-gather (gloo, or a host wait for peers) is communication, not an
+    # operator to run on the GPU
+    b = TraceBuilder()
+    with b.step(1, 0, 10_000):
+        mm = b.op("aten::mm", 0, 10)
+        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+        b.op("c10d::allgather_", 1100, 4800)
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
+    assert "cpu-ops-in-gpu-job" not in ids(findings(b, tmp_path))
+
+
 def test_cpu_ops_leave_out_the_optimizer_step(tmp_path: Path) -> None:
     """An unfused Adam's bias corrections on CPU step tensors (pow, rsub, item) are the
     optimizer's: a fused or foreach optimizer removes them, "run them on the GPU" does not."""

@@ -25,6 +25,10 @@ def check(ctx: Context) -> Finding | None:
     # any device: "run them on the GPU" cannot apply; their host cost between launches is
     # dispatch overhead (launch-bound, gpu-gaps)
     outer &= ~names.mask(trace, names.launches_nothing)[host.name]
+    # collectives (c10d::allgather_, record_param_comms) wait for peers or run on the
+    # backend's own threads (gloo on the CPU): communication, which the communication rules
+    # size; "run them on the GPU" is not their fix
+    outer &= ~names.mask(trace, names.is_collective_host)[host.name]
     # data loading has its own rule (input-pipeline); JIT compilation is warm-up (its
     # tracing runs operators on the CPU, which no device could take over)
     outer &= ~(ctx.loader_rows | ctx.in_loader | ctx.compile_rows | ctx.in_compile)
