@@ -3,6 +3,8 @@ healthy GPU-bound trace."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,23 @@ def healthy(b: TraceBuilder, *, kernel: str = GEMM_TC, op: str = "aten::mm",
             b.launch(o, "cudaLaunchKernel", 12 + i * 50, 5, kernel=kernel, k_ts=100 + i * 99,
                      k_dur=99, cat=cat, **{"est. achieved occupancy %": occupancy,
                                            "blocks per SM": 4.0})
+
+
+def _gap(b: TraceBuilder) -> None:
+    """The kernel that starts a 10 ms step's gap: a 1 ms GEMM, then the GPU idle."""
+    mm = b.op("aten::mm", 0, 10)
+    b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+
+
+@contextlib.contextmanager
+def _gap_step(b: TraceBuilder) -> Iterator[None]:
+    """A 10 ms step: a 1 ms GEMM, then the GPU idle while the body's host work runs (about
+    1.1-5.9 ms), then a 3.99 ms GEMM launched at 5.95 ms."""
+    with b.step(1, 0, 10_000):
+        _gap(b)
+        yield
+        mm2 = b.op("aten::mm", 5950, 10)
+        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
 
 
 def test_healthy_trace_is_silent(tmp_path: Path) -> None:
@@ -201,12 +220,8 @@ def test_h2d_not_overlapped(tmp_path: Path) -> None:
 
 def test_gpu_gaps_and_cpu_ops(tmp_path: Path) -> None:
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        mm = b.op("aten::mm", 0, 10)
-        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+    with _gap_step(b):
         b.op("aten::nonzero", 1100, 4800, stack="model.py(77): forward")
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     fs = findings(b, tmp_path)
     gaps = next(f for f in fs if f.id == "gpu-gaps")
     assert gaps.saving_pct == pytest.approx(49.9, abs=0.5)
@@ -220,13 +235,9 @@ def test_cpu_ops_leave_out_operators_that_launch_nothing_anywhere(tmp_path: Path
     """aten::empty or aten::t between kernels is host dispatch, not CPU work that could run on
     the GPU: the same gap filled with them gives no cpu-ops finding (gpu-gaps still fires)."""
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        mm = b.op("aten::mm", 0, 10)
-        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+    with _gap_step(b):
         for i in range(40):
             b.op("aten::empty" if i % 2 else "aten::t", 1100 + i * 120, 100)
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     fired = ids(findings(b, tmp_path))
     assert "gpu-gaps" in fired and "cpu-ops-in-gpu-job" not in fired
 
@@ -235,12 +246,8 @@ def test_cpu_ops_leave_out_collectives(tmp_path: Path) -> None:
     # a CPU-side all-gather (gloo, or a host wait for peers) is communication, not an
     # operator to run on the GPU
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        mm = b.op("aten::mm", 0, 10)
-        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+    with _gap_step(b):
         b.op("c10d::allgather_", 1100, 4800)
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     assert "cpu-ops-in-gpu-job" not in ids(findings(b, tmp_path))
 
 
@@ -248,15 +255,11 @@ def test_cpu_ops_leave_out_the_optimizer_step(tmp_path: Path) -> None:
     """An unfused Adam's bias corrections on CPU step tensors (pow, rsub, item) are the
     optimizer's: a fused or foreach optimizer removes them, "run them on the GPU" does not."""
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        mm = b.op("aten::mm", 0, 10)
-        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+    with _gap_step(b):
         b.op("aten::nonzero", 1100, 1000)
         b.annotation("Optimizer.step#Adam.step", 2200, 3700)
         for i in range(30):
             b.op("aten::pow" if i % 2 else "aten::rsub", 2210 + i * 120, 100)
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     cpu = next(f for f in findings(b, tmp_path) if f.id == "cpu-ops-in-gpu-job")
     assert cpu.evidence[0] == "CPU-only operators run 1.00 ms per step while the GPU is idle"
     assert cpu.evidence[-1].startswith("3.00 ms per step of CPU-only operators inside "
@@ -326,15 +329,11 @@ def test_first_calls_are_judged_on_operators_only(tmp_path: Path, cat: str, name
     inside then stays counted (cpu-ops-in-gpu-job), unless it is an optimizer step's."""
     dims = [[64]] if shapes else None
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        mm = b.op("aten::mm", 0, 10)
-        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+    with _gap_step(b):
         b.op(name, 1100, 4000, cat=cat, input_dims=dims)
         b.op("aten::copy_", 1110, 3900)  # CPU work inside it, the GPU idle
         for t in (5200, 5300):
             b.op(name, t, 20, cat=cat, input_dims=dims)
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     ctx = Context(run_analyses(b.load(tmp_path)))
     assert (len(ctx.first_call_time[0]) > 0) is warm
     fired = ids(advise(ctx.a, replay=False))
@@ -539,12 +538,8 @@ def test_pageable_memcpy_evidence(tmp_path: Path) -> None:
 
 def test_gpu_gaps_evidence(tmp_path: Path) -> None:
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        mm = b.op("aten::mm", 0, 10)
-        b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
+    with _gap_step(b):
         b.op("aten::nonzero", 1100, 4800)
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     gaps = next(f for f in findings(b, tmp_path) if f.id == "gpu-gaps")
     # one 4.99 ms gap in a 9.98 ms active span: half of the 30 windows are under 50 % in use
     assert gaps.evidence[1].startswith("15 of 30 equal windows")
@@ -642,21 +637,12 @@ def test_jit_compile_ranges_by_their_producers_names() -> None:
         assert not is_jit_compile(name), name
 
 
-def _gap(b: TraceBuilder) -> None:
-    """A 10 ms step: a 1 ms kernel, then the GPU idle until 5.95 ms, then a 3.99 ms kernel."""
-    mm = b.op("aten::mm", 0, 10)
-    b.launch(mm, "cudaLaunchKernel", 1, 5, kernel=GEMM_TC, k_ts=10, k_dur=1000)
-
-
 def test_gpu_gaps_leave_out_jit_compilation(tmp_path: Path) -> None:
     """The same gap as test_gpu_gaps_evidence, the CPU compiling (torch.compile's Inductor):
     paid once per graph, not host work to move off the path."""
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        _gap(b)
+    with _gap_step(b):
         b.annotation("compile_fx_inner (dynamo_timed)", 1100, 4800)
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     assert "gpu-gaps" not in ids(findings(b, tmp_path))  # 0.19 ms left: under 5 %
 
 
@@ -706,12 +692,9 @@ def test_cpu_ops_leave_out_operators_inside_a_compilation(tmp_path: Path) -> Non
     """Dynamo traces the model by running its operators (on fake tensors) inside its compile
     phases: CPU operators there are the compiler's, not work "to run on the GPU"."""
     b = TraceBuilder()
-    with b.step(1, 0, 10_000):
-        _gap(b)
+    with _gap_step(b):
         b.annotation("_compile.compile_inner (dynamo_timed)", 1100, 4820)
         b.op("aten::nonzero", 1110, 4800)
-        mm2 = b.op("aten::mm", 5950, 10)
-        b.launch(mm2, "cudaLaunchKernel", 5951, 5, kernel=GEMM_TC, k_ts=6000, k_dur=3990)
     fired = ids(findings(b, tmp_path))
     assert "cpu-ops-in-gpu-job" not in fired and "gpu-gaps" not in fired
 

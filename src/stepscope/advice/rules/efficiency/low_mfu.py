@@ -72,11 +72,13 @@ def _fix(p: Premises) -> tuple[str, str | None]:
         return _vllm_fix(p)
     steps = []
     if not p.low_precision:
-        steps.append("run matmuls in FP16 with torch.autocast"
-                     + ("" if p.inference else " and a GradScaler")
-                     + " (this GPU has no TF32 or bf16 Tensor Cores)" if p.pre_ampere else
-                     "run matmuls in BF16/FP16 with torch.autocast"
-                     + (" (or TF32 for the float32 ones)" if p.tf32_capable else ""))
+        if p.pre_ampere:  # fp16 only; a GradScaler only where there are gradients
+            steps.append("run matmuls in FP16 with torch.autocast"
+                         + ("" if p.inference else " and a GradScaler")
+                         + " (this GPU has no TF32 or bf16 Tensor Cores)")
+        else:
+            steps.append("run matmuls in BF16/FP16 with torch.autocast"
+                         + (" (or TF32 for the float32 ones)" if p.tf32_capable else ""))
     if p.compiled is None:
         steps.append("fuse memory-bound chains with torch.compile")
     elif not p.amd:

@@ -154,20 +154,24 @@ def check(ctx: Context) -> Finding | None:
     top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:4]
     low = "bf16" if sum(1 for d in direction if "bf16" in d) * 2 >= len(direction) else "fp16"
     # a run not known to be inference keeps autocast: its casts are fused, never dropped
-    training = not ctx.premises.inference
-    compiled = ctx.premises.compiled is not None
+    p = ctx.premises
+    keep_autocast = not p.inference
+    compiled = p.compiled is not None
+    if p.training:
+        kind = "the run has a backward pass (training): autocast stays, its casts can be fused"
+    elif keep_autocast:
+        kind = p.run_line + ": autocast stays, its casts can be fused"
+    else:
+        kind = "no backward pass in the trace (inference): the weights need not stay float32"
     evidence = [
         f"casts between float32 and {low} inside other operators: {fmt_ns(ns / ctx.n_steps)} "
         f"of kernels per step ({100.0 * ns / total:.1f} % of GPU kernel time, "
         f"{count(len(rows) / ctx.n_steps, 'cast')} per step)",
         *(f"inside {short(op, 50)} ({d}): {fmt_ns(w / ctx.n_steps)} per step "
           f"({count(n / ctx.n_steps, 'cast')})" for (op, d), (w, n) in top),
-        ("the run has a backward pass (training): autocast stays, its casts can be fused"
-         if ctx.premises.training else
-         ctx.premises.run_line + ": autocast stays, its casts can be fused" if training else
-         "no backward pass in the trace (inference): the weights need not stay float32"),
+        kind,
     ]
-    if training:
+    if keep_autocast:
         fix = ("These are autocast's casts around the operators it runs in "
                f"{low} and those it keeps in float32 (layer_norm, softmax, …): "
                + ("the run is compiled, so these run outside its compiled graphs: compile "

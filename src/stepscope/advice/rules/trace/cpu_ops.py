@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.advice.context import Context, fmt_ns, short, top_by_name
 from stepscope.advice.finding import Finding
+from stepscope.advice.rules.trace._opshare import optimizer_note
 from stepscope.analysis.events import intervals as iv
 from stepscope.classify import names
 from stepscope.units import count
 
 THRESHOLD_PCT = 5.0  # CPU-only operator time while the GPU is idle, % of the step
+
+
+def _idle_per_step(ctx: Context, rows: npt.NDArray[np.int64]) -> float:
+    """Steady-state GPU idle time per step under the host rows ``rows`` (their union)."""
+    host = ctx.trace.host
+    return iv.length(iv.intersect(iv.union(host.ts[rows], host.end[rows]),
+                                  ctx.steady_idle)) / ctx.n_steps
 
 
 def check(ctx: Context) -> Finding | None:
@@ -35,9 +44,7 @@ def check(ctx: Context) -> Finding | None:
     # an optimizer step's CPU-only operators (an unfused Adam's step counters and bias
     # corrections on CPU tensors: item, pow, rsub, copy_) are the optimizer's, which a fused
     # or foreach optimizer removes (unfused-optimizer); "run them on the GPU" is not the fix
-    opt = np.flatnonzero(outer & ctx.in_optimizer)
-    opt_ns = iv.length(iv.intersect(iv.union(host.ts[opt], host.end[opt]),
-                                    ctx.steady_idle)) / ctx.n_steps
+    opt_ns = _idle_per_step(ctx, np.flatnonzero(outer & ctx.in_optimizer))
     outer &= ~ctx.in_optimizer
     # and GPU idle time during a first call or launch (Context.warm_up_idle) is warm-up too
     idx = np.flatnonzero(outer)
@@ -45,18 +52,14 @@ def check(ctx: Context) -> Finding | None:
     idx, idle = idx[idle > 0], idle[idle > 0]
     if len(idx) == 0:
         return None
-    ns = iv.length(iv.intersect(iv.union(host.ts[idx], host.end[idx]),
-                                ctx.steady_idle)) / ctx.n_steps
+    ns = _idle_per_step(ctx, idx)
     if ctx.pct(ns) < THRESHOLD_PCT:
         return None
     evidence = [f"CPU-only operators run {fmt_ns(ns)} per step while the GPU is idle"]
     evidence += [f"{short(n)}: {fmt_ns(w / ctx.n_steps)} per step with the GPU idle "
                  f"({count(c / ctx.n_steps, 'call')})"
                  for n, w, c in top_by_name(host.name[idx], idle, trace.strings, 5)]
-    if opt_ns > 0:
-        evidence.append(f"{fmt_ns(opt_ns)} per step of CPU-only operators inside "
-                        "optimizer.step left out: the optimizer's own, which a fused or "
-                        "foreach optimizer removes, not this fix")
+    evidence += optimizer_note(opt_ns, "CPU-only operators")
     return ctx.finding(
         id="cpu-ops-in-gpu-job", title="Operators run on the CPU between GPU work",
         saving_ns=ns,
