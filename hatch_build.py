@@ -1,4 +1,5 @@
-"""Build hook: a wheel carries the built front end (the dashboard and the HTML report).
+"""Build hook: a wheel carries the built front end (the dashboard and the HTML report) and,
+where a C compiler is found, the native event scanner (``_scan.so``, then a platform wheel).
 
 The bundle is generated (``frontend/`` -> Vite -> ``src/stepscope/report/static``) and not
 committed, so a wheel built from a clean clone would have no dashboard. Building a wheel
@@ -24,6 +25,7 @@ class FrontEndBuildHook(BuildHookInterface):
         if self.target_name != "wheel" or version == "editable":
             return
         root = Path(self.root)
+        self._scanner(root, build_data)
         if (root / "src" / "stepscope" / "report" / "static" / "index.html").is_file():
             return
         npm = shutil.which("npm")
@@ -35,3 +37,13 @@ class FrontEndBuildHook(BuildHookInterface):
         subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                        cwd=frontend, check=True)
         subprocess.run([npm, "run", "--silent", "build"], cwd=frontend, check=True)
+
+    def _scanner(self, root: Path, build_data: dict[str, Any]) -> None:
+        """Build _scan.so (scripts/build_scanner.sh; it skips without a compiler) and ship it:
+        the wheel then holds machine code, so it is tagged for this platform."""
+        library = root / "src" / "stepscope" / "formats" / "kineto" / "_scan.so"
+        subprocess.run(["bash", str(root / "scripts" / "build_scanner.sh")], check=True)
+        if library.is_file():
+            build_data["artifacts"].append("src/stepscope/formats/kineto/_scan.so")
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True

@@ -29,6 +29,15 @@ if ! fresh .venv/.stepscope-setup "$PY_STAMP"; then
   echo "$PY_STAMP" > .venv/.stepscope-setup
 fi
 
+# The native event scanner (optional; the reader falls back to Python without it).
+SCAN_STAMP=$(stamp_of src/stepscope/formats/kineto/scan.c scripts/build_scanner.sh -- \
+    "$("${CC:-cc}" --version 2>/dev/null | head -1)")
+if ! fresh src/stepscope/formats/kineto/.scan-build "$SCAN_STAMP" \
+    || [ ! -f src/stepscope/formats/kineto/_scan.so ]; then
+  bash scripts/build_scanner.sh
+  echo "$SCAN_STAMP" > src/stepscope/formats/kineto/.scan-build
+fi
+
 # The web front end (dashboard + HTML report): npm packages from the npm registry, built by
 # Vite into src/stepscope/report/static (package data; not committed). package.json pins
 # rollup (an "override") to a version whose every platform package the registry serves, so

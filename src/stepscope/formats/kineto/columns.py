@@ -33,8 +33,8 @@ from stepscope.model.trace import (
 
 Columns = dict[str, npt.NDArray[Any]]
 
-# Event families (F_TRACE spans and _NO_FAMILY get no table)
-F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE, F_MEMORY, _NO_FAMILY = range(8)
+# Event families (F_TRACE spans and NO_FAMILY get no table)
+F_HOST, F_RUNTIME, F_DEVICE, F_GPU_ANN, F_SYNC, F_TRACE, F_MEMORY, NO_FAMILY = range(8)
 F_COLL = 8  # collective calls: built from the host and device buckets, not a category
 
 # Per family, the columns holding ids into the chunk's string table (remapped on merge).
@@ -160,7 +160,7 @@ def _padded3(values: list[list[int] | str | None]) -> npt.NDArray[np.int32]:
 def _ints(values: list[int] | list[int | str]) -> npt.NDArray[np.int64]:
     arr = np.array(values)
     if arr.dtype != np.int64:  # huge ints become object/uint64: clamp to "missing"
-        ints = [_as_int(v) if isinstance(v, str) else v for v in values]
+        ints = [as_int(v) if isinstance(v, str) else v for v in values]
         arr = np.array([v if -(2**63) <= v < 2**63 else -1 for v in ints], dtype=np.int64)
     return arr
 
@@ -194,7 +194,7 @@ def _count_string_bytes(events: list[Event], repairs: Counter[str]) -> None:
         repairs["args.bytes: string -> integer"] += n
 
 
-def _floats(values: list[float]) -> npt.NDArray[np.float32]:
+def float32_column(values: list[float] | npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
     with np.errstate(over="ignore", invalid="ignore"):
         arr = np.array(values, dtype=np.float64)
         arr[~np.isfinite(arr)] = np.nan
@@ -208,6 +208,13 @@ def _times(
     n = len(events)
     ts = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
     dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=n) if need_dur else np.zeros(n)
+    return checked_times(ts, dur, skipped)
+
+
+def checked_times(
+    ts: npt.NDArray[np.float64], dur: npt.NDArray[np.float64], skipped: Counter[str]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(keep mask, ts_ns, dur_ns) from float µs; invalid rows counted in ``skipped``."""
     with np.errstate(invalid="ignore"):
         bad_ts = ~np.isfinite(ts) | (ts < 0) | (ts > MAX_TS_US)
         missing_dur = np.isnan(dur)
@@ -228,7 +235,7 @@ def _times(
     return keep, ts_ns, dur_ns
 
 
-def _compact(text: bytes) -> str:
+def compact_json(text: bytes) -> str:
     try:
         return msgspec.json.encode(msgspec.json.decode(text)).decode()
     except (msgspec.DecodeError, UnicodeDecodeError):
@@ -239,10 +246,10 @@ def _raw_json_ids(args: list[Args], get: Callable[[Args], Any],
                   strings: Strings) -> npt.NDArray[np.int32]:
     """Intern raw JSON texts, re-encoded compactly (-1 when absent); once per distinct text."""
     return _interned(list(map(bytes, map(get, args))), strings,
-                     lambda d: _compact(d) if d else None)
+                     lambda d: compact_json(d) if d else None)
 
 
-def _dims_text(d: bytes) -> str | None:
+def dims_text(d: bytes) -> str | None:
     # without its blanks: a pretty-printed trace spreads one shape over several lines
     return d.translate(None, b" \t\r\n").decode("utf-8", "replace") if d else None
 
@@ -293,7 +300,7 @@ def _host(
     dims_raw = list(map(bytes, map(_DIMS, args)))
     if any(map(len, map(_DIMS_LC, args))):  # "Input dims" (older spelling) somewhere
         dims_raw = [d or bytes(a.input_dims_lc) for d, a in zip(dims_raw, args, strict=True)]
-    dims = _interned(dims_raw, strings, _dims_text)
+    dims = _interned(dims_raw, strings, dims_text)
     types = _raw_json_ids(args, _TYPES, strings)
     concrete = _raw_json_ids(args, _CONCRETE, strings)
     strides = _raw_json_ids(args, _STRIDES, strings)
@@ -324,7 +331,7 @@ def _runtime(events: list[Event], strings: Strings, skipped: Counter[str]) -> Co
     return {k: v[keep] for k, v in cols.items()}
 
 
-def _as_int(value: int | str) -> int:
+def as_int(value: int | str) -> int:
     if isinstance(value, int):
         return value
     try:
@@ -336,7 +343,7 @@ def _as_int(value: int | str) -> int:
 def _device_and_stream(events: list[Event], args: list[Any]) -> tuple[npt.NDArray[np.int64], ...]:
     device = _ints([a.device if a.device != -1 else (e.pid if isinstance(e.pid, int) else -1)
                     for e, a in zip(events, args, strict=True)])
-    stream = _ints([_as_int(a.stream) if a.stream != -1 else
+    stream = _ints([as_int(a.stream) if a.stream != -1 else
                     (e.tid if isinstance(e.tid, int) else -1)
                     for e, a in zip(events, args, strict=True)])
     return device, stream
@@ -358,8 +365,8 @@ def _device(
         "stream": stream,
         "correlation": _int_field(args, _CORR),
         "external_id": _external_ids(args),
-        "blocks_per_sm": _floats(list(map(_PER_SM, args))),
-        "occupancy_pct": _floats(list(map(_OCCUPANCY, args))),
+        "blocks_per_sm": float32_column(list(map(_PER_SM, args))),
+        "occupancy_pct": float32_column(list(map(_OCCUPANCY, args))),
         "grid_x": grid[:, 0], "grid_y": grid[:, 1], "grid_z": grid[:, 2],
         "block_x": block[:, 0], "block_y": block[:, 1], "block_z": block[:, 2],
         "registers": np.clip(_int_field(args, _REGISTERS), -1, 2**31 - 1),
@@ -369,7 +376,7 @@ def _device(
     return {k: v[keep] for k, v in cols.items()}
 
 
-def _ranges_on_device(events: list[Event], strings: Strings, skipped: Counter[str],
+def ranges_on_device(events: list[Event], strings: Strings, skipped: Counter[str],
                       with_correlation: bool) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
     args = _args(events)
@@ -384,7 +391,7 @@ def _ranges_on_device(events: list[Event], strings: Strings, skipped: Counter[st
     return {k: v[keep] for k, v in cols.items()}
 
 
-def _memory(events: list[Event], strings: Strings, skipped: Counter[str]) -> Columns:
+def memory_table(events: list[Event], strings: Strings, skipped: Counter[str]) -> Columns:
     keep, ts, _ = _times(events, skipped, False)
     args = [e.args or EMPTY_ARGS for e in events]
     cols: Columns = {
@@ -405,7 +412,7 @@ _CAT = attrgetter("cat")
 _IS_X = "X".__eq__
 
 
-def _collectives(
+def collectives_table(
     host: list[Event], device: list[Event], strings: Strings, skipped: Counter[str]
 ) -> Columns:
     rows = collective_rows(host, device, skipped)
@@ -449,15 +456,15 @@ def build_chunk(events: list[Event]) -> ChunkResult:
     kind_of: dict[str, int] = {}
     for cat in categories:
         fam = CATEGORY_FAMILY.get(cat.lower())
-        fam_of[cat], kind_of[cat] = fam if fam is not None else (_NO_FAMILY, 0)
+        fam_of[cat], kind_of[cat] = fam if fam is not None else (NO_FAMILY, 0)
     code = np.fromiter(map(fam_of.__getitem__, cats), dtype=np.int8, count=n)
     is_x = np.fromiter(map(_IS_X, phs), dtype=np.bool_, count=n)
-    unknown_idx = np.flatnonzero(is_x & (code == _NO_FAMILY))
+    unknown_idx = np.flatnonzero(is_x & (code == NO_FAMILY))
     if len(unknown_idx):
         for cat, k in Counter(map(cats.__getitem__, unknown_idx.tolist())).items():
             if cat.lower() not in KNOWN_UNUSED:
                 skipped[f"unknown category {cat!r}"] += k
-    code[~is_x] = _NO_FAMILY
+    code[~is_x] = NO_FAMILY
     if ph_count.get("i") or ph_count.get("I"):
         for i in np.flatnonzero(~is_x).tolist():
             e = events[i]
@@ -469,7 +476,7 @@ def build_chunk(events: list[Event]) -> ChunkResult:
     buckets: dict[int, list[Event]] = {}
     kinds: dict[int, npt.NDArray[np.int8]] = {}
     kind_arr = None
-    for f in range(_NO_FAMILY):
+    for f in range(NO_FAMILY):
         idx = np.flatnonzero(code == f)
         buckets[f] = list(map(events.__getitem__, idx.tolist()))
         if f in (F_HOST, F_DEVICE):
@@ -481,17 +488,21 @@ def build_chunk(events: list[Event]) -> ChunkResult:
         F_HOST: _host(buckets[F_HOST], kinds[F_HOST], strings, skipped),
         F_RUNTIME: _runtime(buckets[F_RUNTIME], strings, skipped),
         F_DEVICE: _device(buckets[F_DEVICE], kinds[F_DEVICE], strings, skipped),
-        F_GPU_ANN: _ranges_on_device(buckets[F_GPU_ANN], strings, skipped, False),
-        F_SYNC: _ranges_on_device(buckets[F_SYNC], strings, skipped, True),
-        F_MEMORY: _memory(buckets[F_MEMORY], strings, skipped),
-        F_COLL: _collectives(buckets[F_HOST], buckets[F_DEVICE], strings, skipped),
+        F_GPU_ANN: ranges_on_device(buckets[F_GPU_ANN], strings, skipped, False),
+        F_SYNC: ranges_on_device(buckets[F_SYNC], strings, skipped, True),
+        F_MEMORY: memory_table(buckets[F_MEMORY], strings, skipped),
+        F_COLL: collectives_table(buckets[F_HOST], buckets[F_DEVICE], strings, skipped),
     }
     repairs: Counter[str] = Counter()
     _count_string_bytes(buckets[F_RUNTIME], repairs)
     _count_string_bytes(buckets[F_DEVICE], repairs)
-    spans = []
-    if buckets[F_TRACE]:
-        keep, ts, dur = _times(buckets[F_TRACE], Counter(), True)
-        spans = [(int(t), int(t + d)) for t, d, k in zip(ts, dur, keep, strict=True) if k]
-    return ChunkResult(strings.as_list(), tables, categories, skipped, spans, len(events),
-                       repairs)
+    return ChunkResult(strings.as_list(), tables, categories, skipped,
+                       trace_spans(buckets[F_TRACE]), len(events), repairs)
+
+
+def trace_spans(events: list[Event]) -> list[tuple[int, int]]:
+    """(start_ns, end_ns) of the profiler's own "PyTorch Profiler (N)" spans."""
+    if not events:
+        return []
+    keep, ts, dur = _times(events, Counter(), True)
+    return [(int(t), int(t + d)) for t, d, k in zip(ts, dur, keep, strict=True) if k]

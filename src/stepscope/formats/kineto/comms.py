@@ -16,7 +16,7 @@ import numpy as np
 
 from stepscope.formats.kineto.schema import EMPTY_ARGS, Args, Event
 
-_BACKEND_PREFIXES = ("gloo:", "nccl:", "rccl:", "mpi:", "ucc:", "xccl:")
+BACKEND_PREFIXES = ("gloo:", "nccl:", "rccl:", "mpi:", "ucc:", "xccl:")
 _JSON = msgspec.json.Decoder()
 
 
@@ -73,7 +73,7 @@ def _int_list(raw: msgspec.Raw) -> str | None:
 
 
 def _row(e: Event, a: Args, on_device: int) -> tuple[Any, ...] | None:
-    backend_range = not on_device and e.name.startswith(_BACKEND_PREFIXES)
+    backend_range = not on_device and e.name.startswith(BACKEND_PREFIXES)
     if a.coll_name is None and a.in_nelems < 0 and not backend_range:
         return None
     coll = a.coll_name
@@ -125,7 +125,7 @@ def _candidates(events: list[Event], on_device: int) -> list[int]:
                 if (a := e.args) is not None and (a.coll_name is not None or a.in_nelems >= 0)]
     return [i for i, e in enumerate(events)
             if ((a := e.args) is not None and (a.coll_name is not None or a.in_nelems >= 0))
-            or e.name.startswith(_BACKEND_PREFIXES)]
+            or e.name.startswith(BACKEND_PREFIXES)]
 
 
 def collective_rows(
