@@ -43,6 +43,9 @@ def test_wheel_from_a_clean_clone(tmp_path: Path) -> None:
     assert "stepscope/report/static/index.html" in names
     assert "stepscope/report/static/assets/app.js" in names
     assert "stepscope/report/metrics.md" in names  # the MCP server's explain_metric reads it
+    if shutil.which("cc"):  # the native scanner, and so a wheel for this platform only
+        assert "stepscope/formats/kineto/_scan.so" in names
+        assert not wheel.name.endswith("-none-any.whl"), wheel.name
 
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
@@ -57,6 +60,9 @@ def test_wheel_from_a_clean_clone(tmp_path: Path) -> None:
     trace = b.write(tmp_path, "t.pt.trace.json")
     report = _run([exe, "report", str(trace), "--format", "json"])
     assert report.returncode == 0, report.stderr
+    native = _run([str(py), "-c", "from stepscope.formats.kineto import scan; "
+                   "print(scan.available())"])
+    assert native.stdout.strip() == str(shutil.which("cc") is not None)
     assert json.loads(report.stdout)["schema"] == "stepscope.report/1"
 
     view = _run([exe, "view", str(trace)])  # the dashboard is the `web` extra
