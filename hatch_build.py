@@ -42,7 +42,10 @@ class FrontEndBuildHook(BuildHookInterface):
         """Build _scan.so (scripts/build_scanner.sh; it skips without a compiler) and ship it:
         the wheel then holds machine code, so it is tagged for this platform."""
         library = root / "src" / "stepscope" / "formats" / "kineto" / "_scan.so"
-        subprocess.run(["bash", str(root / "scripts" / "build_scanner.sh")], check=True)
+        bash = shutil.which("bash")
+        if bash is None:  # the script needs a POSIX shell: a pure-Python wheel then
+            return
+        subprocess.run([bash, str(root / "scripts" / "build_scanner.sh")], check=True)
         if library.is_file():
             build_data["artifacts"].append("src/stepscope/formats/kineto/_scan.so")
             build_data["pure_python"] = False

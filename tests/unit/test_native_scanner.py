@@ -9,8 +9,8 @@ beyond 64 bits, escapes, non-ASCII, duplicate keys, deep nesting, syntax errors)
 
 from __future__ import annotations
 
+import ctypes
 import json
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,16 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stepscope.formats.kineto import reader, scan
-from stepscope.formats.kineto.columns import ChunkResult
+from stepscope.formats.kineto.columns import F_DEVICE, ChunkResult
 from stepscope.formats.kineto.scanned import scanned_chunk
 
 pytestmark = pytest.mark.skipif(not scan.available(),
                                 reason="the native scanner is not built (no C compiler)")
-
-
-def test_the_scanner_is_built_where_a_compiler_is() -> None:
-    # setup.sh builds it; a silent fallback would hide a broken build from CI
-    assert shutil.which("cc") is None or scan.available()
 
 
 def python_chunk(piece: bytes) -> ChunkResult | None:
@@ -261,12 +256,13 @@ def test_the_scanner_declines_what_it_is_not_sure_of(piece: bytes) -> None:
 
 
 def test_returned_columns_own_their_memory() -> None:
-    """Columns are copies, never views of the scanner's reused buffers."""
+    """Columns are copies, never views of the scanner's reused buffers: the next chunk's
+    scan leaves them as they were, and none is backed by the scanner's memory."""
     body = ",\n  ".join(json.dumps(e) for e in kineto_events(50))
     first = scanned_chunk(("[" + body + "]").encode())
     assert first is not None
-    kept = {k: v.copy() for k, v in first.tables[2].items()}
-    scanned_chunk(b'[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]' * 1)
-    for name, values in first.tables[2].items():
+    kept = {k: v.copy() for k, v in first.tables[F_DEVICE].items()}
+    scanned_chunk(b'[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]')
+    for name, values in first.tables[F_DEVICE].items():
         assert np.array_equal(values, kept[name], equal_nan=values.dtype.kind == "f"), name
-        assert values.flags.owndata or values.base is None or values.base.flags.owndata
+        assert not isinstance(values.base, ctypes.Array), name  # scan._view's backing

@@ -376,7 +376,7 @@ def _device(
     return {k: v[keep] for k, v in cols.items()}
 
 
-def ranges_on_device(events: list[Event], strings: Strings, skipped: Counter[str],
+def _ranges_on_device(events: list[Event], strings: Strings, skipped: Counter[str],
                       with_correlation: bool) -> Columns:
     keep, ts, dur = _times(events, skipped, True)
     args = _args(events)
@@ -391,9 +391,9 @@ def ranges_on_device(events: list[Event], strings: Strings, skipped: Counter[str
     return {k: v[keep] for k, v in cols.items()}
 
 
-def memory_table(events: list[Event], strings: Strings, skipped: Counter[str]) -> Columns:
+def _memory(events: list[Event], strings: Strings, skipped: Counter[str]) -> Columns:
     keep, ts, _ = _times(events, skipped, False)
-    args = [e.args or EMPTY_ARGS for e in events]
+    args = _args(events)
     cols: Columns = {
         "ts": ts,
         "device_type": np.clip(_ints([a.device_type for a in args]), -1, 2**31 - 1),
@@ -488,9 +488,9 @@ def build_chunk(events: list[Event]) -> ChunkResult:
         F_HOST: _host(buckets[F_HOST], kinds[F_HOST], strings, skipped),
         F_RUNTIME: _runtime(buckets[F_RUNTIME], strings, skipped),
         F_DEVICE: _device(buckets[F_DEVICE], kinds[F_DEVICE], strings, skipped),
-        F_GPU_ANN: ranges_on_device(buckets[F_GPU_ANN], strings, skipped, False),
-        F_SYNC: ranges_on_device(buckets[F_SYNC], strings, skipped, True),
-        F_MEMORY: memory_table(buckets[F_MEMORY], strings, skipped),
+        F_GPU_ANN: _ranges_on_device(buckets[F_GPU_ANN], strings, skipped, False),
+        F_SYNC: _ranges_on_device(buckets[F_SYNC], strings, skipped, True),
+        F_MEMORY: _memory(buckets[F_MEMORY], strings, skipped),
         F_COLL: collectives_table(buckets[F_HOST], buckets[F_DEVICE], strings, skipped),
     }
     repairs: Counter[str] = Counter()

@@ -84,7 +84,6 @@ typedef struct {
     int64_t *val[N_FIELDS];   /* ints; K_NUM fields hold the double's bits */
     int32_t *sid[N_FIELDS];   /* string ids (str, raw), -1 when none */
     int64_t *list3[2];        /* grid, block: the first 3 ints (-1 beyond the list) */
-    int64_t *listn[2];        /* and the list's length */
     /* distinct strings: (offset, length, flags) each; flags 1: has a backslash escape,
        2: has non-ASCII bytes */
     int64_t nstr, strcap;
@@ -93,7 +92,6 @@ typedef struct {
     uint64_t *hashes;
     int64_t nslots;
     const unsigned char *buf;
-    int64_t len;
     int64_t fields_defaults[N_FIELDS];
     int failed;               /* allocation failure */
 } Scan;
@@ -126,9 +124,6 @@ static int grow_events(Scan *s, int64_t want) {
         int64_t *l = realloc(s->list3[k], (size_t)cap * 3 * sizeof(int64_t));
         if (!l) return -1;
         s->list3[k] = l;
-        int64_t *m = realloc(s->listn[k], (size_t)cap * sizeof(int64_t));
-        if (!m) return -1;
-        s->listn[k] = m;
     }
     s->cap = cap;
     return 0;
@@ -409,13 +404,13 @@ static int skip_value(Parser *ps) {
     }
 }
 
-/* list[int] (grid, block): the first three values and the length */
+/* list[int] (grid, block): its first three values (-1 beyond its end) */
 static int parse_int_list(Parser *ps, int k, int64_t i) {
     int64_t *three = ps->s->list3[k] + 3 * i, count = 0;
     three[0] = three[1] = three[2] = -1;
     ps->p++;
     skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == ']') { ps->p++; ps->s->listn[k][i] = 0; return 0; }
+    if (ps->p < ps->end && *ps->p == ']') { ps->p++; return 0; }
     for (;;) {
         const unsigned char *num;
         int is_int;
@@ -427,11 +422,9 @@ static int parse_int_list(Parser *ps, int k, int64_t i) {
         skip_ws(ps);
         if (ps->p >= ps->end) return -1;
         if (*ps->p == ',') { ps->p++; skip_ws(ps); continue; }
-        if (*ps->p == ']') { ps->p++; break; }
+        if (*ps->p == ']') { ps->p++; return 0; }
         return -1;
     }
-    ps->s->listn[k][i] = count;
-    return 0;
 }
 
 /* Keys bucketed by length (at most a few per length): one memcmp per candidate. */
@@ -461,6 +454,7 @@ static int parse_object(Parser *ps, const FieldDef *defs, const KeyIndex *ix, in
 static int parse_field(Parser *ps, const FieldDef *d, int64_t i) {
     Scan *s = ps->s;
     int f = d->field, acc = d->accepts;
+    s->sid[f][i] = -1; /* a string id only for a string (or raw text, or a pid/tid) */
     if (ps->p >= ps->end) return -1;
     unsigned char c = *ps->p;
     if (acc & K_RAW) {
@@ -565,18 +559,13 @@ static void fill_defaults(Scan *s, int32_t empty) {
         int32_t absent_sid = (f == F_PH || f == F_CAT || f == F_NAME) ? empty : -1;
         for (int64_t i = 0; i < s->n; i++) {
             if (tag[i] == T_ABSENT) { val[i] = dflt; sid[i] = absent_sid; }
-            else if (tag[i] != T_STR && tag[i] != T_RAW && !(tag[i] == T_INT &&
-                     (f == F_PID || f == F_TID))) sid[i] = -1;
         }
     }
     for (int k = 0; k < 2; k++) {
         int8_t *tag = s->tag[k ? A_BLOCK : A_GRID];
-        for (int64_t i = 0; i < s->n; i++) {
-            if (tag[i] != T_LIST) {
+        for (int64_t i = 0; i < s->n; i++)
+            if (tag[i] != T_LIST)
                 s->list3[k][3 * i] = s->list3[k][3 * i + 1] = s->list3[k][3 * i + 2] = -1;
-                s->listn[k][i] = -1;
-            }
-        }
     }
 }
 
@@ -596,7 +585,7 @@ void ks_free(Scan *s) {
     if (!s) return;
     free(s->span);
     for (int f = 0; f < N_FIELDS; f++) { free(s->tag[f]); free(s->val[f]); free(s->sid[f]); }
-    for (int k = 0; k < 2; k++) { free(s->list3[k]); free(s->listn[k]); }
+    for (int k = 0; k < 2; k++) free(s->list3[k]);
     free(s->str);
     free(s->slots);
     free(s->hashes);
@@ -612,7 +601,6 @@ int64_t ks_scan(Scan *s, const unsigned char *buf, int64_t len) {
     if (s->slots)
         for (int64_t k = 0; k < s->nslots; k++) s->slots[k] = -1;
     s->buf = buf;
-    s->len = len;
     /* Kineto's events are ~200-400 bytes: reserve for the chunk at once */
     if (s->cap < len / 256 && grow_events(s, len / 256)) return -2;
     if (s->cap)
@@ -656,7 +644,6 @@ int64_t *ks_val(Scan *s, int f) { return s->val[f]; }
 int32_t *ks_sid(Scan *s, int f) { return s->sid[f]; }
 int64_t *ks_span(Scan *s) { return s->span; }
 int64_t *ks_list3(Scan *s, int k) { return s->list3[k]; }
-int64_t *ks_listn(Scan *s, int k) { return s->listn[k]; }
 int64_t *ks_strings(Scan *s, int64_t *count) { *count = s->nstr; return s->str; }
 int ks_fields(void) { return N_FIELDS; }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ FIELDS = (
     "coll_name", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "seq",
     "in_split", "out_split", "pg_ranks",
 )
-FIELD = {name: i for i, name in enumerate(FIELDS)}
 # tags (scan.c): what each event's field held
 T_ABSENT, T_NULL, T_INT, T_STR, T_FLOAT, T_LIST, T_RAW, T_OBJ = range(8)
 _HAS_ESCAPE = 1
@@ -49,7 +48,7 @@ def _load() -> ctypes.CDLL | None:
     lib.ks_free.argtypes = [_P]
     lib.ks_scan.argtypes = [_P, _P, ctypes.c_int64]
     lib.ks_scan.restype = ctypes.c_int64
-    for fn in ("ks_tag", "ks_val", "ks_sid", "ks_list3", "ks_listn"):
+    for fn in ("ks_tag", "ks_val", "ks_sid", "ks_list3"):
         getattr(lib, fn).argtypes = [_P, ctypes.c_int]
         getattr(lib, fn).restype = _P
     lib.ks_span.argtypes = [_P]
@@ -97,22 +96,19 @@ class Scanned:
     tags: dict[str, npt.NDArray[np.int8]]
     vals: dict[str, npt.NDArray[np.int64]]
     sids: dict[str, npt.NDArray[np.int32]]
-    grid: npt.NDArray[np.int64]  # (n, 3), -1 beyond the list
-    grid_len: npt.NDArray[np.int64]  # -1 when not a list
+    grid: npt.NDArray[np.int64]  # (n, 3): a list's first 3 values, -1 beyond it or none
     block: npt.NDArray[np.int64]
-    block_len: npt.NDArray[np.int64]
     span: npt.NDArray[np.int64]  # (n, 2)
     raw: list[bytes]
     escaped: npt.NDArray[np.bool_]
-    _texts: dict[int, str] | None = None
+    _texts: dict[int, str] = field(default_factory=dict)
 
-    def floats(self, field: str) -> npt.NDArray[np.float64]:
-        return self.vals[field].view(np.float64)
+    def floats(self, name: str) -> npt.NDArray[np.float64]:
+        """A float field (ts, dur, blocks per SM, occupancy): its values, NaN where absent."""
+        return self.vals[name].view(np.float64)
 
     def text(self, sid: int) -> str:
         """The decoded string of id ``sid`` (raises Declined when msgspec would not)."""
-        if self._texts is None:
-            self._texts = {}
         got = self._texts.get(sid)
         if got is None:
             raw = self.raw[sid]
@@ -185,9 +181,7 @@ def scan(piece: bytes | memoryview) -> Scanned | None:
     return Scanned(
         piece=view, n=n, tags=tags, vals=vals, sids=sids,
         grid=_view(lib.ks_list3(handle, 0), 3 * n, np.int64).reshape(n, 3),
-        grid_len=_view(lib.ks_listn(handle, 0), n, np.int64),
         block=_view(lib.ks_list3(handle, 1), 3 * n, np.int64).reshape(n, 3),
-        block_len=_view(lib.ks_listn(handle, 1), n, np.int64),
         span=_view(lib.ks_span(handle), 2 * n, np.int64).reshape(n, 2),
         raw=raw, escaped=(table[:, 2] & _HAS_ESCAPE).astype(bool),
     )

@@ -1,13 +1,13 @@
 """A chunk's columns from the native scanner's output (scan.py): ``columns.build_chunk``'s
 result, bit for bit, without a Python object per event.
 
-The three families that make up nearly every event (host operators, runtime calls, device
-operations) are built from the scanned columns with numpy; the rare ones (GPU annotations,
-syncs, memory records, profiler spans, collectives) are decoded with msgspec from their
-events' bytes and built by columns.py's own functions, so their semantics live in one place.
-Strings are added to the chunk's table in the order build_chunk adds them (each field's
-distinct values in first-seen order), so the string ids are the same too; the tests
-compare both paths on real and generated traces.
+Every family is built from the scanned columns with numpy, each function mirroring its
+namesake in columns.py; only the few events whose tables columns.py builds from Events
+(collective candidates: a few hundred per trace; the profiler's own spans) are decoded by
+msgspec from their bytes, so those semantics live in one place. Strings are added to the
+chunk's table in the order build_chunk adds them (each field's distinct values in
+first-seen order), so the string ids are the same too; the tests compare both paths on real
+and generated traces.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from stepscope.formats.kineto.columns import (
     CATEGORY_FAMILY,
+    F_COLL,
     F_DEVICE,
     F_GPU_ANN,
     F_HOST,
@@ -39,8 +40,6 @@ from stepscope.formats.kineto.columns import (
     compact_json,
     dims_text,
     float32_column,
-    memory_table,
-    ranges_on_device,
     trace_spans,
 )
 from stepscope.formats.kineto.comms import BACKEND_PREFIXES
@@ -137,19 +136,25 @@ class _Chunk:
         return np.where(self.s.tags[field][idx] == T_STR, -1, self.col(field, idx))
 
     def as_ints(self, field: str, idx: npt.NDArray[np.intp]) -> Ints:
-        """An ``int | str`` field as columns._ints reads it: a string through _as_int, and a
-        value beyond int64 as -1."""
+        """An ``int | str`` field as columns._ints reads it: a string through as_int (once
+        per distinct string), and a value beyond int64 as -1."""
         out: Ints = self.col(field, idx).copy()
-        is_str = np.flatnonzero(self.s.tags[field][idx] == T_STR)
-        if len(is_str):
-            lut: dict[int, int] = {}
-            for k, sid in zip(is_str.tolist(), self.s.sids[field][idx][is_str].tolist(),
-                              strict=True):
-                if sid not in lut:
-                    v = as_int(self.s.text(sid))
-                    lut[sid] = v if _INT64[0] <= v < _INT64[1] else -1
-                out[k] = lut[sid]
+        is_str = self.s.tags[field][idx] == T_STR
+        if is_str.any():
+            uniq, inverse = np.unique(self.s.sids[field][idx][is_str], return_inverse=True)
+            values = [as_int(self.s.text(sid)) for sid in uniq.tolist()]
+            out[is_str] = np.array([v if _INT64[0] <= v < _INT64[1] else -1 for v in values],
+                                   dtype=np.int64)[inverse.reshape(-1)]
         return out
+
+    def device_and_stream(self, idx: npt.NDArray[np.intp]) -> tuple[Ints, Ints]:
+        """columns._device_and_stream: the args' device, else an int pid; the args' stream
+        (a string through as_int), else an int tid; -1 where neither."""
+        arg_device = self.col("device", idx)
+        device = np.where(arg_device != -1, arg_device, self.int_or_none("pid", idx))
+        stream = self.as_ints("stream", idx)
+        written = (self.s.tags["stream"][idx] == T_STR) | (stream != -1)
+        return device, np.where(written, stream, self.int_or_none("tid", idx))
 
     def times(self, idx: npt.NDArray[np.intp], skipped: Counter[str]) -> tuple[
             npt.NDArray[np.bool_], Ints, Ints]:
@@ -159,6 +164,8 @@ class _Chunk:
         return np.maximum(self.col("external_id", idx), self.col("external_id_lc", idx))
 
     def events(self, idx: npt.NDArray[np.intp]) -> list[Event]:
+        """The events at ``idx`` decoded by msgspec: for the few whose tables are built from
+        Events (collective candidates, profiler spans)."""
         return _EVENTS.decode(self.s.events_json(idx)) if len(idx) else []
 
 
@@ -170,17 +177,17 @@ def _host(c: _Chunk, idx: npt.NDArray[np.intp], kinds: npt.NDArray[np.int8],
     dims_lc = sids["input_dims_lc"][idx]
     if (dims_lc >= 0).any():  # "Input dims" (older spelling) somewhere
         dims = np.where(dims >= 0, dims, dims_lc)
-    cols: Columns = {"input_dims": c.raw_ids(dims, dims_text)}
-    for field in ("input_types", "concrete_inputs", "input_strides"):
-        cols[field] = c.raw_ids(sids[field][idx], compact_json)
-    cols["call_stack"] = _interned(sids["call_stack"][idx], len(c.s.raw), c.text, c.strings)
-    cols = {
+    # interned in columns._host's order: the string table's ids depend on it
+    input_dims = c.raw_ids(dims, dims_text)
+    types, concrete, strides = (c.raw_ids(sids[f][idx], compact_json)
+                                for f in ("input_types", "concrete_inputs", "input_strides"))
+    stacks = _interned(sids["call_stack"][idx], len(c.s.raw), c.text, c.strings)
+    cols: Columns = {
         "name": c.texts_of("name", idx), "ts": ts, "dur": dur,
         "pid": c.thread_ids("pid", idx), "tid": c.thread_ids("tid", idx),
         "kind": np.array(kinds, dtype=np.int8), "external_id": c.external_ids(idx),
-        "input_dims": cols["input_dims"], "call_stack": cols["call_stack"],
-        "input_types": cols["input_types"], "concrete_inputs": cols["concrete_inputs"],
-        "input_strides": cols["input_strides"],
+        "input_dims": input_dims, "call_stack": stacks, "input_types": types,
+        "concrete_inputs": concrete, "input_strides": strides,
     }
     return {k: v[keep] for k, v in cols.items()}
 
@@ -198,11 +205,7 @@ def _runtime(c: _Chunk, idx: npt.NDArray[np.intp], skipped: Counter[str]) -> Col
 def _device(c: _Chunk, idx: npt.NDArray[np.intp], kinds: npt.NDArray[np.int8],
             skipped: Counter[str]) -> Columns:
     keep, ts, dur = c.times(idx, skipped)
-    arg_device = c.col("device", idx)
-    device = np.where(arg_device != -1, arg_device, c.int_or_none("pid", idx))
-    stream = c.as_ints("stream", idx)
-    written = (c.s.tags["stream"][idx] == T_STR) | (stream != -1)
-    stream = np.where(written, stream, c.int_or_none("tid", idx))
+    device, stream = c.device_and_stream(idx)
     grid = np.clip(c.s.grid[idx], -1, 2**31 - 1).astype(np.int32)
     block = np.clip(c.s.block[idx], -1, 2**31 - 1).astype(np.int32)
     cols: Columns = {
@@ -219,6 +222,36 @@ def _device(c: _Chunk, idx: npt.NDArray[np.intp], kinds: npt.NDArray[np.int8],
         "registers": np.clip(c.col("registers", idx), -1, 2**31 - 1),
         "shared_mem": c.col("shared_memory", idx),
         "bytes": c.as_ints("bytes", idx),
+    }
+    return {k: v[keep] for k, v in cols.items()}
+
+
+def _ranges_on_device(c: _Chunk, idx: npt.NDArray[np.intp], skipped: Counter[str],
+                      with_correlation: bool) -> Columns:
+    """columns._ranges_on_device: GPU annotations, and syncs (with their correlation)."""
+    keep, ts, dur = c.times(idx, skipped)
+    device, stream = c.device_and_stream(idx)
+    cols: Columns = {
+        "name": c.texts_of("name", idx), "ts": ts, "dur": dur,
+        "device": np.clip(device, -1, 2**31 - 1), "stream": stream,
+    }
+    if with_correlation:
+        cols["correlation"] = c.col("correlation", idx)
+    return {k: v[keep] for k, v in cols.items()}
+
+
+def _memory(c: _Chunk, idx: npt.NDArray[np.intp], skipped: Counter[str]) -> Columns:
+    """columns._memory: the ``[memory]`` records (instants: no duration is read)."""
+    keep, ts, _ = checked_times(c.s.floats("ts")[idx], np.zeros(len(idx)), skipped)
+    cols: Columns = {
+        "ts": ts,
+        "device_type": np.clip(c.col("device_type", idx), -1, 2**31 - 1),
+        "device_id": np.clip(c.col("device_id", idx), -1, 2**31 - 1),
+        "bytes": c.col("mem_bytes", idx),
+        "addr": c.col("addr", idx),
+        "total_allocated": c.col("total_allocated", idx),
+        "total_reserved": c.col("total_reserved", idx),
+        "tid": c.thread_ids("tid", idx),
     }
     return {k: v[keep] for k, v in cols.items()}
 
@@ -274,13 +307,13 @@ def _build(s: Scanned) -> ChunkResult:
         F_HOST: _host(c, idx[F_HOST], kinds[idx[F_HOST]], skipped),
         F_RUNTIME: _runtime(c, idx[F_RUNTIME], skipped),
         F_DEVICE: _device(c, idx[F_DEVICE], kinds[idx[F_DEVICE]], skipped),
-        F_GPU_ANN: ranges_on_device(c.events(idx[F_GPU_ANN]), c.strings, skipped, False),
-        F_SYNC: ranges_on_device(c.events(idx[F_SYNC]), c.strings, skipped, True),
-        F_MEMORY: memory_table(c.events(idx[F_MEMORY]), c.strings, skipped),
-    }
-    tables[8] = collectives_table(c.events(_collective_candidates(c, idx[F_HOST], False)),
+        F_GPU_ANN: _ranges_on_device(c, idx[F_GPU_ANN], skipped, False),
+        F_SYNC: _ranges_on_device(c, idx[F_SYNC], skipped, True),
+        F_MEMORY: _memory(c, idx[F_MEMORY], skipped),
+        F_COLL: collectives_table(c.events(_collective_candidates(c, idx[F_HOST], False)),
                                   c.events(_collective_candidates(c, idx[F_DEVICE], True)),
-                                  c.strings, skipped)
+                                  c.strings, skipped),
+    }
     repairs: Counter[str] = Counter()
     for fam in (F_RUNTIME, F_DEVICE):
         args = s.tags["args"][idx[fam]] == T_OBJ
