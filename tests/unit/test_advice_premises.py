@@ -341,7 +341,6 @@ def test_small_batch_offers_amp_only_to_a_run_without_it(tmp_path: Path) -> None
     assert "AMP or activation checkpointing" in fp32.fix
 
 
-
 def test_small_batch_fix_follows_the_run_it_reads(tmp_path: Path) -> None:
     """Training scales its learning rate with the batch; a run without a backward pass or
     an optimizer step is inference and hears nothing of learning rates or optimizers."""

@@ -595,7 +595,6 @@ def efficiency(trace: Trace, tree: OpTree, steps: Steps,
     )
 
 
-
 def _first_per_group(group: I64, time: F64) -> I64:
     """Index (into the arrays) of the longest item of each group."""
     if len(group) == 0:

@@ -36,7 +36,6 @@ model = torch.compile(model)"""
 CODE_COMPILED = CODE.rsplit("\n# let the compiler", 1)[0]
 
 
-
 def inside_other_ops(ctx: Context) -> npt.NDArray[np.bool_]:
     """Host rows called by another ATen operator that is neither a copy nor a layout op.
 

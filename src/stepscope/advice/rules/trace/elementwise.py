@@ -27,7 +27,6 @@ KERNEL_TOKENS = ("elementwise_kernel", "vectorized_elementwise", "unrolled_eleme
                  "triton_poi")
 
 
-
 def is_pointwise_kernel(name: str) -> bool:
     return any(t in name for t in KERNEL_TOKENS)
 
