@@ -77,6 +77,18 @@ def test_cumulative() -> None:
     assert iv.cumulative(u, t).tolist() == [0, 0, 5, 10, 10, 10, 15, 20, 20]
 
 
+def test_within_ranges_per_thread_and_nested() -> None:
+    a = np.array
+    # thread 1: [0, 100) holding [10, 20); thread 2: [50, 60)
+    start, end, tid = a([0, 10, 50]), a([100, 20, 60]), a([1, 1, 2])
+    inside = iv.within_ranges(start, end, tid,
+                              a([30, 55, 55, 5, 90, 100, 0]), a([40, 58, 58, 101, 100, 110, 5]),
+                              a([1, 1, 2, 1, 1, 1, 3]))
+    # after the nested range, still in the outer one; thread 2's range holds only its own;
+    # ending past the range; ending at its end; starting at its end; a thread without ranges
+    assert inside.tolist() == [True, True, True, False, True, False, False]
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_against_bitmap(seed: int) -> None:
     """Random unions checked against a per-ns boolean bitmap."""

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.builders import TraceBuilder
+from tests.builders import TID, TraceBuilder
 
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph.fixes import RULE_TRANSFORMS, transform_for
@@ -240,6 +240,19 @@ def test_fuse_optimizer_only_fuses_kernels_of_the_optimizer_step(tmp_path: Path)
     # launch calls inside the step cost nothing: the GPU ends at 50 + 30 = 80
     assert r.touched == (2,)
     assert _steps(r) == (84.0, 80.0)
+
+
+def test_fuse_optimizer_reads_the_launching_thread_s_step(tmp_path: Path) -> None:
+    # another thread's optimizer range, begun during this thread's step, does not hide
+    # the step from its own launches (intervals.within_ranges: per thread)
+    b = TraceBuilder()
+    b.annotation("Optimizer.step#SGD.step", 40, 40)
+    b.annotation("Optimizer.step#SGD.step", 41, 1, tid=TID + 1)
+    for i in range(3):
+        o = b.op("aten::add_", 42 + 10 * i, 8)
+        b.launch(o, "cudaLaunchKernel", 43 + 10 * i, 5, kernel="add_kernel",
+                 k_ts=50 + 12 * i, k_dur=10)
+    assert _replay(b, tmp_path, "fuse_optimizer").touched == (2,)  # 2 join the first
 
 
 def test_remove_launch_overhead_keeps_a_first_launch(tmp_path: Path) -> None:

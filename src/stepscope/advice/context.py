@@ -447,18 +447,10 @@ class Context:
         """Host rows that lie inside one of the ranges ``ranges_mask`` on their own thread
         (the ranges themselves excluded)."""
         host = self.trace.host
-        out = np.zeros(len(host), dtype=bool)
-        marked = np.flatnonzero(ranges_mask)
-        for tid in np.unique(host.tid[marked]).tolist():  # one pass per thread
-            ranges = marked[host.tid[marked] == tid]
-            ranges = ranges[np.argsort(host.ts[ranges], kind="stable")]
-            reach = np.maximum.accumulate(host.end[ranges])
-            rows = np.flatnonzero(host.tid == tid)
-            k = np.searchsorted(host.ts[ranges], host.ts[rows], side="right") - 1
-            inside = k >= 0
-            inside[inside] = host.end[rows[inside]] <= reach[k[inside]]
-            out[rows] = inside
-        out[marked] = False
+        r = np.flatnonzero(ranges_mask)
+        out = iv.within_ranges(host.ts[r], host.end[r], host.tid[r], host.ts, host.end,
+                               host.tid)
+        out[r] = False
         return out
 
     @cached_property

@@ -6,6 +6,8 @@ numpy over sorted arrays: no Python loop per interval.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -96,6 +98,24 @@ def clip(u: Union, lo: int, hi: int) -> Union:
     e = np.minimum(u[1], hi)
     keep = e > s
     return s[keep], e[keep]
+
+
+def within_ranges(range_start: I64, range_end: I64, range_thread: npt.NDArray[np.integer[Any]],
+                  start: I64, end: I64,
+                  thread: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.bool_]:
+    """Whether each [start, end) lies inside one of the ranges on its own thread: it starts
+    at or after a range's start and ends by the furthest end of the ranges started so far
+    on that thread (nested or overlapping ranges count as one). One pass per thread that
+    has ranges (a few), numpy within it."""
+    out = np.zeros(len(start), dtype=bool)
+    for tid in np.unique(range_thread).tolist():
+        mine = range_thread == tid
+        order = np.argsort(range_start[mine], kind="stable")
+        starts, reach = range_start[mine][order], np.maximum.accumulate(range_end[mine][order])
+        rows = np.flatnonzero(thread == tid)
+        k = np.searchsorted(starts, start[rows], side="right") - 1
+        out[rows] = (k >= 0) & (end[rows] <= reach[np.maximum(k, 0)])
+    return out
 
 
 def nest_sorted(start: I64, end: I64) -> tuple[I64, I64]:

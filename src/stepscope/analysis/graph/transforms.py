@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.events import intervals as iv
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
 from stepscope.analysis.graph.build import Graph
@@ -258,11 +259,9 @@ def _optimizer_ops(trace: Trace, links: Links, g: Graph) -> B:
     if len(opt) == 0 or len(dev) == 0:
         return out
     call = links.device_runtime[g.row[dev]]
-    ok = call >= 0
     c = np.maximum(call, 0)
-    k = np.searchsorted(host.ts[opt], rt.ts[c], side="right") - 1
-    kc = opt[np.maximum(k, 0)]
-    out[dev] = ok & (k >= 0) & (host.end[kc] >= rt.end[c]) & (host.tid[kc] == rt.tid[c])
+    out[dev] = (call >= 0) & iv.within_ranges(host.ts[opt], host.end[opt], host.tid[opt],
+                                              rt.ts[c], rt.end[c], rt.tid[c])
     return out
 
 
