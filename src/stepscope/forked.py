@@ -7,6 +7,8 @@ pickling of the trace) and sends back only its pickled result. The result is the
 object the caller would have computed itself: anything that goes wrong in the child (an
 exception, a crash, an unpicklable result) makes ``result()`` compute it in the caller,
 so the caller sees exactly what a serial run gives (the same value or the same error).
+``Served`` is the same with questions: a child that prepares a state as soon as it can (the
+replay graph) and answers the caller's questions about it once they are known.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -114,3 +116,111 @@ class Forked(Generic[T]):
                 self._fd = -1
             os.waitpid(self._pid, 0)
             self._pid = -1
+
+
+S = TypeVar("S")
+Q = TypeVar("Q")
+R = TypeVar("R")
+
+_LEN = 8  # bytes of the length before each pickled message
+
+
+def _send(fh: BinaryIO, obj: object) -> None:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    fh.write(len(payload).to_bytes(_LEN, "little"))
+    fh.write(payload)
+    fh.flush()
+
+
+def _receive(fh: BinaryIO) -> Any:
+    """The next message; EOFError when the other side is gone (or wrote half of one)."""
+    head = fh.read(_LEN)
+    if len(head) < _LEN:
+        raise EOFError
+    n = int.from_bytes(head, "little")
+    payload = fh.read(n)
+    if len(payload) < n:
+        raise EOFError
+    return pickle.loads(payload)
+
+
+class Served(Generic[S, Q, R]):
+    """``prepare()`` started now in a child, which then answers ``answer(state, q)`` for each
+    ``ask(q)``, in order: work that can start before its questions are known (the replay
+    graph, while the caller computes the findings that say what to replay). As with
+    :class:`Forked`, the answers are the serial ones: when not enabled, or when anything
+    goes wrong in the child (an exception, a crash, a message that does not pickle), the
+    caller prepares the state itself and answers from then on (the same values, the same
+    errors). Call ``close()`` (in a ``finally``) so that a started child is reaped."""
+
+    def __init__(self, prepare: Callable[[], S], answer: Callable[[S, Q], R], *,
+                 enabled: bool = True) -> None:
+        self._prepare, self._answer = prepare, answer
+        self._pid = -1
+        self._to: BinaryIO | None = None
+        self._from: BinaryIO | None = None
+        self._state: S
+        self._local = False
+        if not (enabled and can_fork()):
+            return
+        ask_r, ask_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (ask_r, ask_w, ans_r, ans_w):
+                os.close(fd)
+            return
+        if pid == 0:  # the child: prepare, then answer until the caller closes its end
+            code = 1
+            try:
+                os.close(ask_w)
+                os.close(ans_r)
+                _serve(prepare, answer, os.fdopen(ask_r, "rb"), os.fdopen(ans_w, "wb"))
+                code = 0
+            except BaseException:  # the caller sees EOF and answers itself
+                pass
+            finally:
+                os._exit(code)
+        os.close(ask_r)
+        os.close(ans_w)
+        self._pid = pid
+        self._to, self._from = os.fdopen(ask_w, "wb"), os.fdopen(ans_r, "rb")
+
+    def ask(self, question: Q) -> R:
+        if self._pid > 0:
+            assert self._to is not None and self._from is not None
+            try:
+                _send(self._to, question)
+                reply: R = _receive(self._from)
+                return reply
+            except Exception:  # the child failed (or the question does not pickle)
+                self.close()
+        if not self._local:
+            self._state = self._prepare()
+            self._local = True
+        return self._answer(self._state, question)
+
+    def close(self) -> None:
+        """Stop and reap the child (its state is no longer wanted)."""
+        for fh in (self._to, self._from):
+            if fh is not None:
+                with contextlib.suppress(OSError):
+                    fh.close()
+        self._to = self._from = None
+        if self._pid > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+            os.waitpid(self._pid, 0)
+            self._pid = -1
+
+
+def _serve(prepare: Callable[[], S], answer: Callable[[S, Q], R], inp: BinaryIO,
+           out: BinaryIO) -> None:
+    state = prepare()
+    while True:
+        try:
+            question = _receive(inp)
+        except EOFError:  # the caller closed: done
+            return
+        _send(out, answer(state, question))

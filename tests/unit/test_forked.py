@@ -13,7 +13,7 @@ from tests.builders import TraceBuilder
 from stepscope import forked
 from stepscope.advice import advise_replayed
 from stepscope.analysis.suite import run_analyses
-from stepscope.forked import Forked
+from stepscope.forked import Forked, Served
 from stepscope.report.build import build_report
 from stepscope.report.json.render import render_json
 
@@ -73,6 +73,69 @@ def test_disabled_runs_in_the_caller() -> None:
     assert Forked(os.getpid, enabled=False).result() == os.getpid()
 
 
+@needs_fork
+def test_served_answers_come_from_the_prepared_child() -> None:
+    parent = os.getpid()
+    job: Served[int, int, tuple[int, int, int]] = Served(
+        os.getpid, lambda pid, q: (pid, os.getpid(), q * 2))
+    try:
+        first, second = job.ask(1), job.ask(21)
+    finally:
+        job.close()
+    assert first[0] == first[1] != parent  # prepared and answered in the one child
+    assert second == (first[0], first[1], 42)  # the same state answers every question
+
+
+@needs_fork
+def test_served_failures_are_answered_in_the_caller() -> None:
+    parent = os.getpid()
+
+    def prepare() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("only in the child")
+        return 5
+
+    job: Served[int, int, int] = Served(prepare, lambda s, q: s + q)
+    assert job.ask(1) == 6 and job.ask(2) == 7  # prepared here once the child failed
+    job.close()
+
+    def answer(state: int, q: int) -> int:
+        if os.getpid() != parent and q == 2:
+            os._exit(3)  # a crash in the middle of the answers
+        return state + q
+
+    job = Served(lambda: 10, answer)
+    assert [job.ask(1), job.ask(2), job.ask(3)] == [11, 12, 13]
+    job.close()
+    unpicklable: Served[int, int, object] = Served(lambda: 1, lambda s, q: lambda: s + q)
+    reply = unpicklable.ask(1)
+    assert callable(reply) and reply() == 2
+    unpicklable.close()
+    zero: Served[int, int, int] = Served(lambda: 0, lambda s, q: q // s)
+    with pytest.raises(ZeroDivisionError):  # the caller sees the serial run's error
+        zero.ask(1)
+
+
+def test_served_not_enabled_prepares_only_when_asked() -> None:
+    prepared: list[int] = []
+
+    def prepare() -> int:
+        prepared.append(1)
+        return 4
+
+    job: Served[int, int, int] = Served(prepare, lambda s, q: s * q, enabled=False)
+    assert prepared == []
+    assert job.ask(2) == 8 and job.ask(3) == 12 and prepared == [1]
+    job.close()
+
+
+@needs_fork
+def test_served_close_stops_an_unasked_child() -> None:
+    job: Served[None, int, int] = Served(lambda: time.sleep(60), lambda s, q: q)
+    job.close()  # returns at once: the child is killed and reaped
+    job.close()
+
+
 def _trace(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Steps where a host sync and many small launches leave findings to replay."""
     b = TraceBuilder()
@@ -108,7 +171,17 @@ def test_report_with_children_equals_the_serial_report(tmp_path: Path,
     findings, combined = advise_replayed(analyses)
     assert calls == [True, True]  # the critical paths, then the second half of the replays
     assert combined is not None and any(f.method == "replay" for f in findings)
+    served: list[bool] = []
+    real_served = Served.__init__
+
+    def spy_served(self: Served[object, object, object], prepare: object, answer: object, *,
+                   enabled: bool = True) -> None:
+        served.append(enabled)
+        real_served(self, prepare, answer, enabled=enabled)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Served, "__init__", spy_served)
     assert render_json(build_report(trace, monitor=None)) == serial
+    assert served == [True]  # the replay graph was built beside the analyses
 
 
 def test_no_process_to_be_had_runs_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:

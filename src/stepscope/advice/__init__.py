@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from stepscope.advice.context import Context
 from stepscope.advice.finding import Finding
-from stepscope.advice.replay import Combined, replay_findings
+from stepscope.advice.replay import Combined, Replays, replay_findings
 from stepscope.advice.rules import RULES
 from stepscope.advice.rules import RuleFn as Rule
 from stepscope.analysis.suite import Analyses
 
-__all__ = ["CAPTURE_ONLY_REASON", "NEEDS_EXECUTED_WORK", "RULES", "Combined", "Finding", "Rule",
+__all__ = ["CAPTURE_ONLY_REASON", "NEEDS_EXECUTED_WORK", "RULES", "Combined", "Finding", "Replays",
+           "Rule",
            "advise", "advise_replayed", "skipped_rules"]
 
 MIN_SAVING_PCT = 0.5  # findings saving less than this share of the step are dropped
@@ -48,10 +49,12 @@ def advise(analyses: Analyses, rules: dict[str, Rule] | None = None, *,
 
 
 def advise_replayed(analyses: Analyses, rules: dict[str, Rule] | None = None, *,
-                    replay: bool = True) -> tuple[list[Finding], Combined | None]:
+                    replay: bool = True, replays: Replays | None = None,
+                    ) -> tuple[list[Finding], Combined | None]:
     """The findings, their savings replayed where the graph models the fix, and the step
     with every such fix applied together. ``replay=False``: the rules' own bounds only
-    (their unit tests check the rules' premises and bounds on their own)."""
+    (their unit tests check the rules' premises and bounds on their own). ``replays``: the
+    steps' replays, started before the analyses (report.build); built here otherwise."""
     ctx = Context(analyses)
     findings: list[Finding] = []
     failed: list[str] = []
@@ -70,7 +73,7 @@ def advise_replayed(analyses: Analyses, rules: dict[str, Rule] | None = None, *,
     combined = None
     try:
         if replay:
-            findings, combined = replay_findings(analyses, findings, MIN_SAVING_PCT)
+            findings, combined = replay_findings(analyses, findings, MIN_SAVING_PCT, replays)
     except Exception as exc:  # the bounds stand; the report says why
         failed.append(f"replay: {type(exc).__name__}: {exc}")
     # memory findings save no time (saving 0) but carry their own severity

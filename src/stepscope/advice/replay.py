@@ -7,15 +7,19 @@ step (docs/whatif.md)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from stepscope import forked
 from stepscope.advice.finding import Finding, severity_for
+from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph.fixes import DEVICE_ONLY, NEEDS_NEXT_STEP, RULE_TRANSFORMS
 from stepscope.analysis.graph.transforms import parse
 from stepscope.analysis.graph.whatif import Replayer, Timing, WindowReplay
+from stepscope.analysis.graph.window import Window
 from stepscope.analysis.suite import Analyses
-from stepscope.forked import Forked
+from stepscope.forked import Forked, Served
+from stepscope.model.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -29,44 +33,69 @@ class Combined:
     touched: tuple[int, ...]
 
 
-def _replayer(analyses: Analyses) -> Replayer | None:
-    if not analyses.windows or (not analyses.trace.has_gpu and not len(analyses.trace.host)):
+Wanted = tuple[tuple[str, ...], ...]  # the sets of transform specs to replay, one run each
+Runs = dict[tuple[str, ...], WindowReplay]
+
+
+def _replayer(trace: Trace, links: Links, windows: tuple[Window, ...]) -> Replayer | None:
+    """The steps' graph with its unmodified replay (``before``) computed."""
+    if not windows or (not trace.has_gpu and not len(trace.host)):
         return None
-    return Replayer(analyses.trace, analyses.links, list(analyses.windows))
+    rp = Replayer(trace, links, list(windows))
+    _ = rp.before
+    return rp
 
 
 def _after(rp: Replayer, specs: tuple[str, ...]) -> tuple[Timing, tuple[int, ...]]:
     return rp.after(tuple(parse(s) for s in specs))
 
 
-def _replays(rp: Replayer, specs: tuple[str, ...]
-             ) -> dict[tuple[str, ...], WindowReplay] | None:
-    """Each finding's own replay, and (ahead of knowing which findings stay) all their
-    fixes together; None when the recorded step does not replay (no time). On a large
-    graph a forked child replays the findings' own fixes while this process replays the
-    recorded step and all fixes together (measured at 1 GB: ~1.4 s each side): the same
+def _runs(rp: Replayer | None, wanted: Wanted) -> Runs | None:
+    """Each wanted set of fixes replayed; None when there is no graph or the recorded step
+    does not replay (no time). On a large graph a forked child replays every other set
+    while this process replays the rest (measured at 1 GB: ~0.5 s per replay): the same
     results, on both cores."""
-    singles = [(s,) for s in specs]
-    theirs = singles if rp.graph.events else []
+    if rp is None or rp.before.step_ns <= 0:
+        return None
+    theirs = list(wanted[::2]) if rp.graph.events and len(wanted) > 1 else []
     child = Forked(lambda: [_after(rp, sp) for sp in theirs],
                    enabled=bool(theirs) and forked.worth_it(rp.graph.events))
     try:
-        if rp.before.step_ns <= 0:
-            return None
-        runs = {sp: rp.run(tuple(parse(s) for s in sp))
-                for sp in dict.fromkeys([*singles, specs]) if sp not in theirs}
+        runs = {sp: rp.run(tuple(parse(s) for s in sp)) for sp in wanted if sp not in theirs}
         for sp, (after, touched) in zip(theirs, child.result(), strict=True):
             runs[sp] = WindowReplay(rp.window, rp.before, after, touched)
     finally:
         child.close()
-    return runs
+    return {sp: runs[sp] for sp in wanted}
 
 
-def replay_findings(analyses: Analyses, findings: list[Finding],
-                    min_pct: float = 0.0) -> tuple[list[Finding], Combined | None]:
+class Replays:
+    """The replays of a trace's analysed steps. ``background``: a forked child builds the
+    graph and replays the recorded steps as soon as the windows are known, while this
+    process runs the other analyses and the rules (at 1 GB: ~1.7 s of CPU that would
+    otherwise wait for the rules), then replays what it is asked (stepscope.forked.Served).
+    Otherwise the graph is built here on the first question. The answers are the same."""
+
+    def __init__(self, trace: Trace, links: Links, windows: list[Window], *,
+                 background: bool = False) -> None:
+        self.windows = tuple(windows)
+        frozen = self.windows
+        self._served: Served[Replayer | None, Wanted, Runs | None] = Served(
+            lambda: _replayer(trace, links, frozen), _runs, enabled=background)
+
+    def runs(self, wanted: Wanted) -> Runs | None:
+        return self._served.ask(wanted)
+
+    def close(self) -> None:
+        self._served.close()
+
+
+def replay_findings(analyses: Analyses, findings: list[Finding], min_pct: float = 0.0,
+                    replays: Replays | None = None) -> tuple[list[Finding], Combined | None]:
     """The findings with replayed savings, and every reported replayed fix applied at once:
     a fix whose own replay saves under ``min_pct`` % of the step is a finding the report
-    drops, so it is not among the fixes applied together either."""
+    drops, so it is not among the fixes applied together either. ``replays``: the trace's
+    replays started earlier (report.build), used when they are of the analysed windows."""
     one_window = len(analyses.windows) < 2
     host_only = not analyses.trace.has_gpu
 
@@ -79,20 +108,35 @@ def replay_findings(analyses: Analyses, findings: list[Finding],
     modelled = [f for f in findings if spec_of(f) is not None]
     if not modelled:
         return findings, None
-    rp = _replayer(analyses)
-    if rp is None:
-        return findings, None
-    runs = _replays(rp, tuple(dict.fromkeys(
-        s for f in modelled if (s := spec_of(f)) is not None)))
+    own = replays is None or replays.windows != analyses.windows
+    if own:
+        replays = Replays(analyses.trace, analyses.links, list(analyses.windows))
+    assert replays is not None
+    try:
+        return _replayed(analyses, findings, min_pct, replays, spec_of)
+    finally:
+        if own:
+            replays.close()
+
+
+def _replayed(analyses: Analyses, findings: list[Finding], min_pct: float, replays: Replays,
+              spec_of: Callable[[Finding], str | None]
+              ) -> tuple[list[Finding], Combined | None]:
+    specs = tuple(dict.fromkeys(s for f in findings if (s := spec_of(f)) is not None))
+    # each finding's own fix, and (ahead of knowing which findings stay) all of them together
+    runs = replays.runs(tuple(dict.fromkeys([*((s,) for s in specs), specs])))
     if runs is None:
         return findings, None
-    before_us = rp.before.step_ns / 1000.0
+    before = next(iter(runs.values())).before
+    before_us = before.step_ns / 1000.0
     step_us = analyses.breakdown.avg_step_ns / 1000.0 or before_us  # pct_of_step's base
 
     def replay(specs: tuple[str, ...]) -> WindowReplay:
         # rules sharing a transform (host-sync, sync-memcpy) replay it once
         if specs not in runs:
-            runs[specs] = rp.run(tuple(parse(s) for s in specs))
+            more = replays.runs((specs,))
+            assert more is not None  # the same replays answered before
+            runs.update(more)
         return runs[specs]
 
     out: list[Finding] = []
@@ -116,5 +160,5 @@ def replay_findings(analyses: Analyses, findings: list[Finding],
     if not specs:
         return out, None
     both = replay(specs)
-    return out, Combined(rp.before, both.after, specs,
+    return out, Combined(before, both.after, specs,
                          tuple(dict.fromkeys(f.id for f in kept)), both.touched)

@@ -66,10 +66,22 @@ class Analyses:
     critical: CriticalPaths | None = None
 
 
-def run_analyses(
-    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None,
-    window: str | None = None,
-) -> Analyses:
+@dataclass(frozen=True)
+class Plan:
+    """What every analysis starts from: the links, the operator tree, the steps analysed
+    and their windows. Computed first (:func:`plan`), so that work needing only these can
+    start beside the analyses (the report's replay graph: advice.replay)."""
+
+    links: Links
+    tree: OpTree
+    steps: Steps
+    warm: Warmup | None
+    windows: list[Window]  # the analysed steps, to the end of their device work
+    path_windows: list[Window]  # the critical paths' windows (each step, or --window)
+    large: bool  # worth a forked child (stepscope.forked.worth_it)
+
+
+def plan(trace: Trace, *, step: int | None = None, window: str | None = None) -> Plan:
     links = Links(trace)
     tree = OpTree(trace, links)
     steps = find_steps(trace, links)
@@ -78,20 +90,29 @@ def run_analyses(
         steps = select_step(steps, step)
     elif warm is not None:
         steps = exclude_warmup(steps, warm)
-    windows = step_windows(steps, device_end=True)
-    path_windows = [find(trace, window)] if window else step_windows(steps)
-    # every step's critical path (the largest part) and the step breakdown: on a large
-    # trace they run in a forked child while this process computes the rest (the split
-    # measured at 1 GB: ~1.7 s of CPU in the child, ~2 s here; stepscope.forked)
-    fork = forked.worth_it(len(trace.host) + len(trace.runtime) + len(trace.device))
-    if fork:  # what both sides read, computed once before the fork instead of twice
+    large = forked.worth_it(len(trace.host) + len(trace.runtime) + len(trace.device))
+    if large:  # what every forked child reads, computed once before they fork
         for table in (trace.host, trace.runtime, trace.device):
             _ = table.end
         _ = links.device_host
-    child = Forked(lambda: (critical_paths(trace, links, path_windows),
-                            step_breakdown(trace, steps, links)), enabled=fork)
+    return Plan(links, tree, steps, warm, step_windows(steps, device_end=True),
+                [find(trace, window)] if window else step_windows(steps), large)
+
+
+def run_analyses(
+    trace: Trace, *, step: int | None = None, peaks: Overrides | None = None,
+    window: str | None = None, planned: Plan | None = None,
+) -> Analyses:
+    """``planned``: :func:`plan`'s result for this trace (then ``step`` and ``window`` are
+    its own, not read here)."""
+    p = planned if planned is not None else plan(trace, step=step, window=window)
+    # every step's critical path (the largest part) and the step breakdown: on a large
+    # trace they run in a forked child while this process computes the rest (the split
+    # measured at 1 GB: ~1.7 s of CPU in the child, ~2 s here; stepscope.forked)
+    child = Forked(lambda: (critical_paths(trace, p.links, p.path_windows),
+                            step_breakdown(trace, p.steps, p.links)), enabled=p.large)
     try:
-        return _analyses(trace, links, tree, steps, warm, windows, peaks, child)
+        return _analyses(trace, p.links, p.tree, p.steps, p.warm, p.windows, peaks, child)
     finally:
         child.close()
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from stepscope.analysis.efficiency.roofline import Overrides
 from stepscope.analysis.memory.timeline import CategoryTimeline, category_timeline
-from stepscope.analysis.suite import Analyses, run_analyses
+from stepscope.analysis.suite import Analyses, plan, run_analyses
 from stepscope.analysis.trace.breakdown import CATEGORIES
 from stepscope.analysis.trace.kernels import KernelRow
 from stepscope.analysis.trace.operators import OperatorRow
@@ -318,14 +318,21 @@ def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = Non
     """``monitor``: the ``monitor.parquet`` of a monitored run to join as the system view;
     "beside" (default): the one in the trace's folder, if any (``stepscope run --monitor``
     writes it there); None: none. ``window``: the critical path's ``--window NAME[#N]``."""
-    from stepscope.advice import advise_replayed  # the advisor imports analysis, not us
+    from stepscope.advice import Replays, advise_replayed  # the advisor imports analysis
     from stepscope.analysis.nsight.ncu_join import join_ncu
 
-    analyses = run_analyses(trace, step=step, peaks=peaks, window=window)
-    system, system_error = _system(trace, monitor)
-    if system is not None:
-        analyses = replace(analyses, system=system)
-    findings, combined = advise_replayed(analyses)
+    planned = plan(trace, step=step, window=window)
+    # the replay graph is built beside the analyses and the rules on a large trace (it needs
+    # only the windows); the findings then say what to replay
+    replays = Replays(trace, planned.links, planned.windows, background=planned.large)
+    try:
+        analyses = run_analyses(trace, peaks=peaks, planned=planned)
+        system, system_error = _system(trace, monitor)
+        if system is not None:
+            analyses = replace(analyses, system=system)
+        findings, combined = advise_replayed(analyses, replays=replays)
+    finally:
+        replays.close()
     return Report(analyses=analyses, top=top, findings=findings, combined=combined,
                   system_error=system_error,
                   memory_timeline=None if memory_timeline is None
