@@ -187,14 +187,23 @@ class Served(Generic[S, Q, R]):
         self._pid = pid
         self._to, self._from = os.fdopen(ask_w, "wb"), os.fdopen(ans_r, "rb")
 
-    def ask(self, question: Q) -> R:
+    def ask(self, question: Q, meanwhile: Callable[[], None] | None = None) -> R:
+        """The answer; ``meanwhile``: work for this process while the child answers (run
+        first when the answer is computed here)."""
         if self._pid > 0:
             assert self._to is not None and self._from is not None
             try:
                 _send(self._to, question)
+            except Exception:  # the child is gone (or the question does not pickle)
+                self.close()
+        if meanwhile is not None:
+            meanwhile()
+        if self._pid > 0:
+            assert self._from is not None
+            try:
                 reply: R = _receive(self._from)
                 return reply
-            except Exception:  # the child failed (or the question does not pickle)
+            except Exception:  # the child failed (or its answer does not unpickle)
                 self.close()
         if not self._local:
             self._state = self._prepare()

@@ -6,6 +6,7 @@ bump SCHEMA on any incompatible change.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -45,22 +46,14 @@ if TYPE_CHECKING:
 SCHEMA = "stepscope.report/1"
 
 
-@dataclass(frozen=True)
-class Report:
-    analyses: Analyses
-    top: int
-    findings: list[Finding] = field(default_factory=list)
-    memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
-    ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
-    system_error: str | None = None  # a monitor output beside the trace that cannot be read
-    combined: Combined | None = None  # every replayable finding's fix applied together
+class Tables:
+    """The tables to_json derives from the analyses, computed on first use and kept: to_json
+    runs once per output, and `report --html` writes two (the page and the text or JSON).
+    ``warm()`` computes them ahead, while the report waits for its replays (build_report)."""
 
-    @property
-    def trace(self) -> Trace:
-        return self.analyses.trace
+    def __init__(self, analyses: Analyses) -> None:
+        self.analyses = analyses
 
-    # The tables to_json derives from the analyses, computed on first use and kept: to_json
-    # runs once per output, and `report --html` writes two (the page and the text or JSON).
     @cached_property
     def kernel_ops(self) -> list[KernelOpRow]:
         from stepscope.analysis.trace.kernel_ops import kernels_by_operator
@@ -81,7 +74,6 @@ class Report:
 
     @cached_property
     def rank_summary(self) -> RankSummary | None:
-        """This rank's part of a distributed job; None for a single-process trace."""
         a = self.analyses
         if not len(a.trace.collectives) and (a.trace.meta.world_size or 1) <= 1:
             return None
@@ -89,6 +81,55 @@ class Report:
 
         # the whole trace's steps (not a.steps, which may leave warm-up out)
         return rank_summary(a.trace, links=a.links, operators=a.operators)
+
+    def warm(self) -> None:
+        """Compute every table now. One that fails is left to fail where it is read, as
+        it would without this (the error is not the replays')."""
+        for name in ("kernel_ops", "kernel_configs", "op_stacks", "rank_summary"):
+            with contextlib.suppress(Exception):
+                getattr(self, name)
+
+
+@dataclass(frozen=True)
+class Report:
+    analyses: Analyses
+    top: int
+    findings: list[Finding] = field(default_factory=list)
+    memory_timeline: CategoryTimeline | None = None  # export_memory_timeline beside the trace
+    ncu: NcuJoin | None = None  # Nsight Compute kernels joined to this trace (--ncu)
+    system_error: str | None = None  # a monitor output beside the trace that cannot be read
+    combined: Combined | None = None  # every replayable finding's fix applied together
+    tables: Tables | None = field(default=None, repr=False, compare=False)  # None: made here
+
+    def __post_init__(self) -> None:
+        if self.tables is None:
+            object.__setattr__(self, "tables", Tables(self.analyses))
+
+    @property
+    def trace(self) -> Trace:
+        return self.analyses.trace
+
+    @property
+    def _tables(self) -> Tables:
+        assert self.tables is not None  # set by __post_init__
+        return self.tables
+
+    @property
+    def kernel_ops(self) -> list[KernelOpRow]:
+        return self._tables.kernel_ops
+
+    @property
+    def kernel_configs(self) -> list[KernelRow]:
+        return self._tables.kernel_configs
+
+    @property
+    def op_stacks(self) -> list[StackRow]:
+        return self._tables.op_stacks
+
+    @property
+    def rank_summary(self) -> RankSummary | None:
+        """This rank's part of a distributed job; None for a single-process trace."""
+        return self._tables.rank_summary
 
     def to_json(self) -> dict[str, Any]:
         a = self.analyses
@@ -330,11 +371,13 @@ def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = Non
         system, system_error = _system(trace, monitor)
         if system is not None:
             analyses = replace(analyses, system=system)
+        tables = Tables(analyses)
+        replays.meanwhile(tables.warm)  # this process's share while the children replay
         findings, combined = advise_replayed(analyses, replays=replays)
     finally:
         replays.close()
     return Report(analyses=analyses, top=top, findings=findings, combined=combined,
-                  system_error=system_error,
+                  system_error=system_error, tables=tables,
                   memory_timeline=None if memory_timeline is None
                   else category_timeline(memory_timeline),
                   ncu=None if ncu is None else join_ncu(ncu, trace))
