@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, BinaryIO, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, NoReturn, TypeVar
 
 T = TypeVar("T")
 
@@ -44,6 +44,26 @@ def worth_it(events: int) -> bool:
     return events >= MIN_EVENTS
 
 
+def _leave_after(body: Callable[[], None]) -> NoReturn:
+    """Run ``body`` in a forked child, then leave without running the parent's exit
+    handlers. Any failure is only a short or missing reply: the caller then computes the
+    value itself and sees the serial run's value or error."""
+    code = 1
+    try:
+        body()
+        code = 0
+    except BaseException:
+        pass
+    finally:
+        os._exit(code)
+
+
+def _write_result(fn: Callable[[], T], fd: int) -> None:
+    payload = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
+    with os.fdopen(fd, "wb") as out:
+        out.write(payload)
+
+
 class Forked(Generic[T]):
     """``fn()`` started now in a child when ``enabled`` (and the system can), otherwise
     run in the caller when ``result()`` is first asked for. Call ``result()`` or
@@ -64,18 +84,9 @@ class Forked(Generic[T]):
             os.close(r)
             os.close(w)
             return
-        if pid == 0:  # the child: compute, send, leave without running the parent's exits
-            code = 1
-            try:
-                os.close(r)
-                payload = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
-                with os.fdopen(w, "wb") as out:
-                    out.write(payload)
-                code = 0
-            except BaseException:  # the parent recomputes and sees the error
-                pass
-            finally:
-                os._exit(code)
+        if pid == 0:  # the child: compute, send
+            os.close(r)
+            _leave_after(lambda: _write_result(fn, w))
         os.close(w)
         self._pid, self._fd = pid, r
 
@@ -172,16 +183,10 @@ class Served(Generic[S, Q, R]):
                 os.close(fd)
             return
         if pid == 0:  # the child: prepare, then answer until the caller closes its end
-            code = 1
-            try:
-                os.close(ask_w)
-                os.close(ans_r)
-                _serve(prepare, answer, os.fdopen(ask_r, "rb"), os.fdopen(ans_w, "wb"))
-                code = 0
-            except BaseException:  # the caller sees EOF and answers itself
-                pass
-            finally:
-                os._exit(code)
+            os.close(ask_w)
+            os.close(ans_r)
+            _leave_after(lambda: _serve(prepare, answer, os.fdopen(ask_r, "rb"),
+                                        os.fdopen(ans_w, "wb")))
         os.close(ask_r)
         os.close(ans_w)
         self._pid = pid
