@@ -103,13 +103,7 @@ def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64
         rise[1:] |= a[1:] > run[:-1]
     del run, a
     entry = np.maximum.accumulate(np.where(rise, np.arange(m), 0))
-    via = np.full(n, -1, dtype=np.int64)
-    ok = src > NEG
-    best = np.full(n, NEG, dtype=np.int64)
-    np.maximum.at(best, xd, arr)
-    hit = ok & (arr == best[xd]) & (best[xd] > anchor[xd])
-    via[xd[hit]] = np.flatnonzero(hit)
-    return Solution(t, entry, via, pos, rounds)
+    return Solution(t, entry, _via(t, xs, xd, xw, anchor), pos, rounds)
 
 
 def verified(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
@@ -209,7 +203,6 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
     x_bounds = np.searchsorted(x_sl[x_sort], np.arange(last + 2))
     t = np.full(n, NEG, dtype=np.int64)
     entry = np.arange(m)
-    via = np.full(n, -1, dtype=np.int64)
     rounds = 0
     for k in range(last + 1):  # one iteration per slice, vectorised inside
         p = p_sort[bounds[k]:bounds[k + 1]]
@@ -224,7 +217,6 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
         sub_first |= cont
         a = anchor[nodes].copy()
         kind = np.zeros(len(p), dtype=np.int8)  # 0 anchor, 1 carried, 2 external edge
-        ext_edge = np.full(len(p), -1, dtype=np.int64)
         ci = np.flatnonzero(cont)
         carried = t[order[p[ci] - 1]] + w[p[ci]]
         better = carried >= a[ci]
@@ -245,7 +237,6 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
             win = ok & (arr == best[d]) & (arr > a[d])
             a[d[win]] = arr[win]
             kind[d[win]] = 2
-            ext_edge[d[win]] = outer[win]
         sub = longest(np.arange(len(p)), sub_first, w[p], local(xs[inner]), local(xd[inner]),
                       xw[inner], a, check_span=False, identity=True)
         rounds = max(rounds, sub.rounds)
@@ -257,8 +248,20 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
         carried_entry = (kind[e_local] == 1) & (sub.via[e_local] < 0)
         glob = np.where(carried_entry, entry[np.maximum(p[e_local] - 1, 0)], glob)
         entry[p] = glob
-        v = (np.where(sub.via >= 0, inner[np.maximum(sub.via, 0)], -1) if len(inner)
-             else np.full(len(p), -1, dtype=np.int64))
-        v = np.where((sub.via < 0) & (kind == 2), ext_edge, v)
-        via[nodes] = v
-    return Solution(t, entry, via, pos, rounds)
+    return Solution(t, entry, _via(t, xs, xd, xw, anchor), pos, rounds)
+
+
+def _via(t: I64, xs: I64, xd: I64, xw: I64, anchor: I64) -> I64:
+    """Per node, the cross edge its arrival comes from, as :func:`longest` picks it: of the
+    edges with the latest arrival (from a reached source) the last, when that arrival
+    beats the node's anchor; -1 otherwise. A function of the final times alone, so that
+    the path does not depend on where the slices were cut."""
+    src = t[xs]
+    ok = src > NEG
+    arr = np.where(ok, src + xw, NEG)
+    best = np.full(len(t), NEG, dtype=np.int64)
+    np.maximum.at(best, xd, arr)
+    hit = ok & (arr == best[xd]) & (best[xd] > anchor[xd])
+    via = np.full(len(t), -1, dtype=np.int64)
+    via[xd[hit]] = np.flatnonzero(hit)
+    return via
