@@ -1,5 +1,6 @@
 """Build hook: a wheel carries the built front end (the dashboard and the HTML report) and,
-where a C compiler is found, the native event scanner (``_scan.so``, then a platform wheel).
+where a C compiler is found, the native accelerators (``_scan.so``, ``_longest.so``; then a
+platform wheel).
 
 The bundle is generated (``frontend/`` -> Vite -> ``src/stepscope/report/static``) and not
 committed, so a wheel built from a clean clone would have no dashboard. Building a wheel
@@ -39,14 +40,16 @@ class FrontEndBuildHook(BuildHookInterface):
         subprocess.run([npm, "run", "--silent", "build"], cwd=frontend, check=True)
 
     def _scanner(self, root: Path, build_data: dict[str, Any]) -> None:
-        """Build _scan.so (scripts/build_scanner.sh; it skips without a compiler) and ship it:
-        the wheel then holds machine code, so it is tagged for this platform."""
-        library = root / "src" / "stepscope" / "formats" / "kineto" / "_scan.so"
+        """Build the native libraries (scripts/build_native.sh; it skips without a compiler)
+        and ship those built: the wheel then holds machine code, so it is tagged for this
+        platform."""
         bash = shutil.which("bash")
         if bash is None:  # the script needs a POSIX shell: a pure-Python wheel then
             return
-        subprocess.run([bash, str(root / "scripts" / "build_scanner.sh")], check=True)
-        if library.is_file():
-            build_data["artifacts"].append("src/stepscope/formats/kineto/_scan.so")
-            build_data["pure_python"] = False
-            build_data["infer_tag"] = True
+        subprocess.run([bash, str(root / "scripts" / "build_native.sh")], check=True)
+        for library in ("src/stepscope/formats/kineto/_scan.so",
+                        "src/stepscope/analysis/graph/_longest.so"):
+            if (root / library).is_file():
+                build_data["artifacts"].append(library)
+                build_data["pure_python"] = False
+                build_data["infer_tag"] = True

@@ -29,13 +29,14 @@ if ! fresh .venv/.stepscope-setup "$PY_STAMP"; then
   echo "$PY_STAMP" > .venv/.stepscope-setup
 fi
 
-# The native event scanner (optional; the reader falls back to Python without it).
-SCAN_STAMP=$(stamp_of src/stepscope/formats/kineto/scan.c scripts/build_scanner.sh -- \
-    "$("${CC:-cc}" --version 2>/dev/null | head -1)")
-if ! fresh src/stepscope/formats/kineto/.scan-build "$SCAN_STAMP" \
-    || [ ! -f src/stepscope/formats/kineto/_scan.so ]; then
-  bash scripts/build_scanner.sh
-  echo "$SCAN_STAMP" > src/stepscope/formats/kineto/.scan-build
+# The native accelerators (optional; without them the numpy paths give the same results).
+NATIVE_STAMP=$(stamp_of src/stepscope/formats/kineto/scan.c src/stepscope/analysis/graph/longest.c \
+    scripts/build_native.sh -- "$("${CC:-cc}" --version 2>/dev/null | head -1)")
+if ! fresh src/stepscope/.native-build "$NATIVE_STAMP" \
+    || [ ! -f src/stepscope/formats/kineto/_scan.so ] \
+    || [ ! -f src/stepscope/analysis/graph/_longest.so ]; then
+  bash scripts/build_native.sh
+  echo "$NATIVE_STAMP" > src/stepscope/.native-build
 fi
 
 # The web front end (dashboard + HTML report): npm packages from the npm registry, built by

@@ -43,8 +43,9 @@ def test_wheel_from_a_clean_clone(tmp_path: Path) -> None:
     assert "stepscope/report/static/index.html" in names
     assert "stepscope/report/static/assets/app.js" in names
     assert "stepscope/report/metrics.md" in names  # the MCP server's explain_metric reads it
-    if shutil.which("cc"):  # the native scanner, and so a wheel for this platform only
+    if shutil.which("cc"):  # the native libraries, and so a wheel for this platform only
         assert "stepscope/formats/kineto/_scan.so" in names
+        assert "stepscope/analysis/graph/_longest.so" in names
         assert not wheel.name.endswith("-none-any.whl"), wheel.name
 
     env_dir = tmp_path / "venv"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.graph.native import longest_native
 from stepscope.errors import UsageError
 
 I64 = npt.NDArray[np.int64]
@@ -31,7 +32,7 @@ class Solution:
     entry: I64  # per chain position: position where the path enters this chain segment
     via: I64  # per node: cross edge giving its arrival, -1 (anchor or chain)
     pos: I64  # per node: its chain position
-    rounds: int
+    rounds: int  # solve rounds (1: the native pass, in topological order)
 
 
 def longest(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I64,
@@ -158,6 +159,12 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
     n, m = len(anchor), len(order)
     if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
         raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
+    native = longest_native(order, first, w, xs, xd, xw, anchor)
+    if native is not None:  # the same times and entries in one pass (longest.c)
+        t, entry = native
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.arange(m)
+        return Solution(t, entry, _via(t, xs, xd, xw, anchor), pos, 1)
     # and every ~MAX_SLICE nodes of recorded time: a round over a slice that fits the CPU's
     # cache costs a fraction of one over millions of nodes (a graph without waits, e.g.
     # with drop_sync, would otherwise be solved in rounds over all of it)

@@ -10,7 +10,7 @@
  * Strings are not unescaped here: each distinct byte string gets an id and its bytes'
  * offset; Python decodes each distinct one once (scan.py).
  *
- * Built by scripts/setup.sh and the wheel hook (hatch_build.py) into _scan.so, loaded with
+ * Built by scripts/build_native.sh (setup.sh, the wheel hook) into _scan.so, loaded with
  * ctypes; without it the reader is the same, only slower.
  */
 #include <errno.h>

@@ -1,0 +1,121 @@
+/* Longest paths over the chains-and-cross-edges graph (solve.py), in one pass in
+ * topological order: each chain position is placed once its chain predecessor and the
+ * sources of its cross edges are, t = max(previous + w, anchor, best arrival).
+ *
+ * It is an accelerator, never a second solver: it gives exactly solve.longest's times and
+ * entries (the tie rules: a chain position enters its path afresh only when its own
+ * arrival is strictly later than the chain's) and declines (returns -1) whenever it cannot
+ * be sure to - a cycle, an id out of range, a node at two positions, a negative weight, or
+ * values beyond the range in which solve.py's int64 arithmetic is exact. The caller then
+ * solves with numpy. The cross edge each node's arrival comes from (``via``) is computed
+ * from the times by solve._via, the same for both.
+ *
+ * Built with the event scanner by scripts/build_native.sh into _longest.so, loaded with
+ * ctypes by native.py; without it the solver is the same, only slower.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#define NEG (-(INT64_C(1) << 41)) /* solve.NEG: unreached */
+#define LIMIT (INT64_C(1) << 40)  /* solve.SPAN: a weight, an anchor, a chain's sum */
+#define TOTAL (INT64_C(1) << 61)  /* the sum of every weight: no path can overflow */
+
+static int64_t *zeros64(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t)); }
+
+/* n nodes, m chain positions (order[k]: the node at position k; first[k]: k starts a
+ * chain), w[k] the weight into position k, nx cross edges xs[e] -> xd[e] of weight xw[e],
+ * anchor[v] each node's own earliest time (<= NEG: none). Writes t[n] (NEG: unreached)
+ * and entry[m]. Returns 0, -1 to decline, -2 when out of memory. */
+int64_t gl_longest(int64_t n, int64_t m, const int64_t *order, const uint8_t *first,
+                   const int64_t *w, int64_t nx, const int64_t *xs, const int64_t *xd,
+                   const int64_t *xw, const int64_t *anchor, int64_t *t, int64_t *entry) {
+    if (n < 0 || m < 0 || nx < 0) return -1;
+    int64_t *pos = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *indeg = zeros64(m), *c = zeros64(m), *start = zeros64(m + 1);
+    int64_t *out = zeros64(nx), *queue = zeros64(m), *tk = zeros64(m);
+    int64_t rc = -2;
+    if (!pos || !indeg || !c || !start || !out || !queue || !tk) goto done;
+    rc = -1;
+    for (int64_t v = 0; v < n; v++) pos[v] = -1;
+    int64_t total = 0, chain = 0;
+    for (int64_t k = 0; k < m; k++) {
+        int64_t v = order[k];
+        if (v < 0 || v >= n || pos[v] >= 0) goto done;
+        pos[v] = k;
+        if (w[k] < 0 || w[k] > LIMIT) goto done;
+        int starts = k == 0 || first[k];
+        chain = starts ? 0 : chain + w[k];
+        if (chain > LIMIT) goto done;
+        total += w[k];
+        if (!starts) indeg[k] = 1;
+    }
+    for (int64_t k = 0; k < m; k++) {
+        int64_t a = anchor[order[k]];
+        if (a > NEG && (a > LIMIT || a < -LIMIT)) goto done;
+        c[k] = a > NEG ? a : NEG;
+    }
+    /* cross edges by source position (a source that is no position is never reached, a
+     * destination that is none has no time: neither takes part) */
+    for (int64_t e = 0; e < nx; e++) {
+        if (xs[e] < 0 || xs[e] >= n || xd[e] < 0 || xd[e] >= n) goto done;
+        if (xw[e] > LIMIT || xw[e] < -LIMIT) goto done;
+        total += xw[e] < 0 ? -xw[e] : xw[e];
+        if (total > TOTAL) goto done;
+        int64_t s = pos[xs[e]], d = pos[xd[e]];
+        if (s < 0 || d < 0) continue;
+        start[s + 1]++;
+        indeg[d]++;
+    }
+    if (total > TOTAL) goto done;
+    for (int64_t k = 0; k < m; k++) start[k + 1] += start[k];
+    {
+        int64_t *fill = zeros64(m);
+        if (!fill) { rc = -2; goto done; }
+        for (int64_t e = 0; e < nx; e++) {
+            int64_t s = pos[xs[e]], d = pos[xd[e]];
+            if (s < 0 || d < 0) continue;
+            out[start[s] + fill[s]++] = e;
+        }
+        free(fill);
+    }
+    int64_t head = 0, tail = 0;
+    for (int64_t k = 0; k < m; k++)
+        if (indeg[k] == 0) queue[tail++] = k;
+    while (head < tail) {
+        int64_t k = queue[head++];
+        int starts = k == 0 || first[k];
+        int64_t prev = starts ? NEG : tk[k - 1];
+        int64_t along = prev > NEG ? prev + w[k] : NEG;
+        int64_t own = c[k];
+        if (own > NEG && (along <= NEG || own > along)) {
+            tk[k] = own;
+            entry[k] = k;
+        } else {
+            tk[k] = along;
+            entry[k] = starts ? k : entry[k - 1];
+        }
+        if (tk[k] > NEG && tk[k] <= NEG / 2) goto done; /* solve.py would read unreached */
+        for (int64_t i = start[k]; i < start[k + 1]; i++) {
+            int64_t e = out[i], d = pos[xd[e]];
+            if (tk[k] > NEG) {
+                int64_t arrival = tk[k] + xw[e];
+                if (arrival > c[d]) c[d] = arrival;
+            }
+            if (--indeg[d] == 0) queue[tail++] = d;
+        }
+        if (k + 1 < m && !first[k + 1] && --indeg[k + 1] == 0) queue[tail++] = k + 1;
+    }
+    if (tail != m) goto done; /* a cycle */
+    for (int64_t v = 0; v < n; v++) t[v] = NEG;
+    for (int64_t k = 0; k < m; k++) t[order[k]] = tk[k];
+    rc = 0;
+done:
+    free(pos);
+    free(indeg);
+    free(c);
+    free(start);
+    free(out);
+    free(queue);
+    free(tk);
+    return rc;
+}
