@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stepscope.analysis.graph import native, solve
-from stepscope.analysis.graph.solve import NEG, longest, longest_sliced
+from stepscope.analysis.graph.solve import NEG, longest, longest_sliced, verified
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="native solver not built")
 
@@ -109,6 +109,30 @@ def test_sliced_with_and_without_native(g: tuple[np.ndarray, ...]) -> None:
     assert np.array_equal(fast.t[order], slow.t[order])
     assert np.array_equal(fast.entry, slow.entry)
     assert np.array_equal(fast.via, slow.via)
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs())
+def test_verified_with_and_without_native(g: tuple[np.ndarray, ...]) -> None:
+    """The recorded replay's check: the right guess is the solution, a wrong one is not."""
+    order, first, w, xs, xd, xw, anchor = g
+    if native.longest_native(order, first, w, xs, xd, xw, anchor) is None:
+        return
+    right = longest(order, first, w, xs, xd, xw, anchor).t
+    wrong = right.copy()
+    wrong[order[-1]] += 1
+    saved = native._LIB
+    try:
+        for lib in (saved, None):
+            native._LIB = lib
+            sol = verified(order, first, w, xs, xd, xw, anchor, right)
+            assert sol is not None and np.array_equal(sol.t, right)
+            plain = longest(order, first, w, xs, xd, xw, anchor)
+            assert np.array_equal(sol.entry, plain.entry)
+            assert np.array_equal(sol.via, plain.via)
+            assert verified(order, first, w, xs, xd, xw, anchor, wrong) is None
+    finally:
+        native._LIB = saved
 
 
 def _chain(m: int) -> tuple[np.ndarray, ...]:

@@ -112,9 +112,26 @@ def verified(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anchor: I6
     """The solution, if it is ``guess``: one round from ``guess`` gives ``guess`` back and
     raises no node. The recurrence t_i = max(anchor_i, t_j + w_ji over its in-edges) has one
     solution on a DAG, so a guess that satisfies it is the longest paths (the unmodified
-    replay reproduces the recorded times: one round instead of a solve)."""
+    replay reproduces the recorded times: one round instead of a solve). Where the native
+    pass is built, it solves instead and compares (the same answer, cheaper than a round)."""
+    native = _native(order, first, w, xs, xd, xw, anchor)
+    if native is not None:  # solved in one pass: the guess is right or it is not
+        return native if np.array_equal(native.t, guess) else None
     sol = longest(order, first, w, xs, xd, xw, anchor, max_rounds=1, start=guess)
     return sol if np.array_equal(sol.t, guess) and _settled(sol.t, xs, xd, xw) else None
+
+
+def _native(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64,
+            anchor: I64) -> Solution | None:
+    """:func:`longest`'s solution by the native pass (longest.c), or None where it is not
+    built or declines (then numpy solves)."""
+    got = longest_native(order, first, w, xs, xd, xw, anchor)
+    if got is None:
+        return None
+    t, entry = got
+    pos = np.empty(len(anchor), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    return Solution(t, entry, _via(t, xs, xd, xw, anchor), pos, 1)
 
 
 def _settled(t: I64, xs: I64, xd: I64, xw: I64) -> bool:
@@ -159,12 +176,9 @@ def longest_sliced(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64, anch
     n, m = len(anchor), len(order)
     if m and (int(np.abs(anchor[anchor > NEG]).max(initial=0)) > SPAN):
         raise UsageError("window longer than 18 minutes: choose a shorter one with --window")
-    native = longest_native(order, first, w, xs, xd, xw, anchor)
-    if native is not None:  # the same times and entries in one pass (longest.c)
-        t, entry = native
-        pos = np.empty(n, dtype=np.int64)
-        pos[order] = np.arange(m)
-        return Solution(t, entry, _via(t, xs, xd, xw, anchor), pos, 1)
+    native = _native(order, first, w, xs, xd, xw, anchor)
+    if native is not None:  # the same times, entries and edges in one pass (longest.c)
+        return native
     # and every ~MAX_SLICE nodes of recorded time: a round over a slice that fits the CPU's
     # cache costs a fraction of one over millions of nodes (a graph without waits, e.g.
     # with drop_sync, would otherwise be solved in rounds over all of it)
