@@ -56,7 +56,8 @@ def _runs(rp: Replayer | None, wanted: Wanted) -> Runs | None:
     does not replay (no time). On a large graph the sets are dealt out to forked children
     and this process, one share each, as many shares as cores plus one (the caller only
     waits meanwhile; three replays on two cores take 1.5 replays' time instead of two;
-    measured at 1 GB: ~0.6 s each): the same results, on every core."""
+    measured at 1 GB: ~0.25 s each with the native longest-path pass, ~0.6 s without):
+    the same results, on every core."""
     if rp is None or rp.before.step_ns <= 0:
         return None
     shares = min(len(wanted), (os.cpu_count() or 1) + 1) if rp.graph.events else 1
