@@ -9,11 +9,12 @@ numpy. ``STEPSCOPE_NO_NATIVE=1`` turns it off (the tests compare both).
 from __future__ import annotations
 
 import ctypes
-import os
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from stepscope import nativelib
 
 LIBRARY = Path(__file__).with_name("_longest.so")
 
@@ -23,11 +24,8 @@ _P = ctypes.c_void_p
 
 
 def _load() -> ctypes.CDLL | None:
-    if os.environ.get("STEPSCOPE_NO_NATIVE") or not LIBRARY.is_file():
-        return None
-    try:
-        lib = ctypes.CDLL(str(LIBRARY))
-    except OSError:
+    lib = nativelib.load(LIBRARY)
+    if lib is None:
         return None
     lib.gl_longest.argtypes = [ctypes.c_int64, ctypes.c_int64, _P, _P, _P, ctypes.c_int64,
                                _P, _P, _P, _P, _P, _P]

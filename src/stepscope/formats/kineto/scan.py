@@ -9,7 +9,6 @@ turns it off (the tests compare both paths).
 from __future__ import annotations
 
 import ctypes
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ from typing import Any
 import msgspec
 import numpy as np
 import numpy.typing as npt
+
+from stepscope import nativelib
 
 LIBRARY = Path(__file__).with_name("_scan.so")
 
@@ -38,11 +39,8 @@ _P = ctypes.c_void_p
 
 
 def _load() -> ctypes.CDLL | None:
-    if os.environ.get("STEPSCOPE_NO_NATIVE") or not LIBRARY.is_file():
-        return None
-    try:
-        lib = ctypes.CDLL(str(LIBRARY))
-    except OSError:
+    lib = nativelib.load(LIBRARY)
+    if lib is None:
         return None
     lib.ks_new.restype = _P
     lib.ks_free.argtypes = [_P]
