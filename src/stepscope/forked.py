@@ -1,16 +1,15 @@
-"""One computation in a forked child while the caller goes on: the second core's share.
+"""Work in a forked child while the caller goes on: the other cores' share.
 
-The report is single-threaded after the read; its two largest parts that depend only on
-the trace (every step's critical path, the replays of the findings) run beside the rest
-this way. The child sees the parent's memory as it was at the fork (copy on write, no
-pickling of the trace) and sends back only its pickled result. The result is the same
-object the caller would have computed itself: anything that goes wrong in the child (an
-exception, a crash, an unpicklable result) makes ``result()`` compute it in the caller,
-so the caller sees exactly what a serial run gives (the same value or the same error).
-``Served`` is the same with questions: a child that prepares a state as soon as it can (the
-replay graph) and answers the caller's questions about it once they are known.
+The report is single-threaded after the read; its largest parts that depend only on the
+trace (every step's critical path, the replay graph and the findings' replays) run beside
+the rest this way. The child sees the parent's memory as it was at the fork (copy on write,
+no pickling of the trace) and sends back only pickled answers. ``Served``: a child that
+prepares a state as soon as it can (the replay graph) and answers the caller's questions
+about it once they are known; ``Forked``: one computation, a ``Served`` asked once. The
+answers are those the caller would have computed itself: anything that goes wrong in the
+child (an exception, a crash, an answer that does not pickle) makes the caller compute it,
+so it sees exactly what a serial run gives (the same value or the same error).
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -42,91 +41,6 @@ def can_fork() -> bool:
 def worth_it(events: int) -> bool:
     """Whether work that scales with ``events`` is worth a child."""
     return events >= MIN_EVENTS
-
-
-def _leave_after(body: Callable[[], None]) -> NoReturn:
-    """Run ``body`` in a forked child, then leave without running the parent's exit
-    handlers. Any failure is only a short or missing reply: the caller then computes the
-    value itself and sees the serial run's value or error."""
-    code = 1
-    try:
-        body()
-        code = 0
-    except BaseException:
-        pass
-    finally:
-        os._exit(code)
-
-
-def _write_result(fn: Callable[[], T], fd: int) -> None:
-    payload = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
-    with os.fdopen(fd, "wb") as out:
-        out.write(payload)
-
-
-class Forked(Generic[T]):
-    """``fn()`` started now in a child when ``enabled`` (and the system can), otherwise
-    run in the caller when ``result()`` is first asked for. Call ``result()`` or
-    ``close()`` (in a ``finally``) so that a started child is always reaped."""
-
-    def __init__(self, fn: Callable[[], T], *, enabled: bool = True) -> None:
-        self._fn = fn
-        self._pid = -1
-        self._fd = -1
-        self._done = False
-        self._value: T
-        if not (enabled and can_fork()):
-            return
-        r, w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:  # no process to be had (limits, memory): run it here when asked
-            os.close(r)
-            os.close(w)
-            return
-        if pid == 0:  # the child: compute, send
-            os.close(r)
-            _leave_after(lambda: _write_result(fn, w))
-        os.close(w)
-        self._pid, self._fd = pid, r
-
-    def _reap(self) -> tuple[bytes, bool]:
-        fd, self._fd = self._fd, -1  # the reader owns (and closes) it from here on
-        with os.fdopen(fd, "rb") as inp:
-            data = inp.read()
-        _, status = os.waitpid(self._pid, 0)
-        self._pid = -1
-        return data, os.waitstatus_to_exitcode(status) == 0
-
-    def result(self) -> T:
-        """The value (computed once: later calls return the same object)."""
-        if not self._done:
-            self._value = self._take()
-            self._done = True
-        return self._value
-
-    def _take(self) -> T:
-        if self._pid > 0:
-            data, ok = self._reap()
-            if ok and data:
-                try:
-                    value: T = pickle.loads(data)
-                    return value
-                except Exception:  # a result that does not unpickle: recompute below
-                    pass
-        return self._fn()
-
-    def close(self) -> None:
-        """Stop and reap a child whose result is no longer wanted (the caller failed or
-        returned before asking); nothing once ``result()`` was taken."""
-        if self._pid > 0:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self._pid, signal.SIGKILL)
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
-            os.waitpid(self._pid, 0)
-            self._pid = -1
 
 
 S = TypeVar("S")
@@ -185,8 +99,7 @@ class Served(Generic[S, Q, R]):
         if pid == 0:  # the child: prepare, then answer until the caller closes its end
             os.close(ask_w)
             os.close(ans_r)
-            _leave_after(lambda: _serve(prepare, answer, os.fdopen(ask_r, "rb"),
-                                        os.fdopen(ans_w, "wb")))
+            _serve(prepare, answer, ask_r, ans_w)
         os.close(ask_r)
         os.close(ans_w)
         self._pid = pid
@@ -229,12 +142,55 @@ class Served(Generic[S, Q, R]):
             self._pid = -1
 
 
-def _serve(prepare: Callable[[], S], answer: Callable[[S, Q], R], inp: BinaryIO,
-           out: BinaryIO) -> None:
-    state = prepare()
-    while True:
-        try:
-            question = _receive(inp)
-        except EOFError:  # the caller closed: done
-            return
-        _send(out, answer(state, question))
+def _serve(prepare: Callable[[], S], answer: Callable[[S, Q], R], ask: int,
+           reply: int) -> NoReturn:
+    """The child: prepare, answer each question until the caller closes its end, then
+    leave without running the parent's exit handlers. Any failure is only a short or
+    missing reply: the caller then answers itself and sees the serial run's value or
+    error."""
+    code = 1
+    try:
+        inp, out = os.fdopen(ask, "rb"), os.fdopen(reply, "wb")
+        state = prepare()
+        while True:
+            try:
+                question = _receive(inp)
+            except EOFError:  # the caller closed: done
+                break
+            _send(out, answer(state, question))
+        code = 0
+    except BaseException:
+        pass
+    finally:
+        os._exit(code)
+
+
+class Forked(Generic[T]):
+    """``fn()`` started now in a child when ``enabled`` (and the system can), otherwise
+    run in the caller when ``result()`` is first asked for: a :class:`Served` asked one
+    question. Call ``result()`` or ``close()`` (in a ``finally``) so that a started child
+    is always reaped."""
+
+    def __init__(self, fn: Callable[[], T], *, enabled: bool = True) -> None:
+        self._served: Served[T, None, T] = Served(fn, _itself, enabled=enabled)
+        self._done = False
+        self._value: T
+
+    def result(self) -> T:
+        """The value (computed once: later calls return the same object)."""
+        if not self._done:
+            try:
+                self._value = self._served.ask(None)
+            finally:
+                self._served.close()
+            self._done = True
+        return self._value
+
+    def close(self) -> None:
+        """Stop and reap a child whose result is no longer wanted (the caller failed or
+        returned before asking); nothing once ``result()`` was taken."""
+        self._served.close()
+
+
+def _itself(value: T, _: None) -> T:
+    return value

@@ -11,9 +11,12 @@ import pytest
 from tests.builders import TraceBuilder
 
 from stepscope import forked
-from stepscope.advice import advise_replayed
+from stepscope.advice import Replays, advise_replayed
+from stepscope.analysis.events.links import Links
+from stepscope.analysis.graph.window import Window
 from stepscope.analysis.suite import run_analyses
 from stepscope.forked import Forked, Served
+from stepscope.model.trace import Trace
 from stepscope.report.build import build_report
 from stepscope.report.json.render import render_json
 
@@ -173,14 +176,14 @@ def test_report_with_children_equals_the_serial_report(tmp_path: Path,
     assert calls == [True, True, True]
     assert combined is not None and any(f.method == "replay" for f in findings)
     served: list[bool] = []
-    real_served = Served.__init__
+    real_replays = Replays.__init__
 
-    def spy_served(self: Served[object, object, object], prepare: object, answer: object, *,
-                   enabled: bool = True) -> None:
-        served.append(enabled)
-        real_served(self, prepare, answer, enabled=enabled)  # type: ignore[arg-type]
+    def spy_replays(self: Replays, trace: Trace, links: Links, windows: list[Window], *,
+                    background: bool = False) -> None:
+        served.append(background)
+        real_replays(self, trace, links, windows, background=background)
 
-    monkeypatch.setattr(Served, "__init__", spy_served)
+    monkeypatch.setattr(Replays, "__init__", spy_replays)
     assert render_json(build_report(trace, monitor=None)) == serial
     assert served == [True]  # the replay graph was built beside the analyses
 

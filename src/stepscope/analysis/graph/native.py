@@ -52,7 +52,7 @@ def longest_native(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64,
     n, m = len(anchor), len(order)
     if len(first) != m or len(w) != m or not len(xs) == len(xd) == len(xw):
         return None
-    flags = np.ascontiguousarray(first, dtype=np.uint8)
+    flags = np.ascontiguousarray(first, dtype=np.bool_).view(np.uint8)  # no copy
     arrays = [_i64(order), _i64(w), _i64(xs), _i64(xd), _i64(xw), _i64(anchor)]
     t = np.empty(n, dtype=np.int64)
     entry = np.empty(m, dtype=np.int64)
