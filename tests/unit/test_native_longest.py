@@ -164,3 +164,15 @@ def test_declines_what_it_cannot_be_sure_of() -> None:
 def test_off_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STEPSCOPE_NO_NATIVE", "1")
     assert native._load() is None
+
+
+def test_a_stale_build_is_not_loaded() -> None:
+    """A library of another source (another interface version, or no version function at
+    all) is never called: its numpy path is taken."""
+    from stepscope import nativelib
+    from stepscope.formats.kineto import scan
+
+    assert nativelib.load(native.LIBRARY, "gl_abi", native.ABI) is not None
+    assert nativelib.load(native.LIBRARY, "gl_abi", native.ABI + 1) is None
+    if scan.LIBRARY.is_file():
+        assert nativelib.load(scan.LIBRARY, "gl_abi", native.ABI) is None  # no such function

@@ -20,6 +20,9 @@
 #define LIMIT (INT64_C(1) << 40)  /* solve.SPAN: a weight, an anchor, a chain's sum */
 #define TOTAL (INT64_C(1) << 61)  /* the sum of every weight: no path can overflow */
 
+/* the interface's version, checked by native.py (ABI) before any call */
+int gl_abi(void) { return 1; }
+
 static int64_t *zeros64(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t)); }
 
 /* n nodes, m chain positions (order[k]: the node at position k; first[k]: k starts a

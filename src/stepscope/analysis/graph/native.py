@@ -21,10 +21,11 @@ LIBRARY = Path(__file__).with_name("_longest.so")
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 _P = ctypes.c_void_p
+ABI = 1  # longest.c's gl_abi(): raise both together when gl_longest's signature changes
 
 
 def _load() -> ctypes.CDLL | None:
-    lib = nativelib.load(LIBRARY)
+    lib = nativelib.load(LIBRARY, "gl_abi", ABI)
     if lib is None:
         return None
     lib.gl_longest.argtypes = [ctypes.c_int64, ctypes.c_int64, _P, _P, _P, ctypes.c_int64,

@@ -39,7 +39,8 @@ _P = ctypes.c_void_p
 
 
 def _load() -> ctypes.CDLL | None:
-    lib = nativelib.load(LIBRARY)
+    # a stale build of another scan.c: its field count differs (ks_fields)
+    lib = nativelib.load(LIBRARY, "ks_fields", len(FIELDS))
     if lib is None:
         return None
     lib.ks_new.restype = _P
@@ -53,11 +54,8 @@ def _load() -> ctypes.CDLL | None:
     lib.ks_span.restype = _P
     lib.ks_strings.argtypes = [_P, ctypes.POINTER(ctypes.c_int64)]
     lib.ks_strings.restype = _P
-    lib.ks_fields.restype = ctypes.c_int
     lib.ks_first_seen.argtypes = [_P, ctypes.c_int64, ctypes.c_int64, _P]
     lib.ks_first_seen.restype = ctypes.c_int64
-    if lib.ks_fields() != len(FIELDS):  # a stale build of another scan.c
-        return None
     return lib
 
 
