@@ -14,72 +14,71 @@
  * ctypes by native.py; without it the solver is the same, only slower.
  */
 #include <stdint.h>
-#include <stdlib.h>
+#include <string.h>
 
 #define NEG (-(INT64_C(1) << 41)) /* solve.NEG: unreached */
 #define LIMIT (INT64_C(1) << 40)  /* solve.SPAN: a weight, an anchor, a chain's sum */
 #define TOTAL (INT64_C(1) << 61)  /* the sum of every weight: no path can overflow */
 
 /* the interface's version, checked by native.py (ABI) before any call */
-int gl_abi(void) { return 1; }
+int gl_abi(void) { return 2; }
 
-static int64_t *zeros64(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t)); }
+/* The int64 words of work space gl_longest needs: the caller allocates them (numpy's
+ * allocations of several MB are backed by huge pages; this pass's own calloc'd arrays
+ * cost a third of a report's page faults at 1 GB). */
+int64_t gl_work(int64_t n, int64_t m, int64_t nx) { return n + 7 * m + 1 + nx; }
 
 /* n nodes, m chain positions (order[k]: the node at position k; first[k]: k starts a
  * chain), w[k] the weight into position k, nx cross edges xs[e] -> xd[e] of weight xw[e],
- * anchor[v] each node's own earliest time (<= NEG: none). Writes t[n] (NEG: unreached)
- * and entry[m]. Returns 0, -1 to decline, -2 when out of memory. */
+ * anchor[v] each node's own earliest time (<= NEG: none); work: gl_work(n, m, nx) words.
+ * Writes t[n] (NEG: unreached) and entry[m]. Returns 0, or -1 to decline. */
 int64_t gl_longest(int64_t n, int64_t m, const int64_t *order, const uint8_t *first,
                    const int64_t *w, int64_t nx, const int64_t *xs, const int64_t *xd,
-                   const int64_t *xw, const int64_t *anchor, int64_t *t, int64_t *entry) {
+                   const int64_t *xw, const int64_t *anchor, int64_t *t, int64_t *entry,
+                   int64_t *work) {
     if (n < 0 || m < 0 || nx < 0) return -1;
-    int64_t *pos = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-    int64_t *indeg = zeros64(m), *c = zeros64(m), *start = zeros64(m + 1);
-    int64_t *out = zeros64(nx), *queue = zeros64(m), *tk = zeros64(m);
-    int64_t rc = -2;
-    if (!pos || !indeg || !c || !start || !out || !queue || !tk) goto done;
-    rc = -1;
+    int64_t *pos = work, *indeg = pos + n, *c = indeg + m, *start = c + m;
+    int64_t *out = start + m + 1, *queue = out + nx, *tk = queue + m, *fill = tk + m;
+    /* only the counters need zeros: every other word is written before it is read */
+    memset(indeg, 0, (size_t)m * sizeof(int64_t));
+    memset(start, 0, (size_t)(m + 1) * sizeof(int64_t));
+    memset(fill, 0, (size_t)m * sizeof(int64_t));
     for (int64_t v = 0; v < n; v++) pos[v] = -1;
     int64_t total = 0, chain = 0;
     for (int64_t k = 0; k < m; k++) {
         int64_t v = order[k];
-        if (v < 0 || v >= n || pos[v] >= 0) goto done;
+        if (v < 0 || v >= n || pos[v] >= 0) return -1;
         pos[v] = k;
-        if (w[k] < 0 || w[k] > LIMIT) goto done;
+        if (w[k] < 0 || w[k] > LIMIT) return -1;
         int starts = k == 0 || first[k];
         chain = starts ? 0 : chain + w[k];
-        if (chain > LIMIT) goto done;
+        if (chain > LIMIT) return -1;
         total += w[k];
         if (!starts) indeg[k] = 1;
     }
     for (int64_t k = 0; k < m; k++) {
         int64_t a = anchor[order[k]];
-        if (a > NEG && (a > LIMIT || a < -LIMIT)) goto done;
+        if (a > NEG && (a > LIMIT || a < -LIMIT)) return -1;
         c[k] = a > NEG ? a : NEG;
     }
     /* cross edges by source position (a source that is no position is never reached, a
      * destination that is none has no time: neither takes part) */
     for (int64_t e = 0; e < nx; e++) {
-        if (xs[e] < 0 || xs[e] >= n || xd[e] < 0 || xd[e] >= n) goto done;
-        if (xw[e] > LIMIT || xw[e] < -LIMIT) goto done;
+        if (xs[e] < 0 || xs[e] >= n || xd[e] < 0 || xd[e] >= n) return -1;
+        if (xw[e] > LIMIT || xw[e] < -LIMIT) return -1;
         total += xw[e] < 0 ? -xw[e] : xw[e];
-        if (total > TOTAL) goto done;
+        if (total > TOTAL) return -1;
         int64_t s = pos[xs[e]], d = pos[xd[e]];
         if (s < 0 || d < 0) continue;
         start[s + 1]++;
         indeg[d]++;
     }
-    if (total > TOTAL) goto done;
+    if (total > TOTAL) return -1;
     for (int64_t k = 0; k < m; k++) start[k + 1] += start[k];
-    {
-        int64_t *fill = zeros64(m);
-        if (!fill) { rc = -2; goto done; }
-        for (int64_t e = 0; e < nx; e++) {
-            int64_t s = pos[xs[e]], d = pos[xd[e]];
-            if (s < 0 || d < 0) continue;
-            out[start[s] + fill[s]++] = e;
-        }
-        free(fill);
+    for (int64_t e = 0; e < nx; e++) {
+        int64_t s = pos[xs[e]], d = pos[xd[e]];
+        if (s < 0 || d < 0) continue;
+        out[start[s] + fill[s]++] = e;
     }
     int64_t head = 0, tail = 0;
     for (int64_t k = 0; k < m; k++)
@@ -97,7 +96,7 @@ int64_t gl_longest(int64_t n, int64_t m, const int64_t *order, const uint8_t *fi
             tk[k] = along;
             entry[k] = starts ? k : entry[k - 1];
         }
-        if (tk[k] > NEG && tk[k] <= NEG / 2) goto done; /* solve.py would read unreached */
+        if (tk[k] > NEG && tk[k] <= NEG / 2) return -1; /* solve.py would read unreached */
         for (int64_t i = start[k]; i < start[k + 1]; i++) {
             int64_t e = out[i], d = pos[xd[e]];
             if (tk[k] > NEG) {
@@ -108,17 +107,8 @@ int64_t gl_longest(int64_t n, int64_t m, const int64_t *order, const uint8_t *fi
         }
         if (k + 1 < m && !first[k + 1] && --indeg[k + 1] == 0) queue[tail++] = k + 1;
     }
-    if (tail != m) goto done; /* a cycle */
+    if (tail != m) return -1; /* a cycle */
     for (int64_t v = 0; v < n; v++) t[v] = NEG;
     for (int64_t k = 0; k < m; k++) t[order[k]] = tk[k];
-    rc = 0;
-done:
-    free(pos);
-    free(indeg);
-    free(c);
-    free(start);
-    free(out);
-    free(queue);
-    free(tk);
-    return rc;
+    return 0;
 }

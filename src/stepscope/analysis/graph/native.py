@@ -21,7 +21,7 @@ LIBRARY = Path(__file__).with_name("_longest.so")
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 _P = ctypes.c_void_p
-ABI = 1  # longest.c's gl_abi(): raise both together when gl_longest's signature changes
+ABI = 2  # longest.c's gl_abi(): raise both together when gl_longest's signature changes
 
 
 def _load() -> ctypes.CDLL | None:
@@ -29,8 +29,10 @@ def _load() -> ctypes.CDLL | None:
     if lib is None:
         return None
     lib.gl_longest.argtypes = [ctypes.c_int64, ctypes.c_int64, _P, _P, _P, ctypes.c_int64,
-                               _P, _P, _P, _P, _P, _P]
+                               _P, _P, _P, _P, _P, _P, _P]
     lib.gl_longest.restype = ctypes.c_int64
+    lib.gl_work.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+    lib.gl_work.restype = ctypes.c_int64
     return lib
 
 
@@ -57,8 +59,12 @@ def longest_native(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64,
     arrays = [_i64(order), _i64(w), _i64(xs), _i64(xd), _i64(xw), _i64(anchor)]
     t = np.empty(n, dtype=np.int64)
     entry = np.empty(m, dtype=np.int64)
+    # the pass's work space, allocated here: numpy backs allocations of several MB with
+    # huge pages, where the library's own calloc faulted in 4 KB pages (a third of a 1 GB
+    # report's page faults)
+    work = np.empty(max(int(_LIB.gl_work(n, m, len(xs))), 1), dtype=np.int64)
     o, ww, s, d, x, a = (arr.ctypes.data for arr in arrays)
     f = flags.ctypes.data
     rc = _LIB.gl_longest(n, m, o, f, ww, len(xs), s, d, x, a, t.ctypes.data,
-                         entry.ctypes.data)
+                         entry.ctypes.data, work.ctypes.data)
     return (t, entry) if rc == 0 else None
