@@ -127,6 +127,9 @@ def peak_overrides(tflops: float | None, gbps: float | None) -> Overrides:
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.formats import kinds
+    from stepscope.heap import reuse_freed_memory
+
+    reuse_freed_memory()  # a one-shot command: freed memory is reused, never handed back
 
     if args.html is not None:  # a bad output path fails now, not after the analysis
         from stepscope.report.html import check_html_output
