@@ -7,11 +7,9 @@ step (docs/whatif.md)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stepscope import forked
 from stepscope.advice.finding import Finding, severity_for
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph.fixes import DEVICE_ONLY, NEEDS_NEXT_STEP, RULE_TRANSFORMS
@@ -19,7 +17,7 @@ from stepscope.analysis.graph.transforms import parse
 from stepscope.analysis.graph.whatif import Replayer, Timing, WindowReplay
 from stepscope.analysis.graph.window import Window
 from stepscope.analysis.suite import Analyses
-from stepscope.forked import Forked, Served
+from stepscope.forked import Served
 from stepscope.model.trace import Trace
 
 
@@ -53,30 +51,13 @@ def _after(rp: Replayer, specs: tuple[str, ...]) -> tuple[Timing, tuple[int, ...
 
 def _runs(rp: Replayer | None, wanted: Wanted) -> Runs | None:
     """Each wanted set of fixes replayed; None when there is no graph or the recorded step
-    does not replay (no time). On a large graph the sets are dealt out to forked children
-    and this process, one share each, as many shares as cores plus one (the caller only
-    waits meanwhile; three replays on two cores take 1.5 replays' time instead of two;
-    measured at 1 GB: ~0.25 s each with the native longest-path pass, ~0.6 s without):
-    the same results, on every core."""
+    does not replay (no time). One after another in this process: with the native
+    longest-path pass a replay costs ~0.15 s at 1 GB, less than a forked child pays in
+    copy-on-write faults to start on the graph (dealing three replays out to children
+    measured 0.5 s slower on two cores)."""
     if rp is None or rp.before.step_ns <= 0:
         return None
-    shares = min(len(wanted), (os.cpu_count() or 1) + 1) if rp.graph.events else 1
-    fork = shares > 1 and forked.worth_it(rp.graph.events)
-    children = [_replaying(rp, wanted[k::shares]) for k in range(1, shares)] if fork else []
-    try:
-        runs = {sp: rp.run(tuple(parse(s) for s in sp))
-                for sp in (wanted[::shares] if fork else wanted)}
-        for k, child in enumerate(children, start=1):
-            for sp, (after, touched) in zip(wanted[k::shares], child.result(), strict=True):
-                runs[sp] = WindowReplay(rp.window, rp.before, after, touched)
-    finally:
-        for child in children:
-            child.close()
-    return {sp: runs[sp] for sp in wanted}
-
-
-def _replaying(rp: Replayer, share: Wanted) -> Forked[list[tuple[Timing, tuple[int, ...]]]]:
-    return Forked(lambda: [_after(rp, sp) for sp in share])
+    return {sp: rp.run(tuple(parse(s) for s in sp)) for sp in wanted}
 
 
 class Replays:
