@@ -94,6 +94,8 @@ texts = st.one_of(
                      "nccl:all_reduce", "gloo:broadcast", "cudaLaunchKernel", "0x1", "12", "-1",
                      " 7 ", "0x"]),
     st.text(max_size=12),
+    # beyond the scanner's 16- and 8-byte strides and its inline comparison (64 bytes)
+    st.text(min_size=13, max_size=90),
 )
 small_ints = st.integers(-3, 40)
 big_ints = st.sampled_from([2**31, 2**53, 2**53 + 1, 2**63 - 1, 2**63, -(2**63), 2**64, 10**30])
@@ -236,6 +238,27 @@ def test_a_kineto_chunk_is_scanned_and_matches() -> None:
     native = scanned_chunk(piece)
     assert native is not None and len(native.tables[0]["name"]) == 201  # + the nccl range
     assert native.repairs == {"args.bytes: string -> integer": 1}
+
+
+# (the special's JSON text, whether the scanner takes it): escapes, UTF-8 of 2, 3 and 4
+# bytes and DEL it takes; a raw control byte, an unknown escape and bad UTF-8 it declines
+SPECIALS = [(b'\\"', True), (b"\\\\", True), (b"\\n", True), (b"\\u00e9", True),
+            ("\u00e9".encode(), True), ("\u20ac".encode(), True), ("\U0001f600".encode(), True),
+            (b"\x7f", True), (b"\x01", False), (b"\\q", False), (b"\xff", False)]
+
+
+@pytest.mark.parametrize(("special", "taken"), SPECIALS)
+def test_a_special_byte_at_every_offset_of_a_long_string(special: bytes, taken: bool) -> None:
+    """The string scan's strides (16 bytes, then 8, then one) stop at a quote, a backslash,
+    a control or a non-ASCII byte wherever it lies; repeated names hit the interning's
+    last-value check, a changed one misses it."""
+    for at in range(70):
+        name = b"k" * at + special + b"x" * (69 - at)
+        names = [name, name, b"k" * 70, name]
+        piece = b"[" + b", ".join(
+            b'{"ph": "X", "cat": "kernel", "name": "' + n + b'", "pid": 1, "tid": 1, "ts": '
+            + str(i).encode() + b', "dur": 1}' for i, n in enumerate(names)) + b"]"
+        assert check(piece) == taken, (special, at)
 
 
 @pytest.mark.parametrize("piece", [

@@ -18,6 +18,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h> /* baseline on x86-64: no -march needed */
+#endif
 
 /* field ids: keep in step with FIELDS in scan.py */
 enum {
@@ -93,6 +96,7 @@ typedef struct {
     int64_t nslots;
     const unsigned char *buf;
     int64_t fields_defaults[N_FIELDS];
+    int32_t last[N_FIELDS];   /* the id each field interned last (-1: none yet) */
     int failed;               /* allocation failure */
 } Scan;
 
@@ -160,6 +164,22 @@ static int rehash(Scan *s) {
     return 0;
 }
 
+/* whether a[0:n] == b[0:n]: word by word inline for the short strings that dominate
+ * (names, categories, ids), where a call to memcmp costs more than the comparison */
+static inline int same_bytes(const unsigned char *a, const unsigned char *b, int64_t n) {
+    if (n > 64) return memcmp(a, b, (size_t)n) == 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return 0;
+    }
+    for (; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 /* the id of bytes [off, off + n) of the chunk, added when new */
 static int32_t intern(Scan *s, int64_t off, int64_t n, int flags) {
     if ((s->nstr + 1) * 2 > s->nslots && rehash(s)) return -2;
@@ -170,7 +190,7 @@ static int32_t intern(Scan *s, int64_t off, int64_t n, int flags) {
         int32_t id = s->slots[i];
         if (id < 0) break;
         if (s->hashes[id] == h && s->str[3 * id + 1] == n &&
-            memcmp(s->buf + s->str[3 * id], p, (size_t)n) == 0)
+            same_bytes(s->buf + s->str[3 * id], p, n))
             return id;
         i = (i + 1) & (uint64_t)(s->nslots - 1);
     }
@@ -213,6 +233,23 @@ static int parse_string(Parser *ps, int64_t *start, int64_t *n, int *flags) {
     int fl = 0;
     *start = p - ps->base;
     while (p < end) {
+#if defined(__SSE2__)
+        /* sixteen plain bytes at a time: as signed bytes, control characters (< 0x20) and
+           non-ASCII bytes (>= 0x80, negative) are both below 0x20 */
+        while (p + 16 <= end) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+            __m128i stop = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+            int mask = _mm_movemask_epi8(stop);
+            if (mask) {
+                p += __builtin_ctz((unsigned)mask);
+                break;
+            }
+            p += 16;
+        }
+#endif
         /* eight plain bytes at a time: no quote, backslash, control or non-ASCII byte */
         while (p + 8 <= end) {
             uint64_t w;
@@ -320,6 +357,11 @@ static int int_value(const unsigned char *p, const unsigned char *end, int64_t *
     int neg = 0;
     if (*p == '-') { neg = 1; p++; }
     uint64_t v = 0;
+    if (end - p <= 18) { /* below 10^18: no overflow to check (timestamps have 16 digits) */
+        for (; p < end; p++) v = v * 10 + (uint64_t)(*p - '0');
+        *out = neg ? -(int64_t)v : (int64_t)v;
+        return 0;
+    }
     for (; p < end; p++) {
         uint64_t d = (uint64_t)(*p - '0');
         if (v > (UINT64_C(9223372036854775808) - d) / 10) return -1;
@@ -433,6 +475,19 @@ static int parse_int_list(Parser *ps, int k, int64_t i) {
 typedef struct { const FieldDef *defs[MAX_KEY][MAX_SAME_LEN]; int count[MAX_KEY]; } KeyIndex;
 static KeyIndex EVENT_KEYS, ARGS_KEYS;
 
+/* intern for field f: events in a row mostly repeat a field's value (the phase, the
+ * category, the process and thread, often the input types), so the value the field
+ * interned last is compared first, without hashing */
+static int32_t intern_field(Scan *s, int f, int64_t off, int64_t n, int flags) {
+    int32_t last = s->last[f];
+    if (last >= 0 && s->str[3 * last + 1] == n &&
+        same_bytes(s->buf + s->str[3 * last], s->buf + off, n))
+        return last;
+    int32_t id = intern(s, off, n, flags);
+    if (id >= 0) s->last[f] = id;
+    return id;
+}
+
 static void index_keys(KeyIndex *ix, const FieldDef *defs, size_t ndefs) {
     memset(ix, 0, sizeof(*ix));
     for (size_t k = 0; k < ndefs; k++) {
@@ -444,7 +499,8 @@ static void index_keys(KeyIndex *ix, const FieldDef *defs, size_t ndefs) {
 static const FieldDef *lookup(const KeyIndex *ix, const unsigned char *key, int64_t n) {
     if (n >= MAX_KEY) return NULL;
     for (int k = 0; k < ix->count[n]; k++)
-        if (memcmp(ix->defs[n][k]->key, key, (size_t)n) == 0) return ix->defs[n][k];
+        if (same_bytes((const unsigned char *)ix->defs[n][k]->key, key, n))
+            return ix->defs[n][k];
     return NULL;
 }
 
@@ -460,7 +516,7 @@ static int parse_field(Parser *ps, const FieldDef *d, int64_t i) {
     if (acc & K_RAW) {
         const unsigned char *st = ps->p;
         if (skip_value(ps)) return -1;
-        int32_t id = intern(s, st - ps->base, ps->p - st, 0);
+        int32_t id = intern_field(s, f, st - ps->base, ps->p - st, 0);
         if (id < -1) { s->failed = 1; return -1; }
         s->tag[f][i] = T_RAW;
         s->sid[f][i] = id;
@@ -471,7 +527,7 @@ static int parse_field(Parser *ps, const FieldDef *d, int64_t i) {
         int64_t st, n;
         int fl;
         if (parse_string(ps, &st, &n, &fl)) return -1;
-        int32_t id = intern(s, st, n, fl);
+        int32_t id = intern_field(s, f, st, n, fl);
         if (id < -1) { s->failed = 1; return -1; }
         s->tag[f][i] = T_STR;
         s->sid[f][i] = id;
@@ -506,7 +562,7 @@ static int parse_field(Parser *ps, const FieldDef *d, int64_t i) {
         if (!(acc & K_INT) || !is_int || int_value(num, ps->p, &s->val[f][i])) return -1;
         s->tag[f][i] = T_INT;
         if (f == F_PID || f == F_TID) { /* pid/tid: their text is interned too (scanned.py) */
-            int32_t id = intern(s, num - ps->base, ps->p - num, 0);
+            int32_t id = intern_field(s, f, num - ps->base, ps->p - num, 0);
             if (id < -1) { s->failed = 1; return -1; }
             s->sid[f][i] = id;
         }
@@ -601,6 +657,7 @@ int64_t ks_scan(Scan *s, const unsigned char *buf, int64_t len) {
     if (s->slots)
         for (int64_t k = 0; k < s->nslots; k++) s->slots[k] = -1;
     s->buf = buf;
+    for (int f = 0; f < N_FIELDS; f++) s->last[f] = -1;
     /* Kineto's events are ~200-400 bytes: reserve for the chunk at once */
     if (s->cap < len / 256 && grow_events(s, len / 256)) return -2;
     if (s->cap)
