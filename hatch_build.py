@@ -1,5 +1,5 @@
 """Build hook: a wheel carries the built front end (the dashboard and the HTML report) and,
-where a C compiler is found, the native accelerators (``_scan.so``, ``_longest.so``; then a
+where a C compiler is found, the native accelerators (``_scan.so``, ``_longest.so``, ``_nest.so``; then a
 platform wheel).
 
 The bundle is generated (``frontend/`` -> Vite -> ``src/stepscope/report/static``) and not
@@ -48,7 +48,8 @@ class FrontEndBuildHook(BuildHookInterface):
             return
         subprocess.run([bash, str(root / "scripts" / "build_native.sh")], check=True)
         for library in ("src/stepscope/formats/kineto/_scan.so",
-                        "src/stepscope/analysis/graph/_longest.so"):
+                        "src/stepscope/analysis/graph/_longest.so",
+                        "src/stepscope/analysis/events/_nest.so"):
             if (root / library).is_file():
                 build_data["artifacts"].append(library)
                 build_data["pure_python"] = False

@@ -3,6 +3,7 @@
 # stepscope gives the same results by its numpy path, only slower):
 #   src/stepscope/formats/kineto/scan.c -> _scan.so     the Kineto event scanner (scan.py)
 #   src/stepscope/analysis/graph/longest.c -> _longest.so  the longest-path pass (native.py)
+#   src/stepscope/analysis/events/nest.c -> _nest.so        ranges' nesting (events/native.py)
 # A missing compiler or a failed build is a warning, never an error
 # (tests/unit/test_native_build.py fails where a compiler is and a library is not, and
 # compiles each source with -Werror).
@@ -15,7 +16,8 @@ if ! command -v "$CC" >/dev/null 2>&1; then
   exit 0
 fi
 for pair in src/stepscope/formats/kineto/scan.c:src/stepscope/formats/kineto/_scan.so \
-            src/stepscope/analysis/graph/longest.c:src/stepscope/analysis/graph/_longest.so; do
+            src/stepscope/analysis/graph/longest.c:src/stepscope/analysis/graph/_longest.so \
+            src/stepscope/analysis/events/nest.c:src/stepscope/analysis/events/_nest.so; do
   SRC=${pair%%:*}
   OUT=${pair#*:}
   # -O2, no -march: the library may travel in a wheel to another machine of the same kind.

@@ -31,10 +31,11 @@ fi
 
 # The native accelerators (optional; without them the numpy paths give the same results).
 NATIVE_STAMP=$(stamp_of src/stepscope/formats/kineto/scan.c src/stepscope/analysis/graph/longest.c \
-    scripts/build_native.sh -- "$("${CC:-cc}" --version 2>/dev/null | head -1)")
+    src/stepscope/analysis/events/nest.c scripts/build_native.sh -- "$("${CC:-cc}" --version 2>/dev/null | head -1)")
 if ! fresh src/stepscope/.native-build "$NATIVE_STAMP" \
     || [ ! -f src/stepscope/formats/kineto/_scan.so ] \
-    || [ ! -f src/stepscope/analysis/graph/_longest.so ]; then
+    || [ ! -f src/stepscope/analysis/graph/_longest.so ] \
+    || [ ! -f src/stepscope/analysis/events/_nest.so ]; then
   bash scripts/build_native.sh
   echo "$NATIVE_STAMP" > src/stepscope/.native-build
 fi

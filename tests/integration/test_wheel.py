@@ -46,6 +46,7 @@ def test_wheel_from_a_clean_clone(tmp_path: Path) -> None:
     if shutil.which("cc"):  # the native libraries, and so a wheel for this platform only
         assert "stepscope/formats/kineto/_scan.so" in names
         assert "stepscope/analysis/graph/_longest.so" in names
+        assert "stepscope/analysis/events/_nest.so" in names
         assert not wheel.name.endswith("-none-any.whl"), wheel.name
 
     env_dir = tmp_path / "venv"

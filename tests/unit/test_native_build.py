@@ -15,16 +15,19 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.analysis.events import native as nest
 from stepscope.analysis.graph import native
 from stepscope.formats.kineto import scan
 
-SOURCES = [Path(scan.__file__).with_name("scan.c"), Path(native.__file__).with_name("longest.c")]
+SOURCES = [Path(scan.__file__).with_name("scan.c"), Path(native.__file__).with_name("longest.c"),
+           Path(nest.__file__).with_name("nest.c")]
 
 
 def test_the_libraries_are_built_where_a_compiler_is() -> None:
     # setup.sh builds them; a silent fallback would hide a broken build from CI
     off = bool(os.environ.get("STEPSCOPE_NO_NATIVE"))  # turned off on purpose
-    assert shutil.which("cc") is None or off or (scan.available() and native.available())
+    assert shutil.which("cc") is None or off or (
+        scan.available() and native.available() and nest.available())
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")

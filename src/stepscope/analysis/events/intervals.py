@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.events.native import nest_native
+
 I64 = npt.NDArray[np.int64]
 Union = tuple[I64, I64]
 
@@ -120,7 +122,11 @@ def within_ranges(range_start: I64, range_end: I64, range_thread: npt.NDArray[np
 
 def nest_sorted(start: I64, end: I64) -> tuple[I64, I64]:
     """Depth of each range and position of its parent (the innermost range containing its
-    start; -1 at the top), for ranges of one thread sorted by start asc, end desc."""
+    start; -1 at the top), for ranges of one thread sorted by start asc, end desc. The
+    native pass (nest.c) gives the same in one pass where it is built."""
+    native = nest_native(start, end)
+    if native is not None:
+        return native
     pos = np.arange(len(start))
     # ranges open at start_i are its ancestors: depth = i - #(ranges ended by start_i)
     # ends come nearly sorted (a thread's ranges end mostly in start order): timsort
