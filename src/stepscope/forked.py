@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, Generic, NoReturn, TypeVar
 
 T = TypeVar("T")
@@ -72,14 +73,20 @@ def _receive(fh: BinaryIO) -> Any:
 class Served(Generic[S, Q, R]):
     """``prepare()`` started now in a child, which then answers ``answer(state, q)`` for each
     ``ask(q)``, in order: work that can start before its questions are known (the replay
-    graph, while the caller computes the findings that say what to replay). As with
+    graph, while the caller computes the findings that say what to replay). ``idle``: work
+    the child may do once prepared while no question has come yet, a step at a time (each
+    ``next`` of ``idle(state)``), stopping as soon as the first question arrives (answers
+    it can then give from what it did ahead: the replays of fixes the rules may ask for).
+    It must change no answer, only how soon one comes: it is not run when the caller
+    answers itself. As with
     :class:`Forked`, the answers are the serial ones: when not enabled, or when anything
     goes wrong in the child (an exception, a crash, a message that does not pickle), the
     caller prepares the state itself and answers from then on (the same values, the same
     errors). Call ``close()`` (in a ``finally``) so that a started child is reaped."""
 
     def __init__(self, prepare: Callable[[], S], answer: Callable[[S, Q], R], *,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True, idle: Callable[[S], Iterable[None]] | None = None,
+                 ) -> None:
         self._prepare, self._answer = prepare, answer
         self._pid = -1
         self._to: BinaryIO | None = None
@@ -99,7 +106,7 @@ class Served(Generic[S, Q, R]):
         if pid == 0:  # the child: prepare, then answer until the caller closes its end
             os.close(ask_w)
             os.close(ans_r)
-            _serve(prepare, answer, ask_r, ans_w)
+            _serve(prepare, answer, ask_r, ans_w, idle)
         os.close(ask_r)
         os.close(ans_w)
         self._pid = pid
@@ -143,7 +150,7 @@ class Served(Generic[S, Q, R]):
 
 
 def _serve(prepare: Callable[[], S], answer: Callable[[S, Q], R], ask: int,
-           reply: int) -> NoReturn:
+           reply: int, idle: Callable[[S], Iterable[None]] | None = None) -> NoReturn:
     """The child: prepare, answer each question until the caller closes its end, then
     leave without running the parent's exit handlers. Any failure is only a short or
     missing reply: the caller then answers itself and sees the serial run's value or
@@ -152,6 +159,10 @@ def _serve(prepare: Callable[[], S], answer: Callable[[S, Q], R], ask: int,
     try:
         inp, out = os.fdopen(ask, "rb"), os.fdopen(reply, "wb")
         state = prepare()
+        if idle is not None:  # until the first question (nothing of it is buffered yet)
+            for _ in idle(state):
+                if select.select([ask], [], [], 0)[0]:
+                    break
         while True:
             try:
                 question = _receive(inp)

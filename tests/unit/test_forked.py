@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,42 @@ def test_served_failures_are_answered_in_the_caller() -> None:
         zero.ask(1)
 
 
+@needs_fork
+def test_served_idle_work_runs_until_the_first_question() -> None:
+    """The child works ahead a step at a time while no question has come; a question
+    stops it at the next step; the answers may use what was done ahead."""
+
+    def ahead(state: list[int]) -> Iterator[None]:
+        for k in range(1000):
+            yield
+            state.append(k)
+            time.sleep(0.01)
+
+    job: Served[list[int], int, list[int]] = Served(list, lambda s, q: [*s, q], idle=ahead)
+    try:
+        time.sleep(0.3)
+        first = job.ask(-1)
+        second = job.ask(-2)
+    finally:
+        job.close()
+    done = first[:-1]
+    assert done == list(range(len(done))) and 0 < len(done) < 1000  # stopped early
+    assert second == [*done, -2]  # no more work ahead once asked
+
+
+def test_served_idle_work_never_runs_in_the_caller() -> None:
+    ran: list[int] = []
+
+    def ahead(state: int) -> Iterator[None]:
+        ran.append(state)
+        yield
+
+    job: Served[int, int, int] = Served(lambda: 3, lambda s, q: s + q, enabled=False,
+                                        idle=ahead)
+    assert job.ask(1) == 4 and ran == []
+    job.close()
+
+
 def test_served_not_enabled_prepares_only_when_asked() -> None:
     prepared: list[int] = []
 
@@ -198,3 +235,24 @@ def test_no_process_to_be_had_runs_in_the_caller(monkeypatch: pytest.MonkeyPatch
     assert Forked(os.getpid).result() == os.getpid()
     after = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
     assert after == before  # the pipe was closed
+
+
+@needs_fork
+def test_replays_done_ahead_equal_the_asked_ones(tmp_path: Path) -> None:
+    """While the caller's rules run, the replay child replays each modelled fix alone;
+    what it then answers is what the serial replays give."""
+    trace = _trace(tmp_path)
+    analyses = run_analyses(trace)
+    windows = list(analyses.windows)
+    wanted = (("drop_sync",), ("remove_launch_overhead",),
+              ("drop_sync", "remove_launch_overhead"))
+    here = Replays(trace, analyses.links, windows)
+    serial = here.runs(wanted)
+    here.close()
+    ahead = Replays(trace, analyses.links, windows, background=True)
+    try:
+        time.sleep(0.5)  # time for the fixes alone to be replayed ahead
+        got = ahead.runs(wanted)
+    finally:
+        ahead.close()
+    assert serial is not None and got == serial

@@ -7,8 +7,8 @@ step (docs/whatif.md)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from stepscope.advice.finding import Finding, severity_for
 from stepscope.analysis.events.links import Links
@@ -36,35 +36,76 @@ Wanted = tuple[tuple[str, ...], ...]  # the sets of transform specs to replay, o
 Runs = dict[tuple[str, ...], WindowReplay]
 
 
-def _replayer(trace: Trace, links: Links, windows: tuple[Window, ...]) -> Replayer | None:
-    """The steps' graph with its unmodified replay (``before``) computed."""
+@dataclass
+class _Replaying:
+    """The steps' graph with its unmodified replay computed (None: no graph), and the sets
+    of fixes replayed so far."""
+
+    replayer: Replayer | None
+    done: Runs = field(default_factory=dict)
+
+    def replays(self) -> bool:
+        """Whether the recorded steps replay (a graph, and a step of some time)."""
+        return self.replayer is not None and self.replayer.before.step_ns > 0
+
+
+def _replaying(trace: Trace, links: Links, windows: tuple[Window, ...]) -> _Replaying:
     if not windows or (not trace.has_gpu and not len(trace.host)):
-        return None
+        return _Replaying(None)
     rp = Replayer(trace, links, list(windows))
     _ = rp.before
-    return rp
+    return _Replaying(rp)
 
 
-def _after(rp: Replayer, specs: tuple[str, ...]) -> tuple[Timing, tuple[int, ...]]:
-    return rp.after(tuple(parse(s) for s in specs))
-
-
-def _runs(rp: Replayer | None, wanted: Wanted) -> Runs | None:
-    """Each wanted set of fixes replayed; None when there is no graph or the recorded step
-    does not replay (no time). One after another in this process: with the native
+def _runs(state: _Replaying, wanted: Wanted) -> Runs | None:
+    """Each wanted set of fixes replayed (or taken from those replayed ahead); None when
+    the recorded steps do not replay. One after another in this process: with the native
     longest-path pass a replay costs ~0.15 s at 1 GB, less than a forked child pays in
     copy-on-write faults to start on the graph (dealing three replays out to children
     measured 0.5 s slower on two cores)."""
-    if rp is None or rp.before.step_ns <= 0:
+    rp = state.replayer
+    if rp is None or not state.replays():
         return None
-    return {sp: rp.run(tuple(parse(s) for s in sp)) for sp in wanted}
+    for sp in wanted:
+        if sp not in state.done:
+            state.done[sp] = rp.run(tuple(parse(s) for s in sp))
+    return {sp: state.done[sp] for sp in wanted}
+
+
+def _ahead(specs: tuple[str, ...]) -> Callable[[_Replaying], Iterator[None]]:
+    """Replays done ahead, while the rules still run in the caller: each of ``specs`` alone
+    (the fixes the rules may ask for), one per step, those that change nothing in the
+    graph left unsolved (a finding whose fix touches nothing is rare; it is replayed if
+    asked). The same runs as asked ones: only sooner."""
+
+    def steps(state: _Replaying) -> Iterator[None]:
+        rp = state.replayer
+        if rp is None or not state.replays():
+            return
+        for spec in specs:
+            yield  # the caller's question, if it came, goes first
+            edit, touched = rp.edit((parse(spec),))
+            if any(touched):
+                state.done[(spec,)] = WindowReplay(rp.window, rp.before, rp.timed(edit),
+                                                   touched)
+    return steps
+
+
+def modelled(spec: str | None, windows: int, has_gpu: bool) -> str | None:
+    """``spec`` when a replay of these windows can model it, else None: a fix whose gain
+    is the next step starting earlier needs two steps (NEEDS_NEXT_STEP), and device-side
+    fixes need device work (DEVICE_ONLY)."""
+    if spec is None or (windows < 2 and spec in NEEDS_NEXT_STEP):
+        return None
+    return None if not has_gpu and spec in DEVICE_ONLY else spec
 
 
 class Replays:
     """The replays of a trace's analysed steps. ``background``: a forked child builds the
     graph and replays the recorded steps as soon as the windows are known, while this
     process runs the other analyses and the rules (at 1 GB: ~1.7 s of CPU that would
-    otherwise wait for the rules), then replays what it is asked (stepscope.forked.Served).
+    otherwise wait for the rules), replays each modelled fix alone ahead of the question
+    while the rules run, then replays what it is asked (stepscope.forked.Served).
     Otherwise the graph is built here on the first question. The answers are the same."""
 
     def __init__(self, trace: Trace, links: Links, windows: list[Window], *,
@@ -72,8 +113,11 @@ class Replays:
         self.windows = tuple(windows)
         self._meanwhile: Callable[[], None] | None = None
         frozen = self.windows
-        self._served: Served[Replayer | None, Wanted, Runs | None] = Served(
-            lambda: _replayer(trace, links, frozen), _runs, enabled=background)
+        specs = tuple(s for s in dict.fromkeys(RULE_TRANSFORMS.values())
+                      if modelled(s, len(frozen), trace.has_gpu))
+        self._served: Served[_Replaying, Wanted, Runs | None] = Served(
+            lambda: _replaying(trace, links, frozen), _runs, enabled=background,
+            idle=_ahead(specs))
 
     def meanwhile(self, work: Callable[[], None]) -> None:
         """``work`` to do once, in this process, while it waits for its first answer
@@ -94,17 +138,12 @@ def replay_findings(analyses: Analyses, findings: list[Finding], min_pct: float 
     a fix whose own replay saves under ``min_pct`` % of the step is a finding the report
     drops, so it is not among the fixes applied together either. ``replays``: the trace's
     replays started earlier (report.build), used when they are of the analysed windows."""
-    one_window = len(analyses.windows) < 2
-    host_only = not analyses.trace.has_gpu
+    windows, has_gpu = len(analyses.windows), analyses.trace.has_gpu
 
     def spec_of(f: Finding) -> str | None:
-        spec = RULE_TRANSFORMS.get(f.id)
-        if spec is None or (one_window and spec in NEEDS_NEXT_STEP):
-            return None
-        return None if host_only and spec in DEVICE_ONLY else spec
+        return modelled(RULE_TRANSFORMS.get(f.id), windows, has_gpu)
 
-    modelled = [f for f in findings if spec_of(f) is not None]
-    if not modelled:
+    if not any(spec_of(f) is not None for f in findings):
         return findings, None
     own = replays is None or replays.windows != analyses.windows
     if own:
