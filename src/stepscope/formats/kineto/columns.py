@@ -4,7 +4,8 @@ This is the only per-event Python code on the read path, so it is written as C-s
 passes (``map(attrgetter)`` into ``np.fromiter``, list comprehensions) rather than one rich
 loop, and anything costlier than reading a field (``str()`` of a pid, ``bytes()`` and
 re-encoding of a raw JSON text) is done once per distinct value, not per event. The
-chunks are small (reader.CHUNK_BYTES) so that the passes walk Structs still in cache.
+chunks are cut by reader.CHUNK_BYTES (16 MB: the size that suits the native scanner, which both
+paths share; 4 MB would keep the Structs the passes walk in cache, 27 % less CPU per byte).
 """
 
 from __future__ import annotations

@@ -43,7 +43,6 @@ from stepscope.formats.kineto.columns import (
 from stepscope.formats.kineto.comms import process_groups
 from stepscope.formats.kineto.devices import devices_from_events, read_device_props
 from stepscope.formats.kineto.lenient import repair_event
-from stepscope.formats.kineto.scan import available as scanner_available
 from stepscope.formats.kineto.scan import release as release_scanner
 from stepscope.formats.kineto.scanned import scanned_chunk
 from stepscope.formats.kineto.schema import DistributedInfo, Document, Event
@@ -67,15 +66,15 @@ from stepscope.model.trace import (
 # 8: all-to-all split sizes and process-group ranks on the collectives table
 # 9: collectives' "Seq", distributedInfo's process groups
 READER_VERSION = "kineto-9"
-# 4 MB of JSON is ~12k events, whose Structs (~5 MB) stay in cache while the ~20 column
-# passes walk them: measured 27 % less CPU per byte than 16 MB chunks (~50k events,
-# ~19 MB of Structs walked from memory on every pass), and 2 MB gained nothing more.
-CHUNK_BYTES = 4 << 20
-# The native scanner (scan.c) builds no Structs: what it pays per chunk is the fixed cost
-# of turning its columns into tables (~130 array views and ~50 numpy passes, ~3 ms), so its
-# chunks are 4x larger: 16 MB measured 13 % less CPU and 15 % less wall time than 4 MB
-# reading 1 GB on two workers (32 MB gained nothing more, and splits small files coarsely).
-NATIVE_SCALE = 4
+# 16 MB chunks. The native scanner (scan.c) pays per chunk the fixed cost of turning its
+# columns into tables (~130 array views and ~50 numpy passes, ~3 ms): 16 MB measured 13 %
+# less CPU and 15 % less wall time than 4 MB reading 1 GB on two workers (32 MB gained
+# nothing more, and splits small files coarsely). The msgspec path would rather have 4 MB
+# (its ~12k events' Structs stay in cache while the column passes walk them: measured 27 %
+# less CPU per byte), but both paths must cut a trace the same way: a chunk's strings get
+# their ids chunk by chunk, so another cut gives another string table, and a trace must
+# read the same with and without the scanner (tests/integration/test_native_scanner_real).
+CHUNK_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20
 # Kineto writes "  },\n  {" between events; JSON strings cannot hold raw newlines, so this
 # byte pattern can only be a boundary between two elements of the event array.
@@ -175,11 +174,10 @@ def _find(body: Body, pattern: bytes, pos: int) -> int:
 def _chunk_bounds(body: Body) -> list[tuple[int, int]]:
     """Split the inside of the event array into [start, end) ranges at event boundaries."""
     size = body.nbytes
-    chunk = CHUNK_BYTES * NATIVE_SCALE if scanner_available() else CHUNK_BYTES
     bounds = []
     start = 0
     while start < size:
-        hit = _find(body, BOUNDARY, start + chunk) if size - start > chunk else -1
+        hit = _find(body, BOUNDARY, start + CHUNK_BYTES) if size - start > CHUNK_BYTES else -1
         end = hit + 2 if hit >= 0 else size  # cut after "},"
         bounds.append((start, end))
         start = end
