@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -216,9 +216,10 @@ def test_report_with_children_equals_the_serial_report(tmp_path: Path,
     real_replays = Replays.__init__
 
     def spy_replays(self: Replays, trace: Trace, links: Links, windows: list[Window], *,
-                    background: bool = False) -> None:
+                    background: bool = False, aside: Callable[[], object] | None = None,
+                    ) -> None:
         served.append(background)
-        real_replays(self, trace, links, windows, background=background)
+        real_replays(self, trace, links, windows, background=background, aside=aside)
 
     monkeypatch.setattr(Replays, "__init__", spy_replays)
     assert render_json(build_report(trace, monitor=None)) == serial
@@ -256,3 +257,59 @@ def test_replays_done_ahead_equal_the_asked_ones(tmp_path: Path) -> None:
     finally:
         ahead.close()
     assert serial is not None and got == serial
+
+
+@needs_fork
+def test_work_aside_is_done_by_the_replay_child(tmp_path: Path) -> None:
+    """The child does the work aside once its graph is built; the caller's meanwhile work
+    gets its value (None where there is no child: it then does the work itself)."""
+    trace = _trace(tmp_path)
+    analyses = run_analyses(trace)
+    windows = list(analyses.windows)
+    wanted = (("drop_sync",),)
+    got: list[object] = []
+    replays = Replays(trace, analyses.links, windows, background=True, aside=os.getpid)
+    try:
+        time.sleep(0.5)  # the child builds its graph, then works aside
+        replays.meanwhile(got.append)
+        runs = replays.runs(wanted)
+    finally:
+        replays.close()
+    assert len(got) == 1 and isinstance(got[0], int) and got[0] != os.getpid()
+    here = Replays(trace, analyses.links, windows, aside=os.getpid)
+    here.meanwhile(got.append)
+    assert here.runs(wanted) == runs and got[1] is None  # not forked: nothing aside
+    here.close()
+
+
+@needs_fork
+def test_failed_work_aside_is_left_to_the_caller(tmp_path: Path) -> None:
+    """A failure aside gives the meanwhile work None (the caller does the work and meets
+    the error where it reads the value); the replays go on in the child. With no runs
+    asked, ``settle`` runs the meanwhile work."""
+    trace = _trace(tmp_path)
+    analyses = run_analyses(trace)
+
+    def fails() -> object:
+        raise ValueError("no table")
+
+    got: list[object] = []
+    replays = Replays(trace, analyses.links, list(analyses.windows), background=True,
+                      aside=fails)
+    try:
+        time.sleep(0.5)
+        replays.meanwhile(got.append)
+        runs = replays.runs((("drop_sync",),))
+        replays.settle()  # nothing left: the meanwhile work ran once
+    finally:
+        replays.close()
+    assert got == [None]
+    assert runs is not None and runs[("drop_sync",)].after.step_ns > 0
+    idle = Replays(trace, analyses.links, list(analyses.windows), background=True,
+                   aside=os.getpid)
+    try:
+        idle.meanwhile(got.append)
+        idle.settle()
+    finally:
+        idle.close()
+    assert len(got) == 2  # its value or None, whether the child had got there or not

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 from stepscope.advice.finding import Finding, severity_for
 from stepscope.analysis.events.links import Links
@@ -38,11 +39,12 @@ Runs = dict[tuple[str, ...], WindowReplay]
 
 @dataclass
 class _Replaying:
-    """The steps' graph with its unmodified replay computed (None: no graph), and the sets
-    of fixes replayed so far."""
+    """The steps' graph with its unmodified replay computed (None: no graph), the sets of
+    fixes replayed so far, and the work aside once done (``Replays``' ``aside``)."""
 
     replayer: Replayer | None
     done: Runs = field(default_factory=dict)
+    aside: list[object] = field(default_factory=list)  # [value] once done (None: failed)
 
     def replays(self) -> bool:
         """Whether the recorded steps replay (a graph, and a step of some time)."""
@@ -55,6 +57,18 @@ def _replaying(trace: Trace, links: Links, windows: tuple[Window, ...]) -> _Repl
     rp = Replayer(trace, links, list(windows))
     _ = rp.before
     return _Replaying(rp)
+
+
+ASIDE = "aside"  # the question for the work aside's value (any other is a Wanted)
+Question = Wanted | str
+
+
+def _answer(state: _Replaying, question: Question) -> Runs | object:
+    """The asked runs, or (ASIDE) the work aside's value when it was done ahead, None
+    otherwise: the caller then does that work itself, while the child replays."""
+    if isinstance(question, str):
+        return state.aside[0] if state.aside else None
+    return _runs(state, question)
 
 
 def _runs(state: _Replaying, wanted: Wanted) -> Runs | None:
@@ -72,13 +86,21 @@ def _runs(state: _Replaying, wanted: Wanted) -> Runs | None:
     return {sp: state.done[sp] for sp in wanted}
 
 
-def _ahead(specs: tuple[str, ...]) -> Callable[[_Replaying], Iterator[None]]:
-    """Replays done ahead, while the rules still run in the caller: each of ``specs`` alone
-    (the fixes the rules may ask for), one per step, those that change nothing in the
-    graph left unsolved (a finding whose fix touches nothing is rare; it is replayed if
-    asked). The same runs as asked ones: only sooner."""
+def _ahead(specs: tuple[str, ...], aside: Callable[[], object] | None,
+           ) -> Callable[[_Replaying], Iterator[None]]:
+    """Work done ahead, while the rules still run in the caller: first the work aside (a
+    failure is left to the caller, who then does it and meets the error itself), then each
+    of ``specs`` alone (the fixes the rules may ask for), one per step, those that change
+    nothing in the graph left unsolved (a finding whose fix touches nothing is rare; it is
+    replayed if asked). The same answers as asked ones: only sooner."""
 
     def steps(state: _Replaying) -> Iterator[None]:
+        if aside is not None:
+            yield
+            try:
+                state.aside.append(aside())
+            except Exception:  # left to the caller, who meets the error where it reads it
+                state.aside.append(None)
         rp = state.replayer
         if rp is None or not state.replays():
             return
@@ -106,27 +128,42 @@ class Replays:
     process runs the other analyses and the rules (at 1 GB: ~1.7 s of CPU that would
     otherwise wait for the rules), replays each modelled fix alone ahead of the question
     while the rules run, then replays what it is asked (stepscope.forked.Served).
-    Otherwise the graph is built here on the first question. The answers are the same."""
+    Otherwise the graph is built here on the first question. The answers are the same.
+
+    ``aside``: other work on the trace for that child once its graph is built, before the
+    replays ahead (the report's derived tables: the child is otherwise idle while the
+    caller's rules run); :meth:`aside` gives its value if it was done there."""
 
     def __init__(self, trace: Trace, links: Links, windows: list[Window], *,
-                 background: bool = False) -> None:
+                 background: bool = False, aside: Callable[[], object] | None = None,
+                 ) -> None:
         self.windows = tuple(windows)
-        self._meanwhile: Callable[[], None] | None = None
+        self._meanwhile: Callable[[object], None] | None = None
         frozen = self.windows
         specs = tuple(s for s in dict.fromkeys(RULE_TRANSFORMS.values())
                       if modelled(s, len(frozen), trace.has_gpu))
-        self._served: Served[_Replaying, Wanted, Runs | None] = Served(
-            lambda: _replaying(trace, links, frozen), _runs, enabled=background,
-            idle=_ahead(specs))
+        self._served: Served[_Replaying, Question, Runs | object] = Served(
+            lambda: _replaying(trace, links, frozen), _answer, enabled=background,
+            idle=_ahead(specs, aside))
 
-    def meanwhile(self, work: Callable[[], None]) -> None:
-        """``work`` to do once, in this process, while it waits for its first answer
-        (before computing it, when the replays run here)."""
+    def meanwhile(self, work: Callable[[object], None]) -> None:
+        """``work`` to do once, in this process, while it waits for its first runs (before
+        computing them, when the replays run here). It gets the work aside's value when the
+        child did it ahead, None otherwise (then ``work`` does it itself)."""
         self._meanwhile = work
 
     def runs(self, wanted: Wanted) -> Runs | None:
         work, self._meanwhile = self._meanwhile, None
-        return self._served.ask(wanted, meanwhile=work)
+        if work is None:
+            return cast("Runs | None", self._served.ask(wanted))
+        done = self._served.ask(ASIDE)  # answered at once by a child past its graph
+        return cast("Runs | None", self._served.ask(wanted, meanwhile=lambda: work(done)))
+
+    def settle(self) -> None:
+        """The meanwhile work, now, if no runs were asked (no finding to replay)."""
+        work, self._meanwhile = self._meanwhile, None
+        if work is not None:
+            work(self._served.ask(ASIDE))
 
     def close(self) -> None:
         self._served.close()

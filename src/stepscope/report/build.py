@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from stepscope.analysis.efficiency.roofline import Overrides
+from stepscope.analysis.events.optree import OpTree
 from stepscope.analysis.memory.timeline import CategoryTimeline, category_timeline
 from stepscope.analysis.suite import Analyses, plan, run_analyses
 from stepscope.analysis.trace.breakdown import CATEGORIES
@@ -46,13 +47,37 @@ if TYPE_CHECKING:
 SCHEMA = "stepscope.report/1"
 
 
+TraceTables = tuple["list[KernelOpRow]", list[KernelRow], "list[StackRow]"]
+
+
+def trace_tables(trace: Trace, tree: OpTree) -> TraceTables:
+    """The tables derived from the trace and its operator tree alone (kernels per operator,
+    launch configurations, call stacks): the work the report's replay child does aside."""
+    from stepscope.analysis.trace.kernel_ops import kernels_by_operator
+    from stepscope.analysis.trace.kernels import kernel_config_stats
+    from stepscope.analysis.trace.operators_stack import operators_by_stack
+
+    return (kernels_by_operator(trace, tree), kernel_config_stats(trace),
+            operators_by_stack(trace, tree))
+
+
 class Tables:
     """The tables to_json derives from the analyses, computed on first use and kept: to_json
     runs once per output, and `report --html` writes two (the page and the text or JSON).
-    ``warm()`` computes them ahead, while the report waits for its replays (build_report)."""
+    ``adopt()`` takes those computed elsewhere (build_report: the replay child's work
+    aside); ``warm()`` computes the others ahead, while the report waits for its replays."""
 
     def __init__(self, analyses: Analyses) -> None:
         self.analyses = analyses
+
+    def adopt(self, known: object) -> None:
+        """:func:`trace_tables`' value for this trace (None: nothing to adopt)."""
+        if known is None:
+            return
+        kernel_ops, configs, stacks = cast(TraceTables, known)
+        for name, value in (("kernel_ops", kernel_ops), ("kernel_configs", configs),
+                            ("op_stacks", stacks)):
+            self.__dict__.setdefault(name, value)  # where cached_property keeps its value
 
     @cached_property
     def kernel_ops(self) -> list[KernelOpRow]:
@@ -82,10 +107,11 @@ class Tables:
         # the whole trace's steps (not a.steps, which may leave warm-up out)
         return rank_summary(a.trace, links=a.links, operators=a.operators)
 
-    def warm(self) -> None:
-        """Compute every table now. One that fails is left to fail where it is read, as
+    def warm(self, names: tuple[str, ...] = ("kernel_ops", "kernel_configs", "op_stacks",
+                                             "rank_summary")) -> None:
+        """Compute these tables now. One that fails is left to fail where it is read, as
         it would without this (the error is not the replays')."""
-        for name in ("kernel_ops", "kernel_configs", "op_stacks", "rank_summary"):
+        for name in names:
             with contextlib.suppress(Exception):
                 getattr(self, name)
 
@@ -364,16 +390,25 @@ def build_report(trace: Trace, *, top: int = DEFAULT_TOP, step: int | None = Non
 
     planned = plan(trace, step=step, window=window)
     # the replay graph is built beside the analyses and the rules on a large trace (it needs
-    # only the windows); the findings then say what to replay
-    replays = Replays(trace, planned.links, planned.windows, background=planned.large)
+    # only the windows); the findings then say what to replay. Its child then derives the
+    # trace's tables, while this process still runs the rules.
+    tree = planned.tree
+    replays = Replays(trace, planned.links, planned.windows, background=planned.large,
+                      aside=lambda: trace_tables(trace, tree))
     try:
         analyses = run_analyses(trace, peaks=peaks, planned=planned)
         system, system_error = _system(trace, monitor)
         if system is not None:
             analyses = replace(analyses, system=system)
         tables = Tables(analyses)
-        replays.meanwhile(tables.warm)  # this process's share while the children replay
+
+        def share(derived: object) -> None:  # this process's while the child replays
+            tables.adopt(derived)  # the tables the child derived ahead, if it did
+            tables.warm()  # the others
+
+        replays.meanwhile(share)
         findings, combined = advise_replayed(analyses, replays=replays)
+        replays.settle()
     finally:
         replays.close()
     return Report(analyses=analyses, top=top, findings=findings, combined=combined,
