@@ -25,6 +25,7 @@ import numpy.typing as npt
 from stepscope.analysis.events.intervals import length, nest_sorted, union
 from stepscope.analysis.events.links import Links
 from stepscope.analysis.graph import kinds as K
+from stepscope.analysis.graph.native import chains_native
 from stepscope.classify import names
 from stepscope.model.trace import HOST_OP, Trace
 
@@ -153,6 +154,10 @@ def _host_chains(trace: Trace, n_h: int, ev_ts: I64, ev_end: I64, ev_lane: I64,
         d, up = nest_sorted(ev_ts[part], ev_end[part])
         depth[part] = d
         parent[part[up >= 0]] = part[up[up >= 0]]
+    native = chains_native(ev, depth, parent, ev_ts[:n_h], ev_end[:n_h], ev_lane[:n_h],
+                           blocking_end, hta, K.DEPENDENCY, K.OPERATOR)
+    if native is not None:  # the same in one pass (longest.c), without the sort below
+        return native
     # endpoints: at equal times ends before starts, inner ends first, outer starts first
     node = np.concatenate((2 * np.arange(n_h), 2 * np.arange(n_h) + 1))
     e = node // 2

@@ -21,7 +21,7 @@
 #define TOTAL (INT64_C(1) << 61)  /* the sum of every weight: no path can overflow */
 
 /* the interface's version, checked by native.py (ABI) before any call */
-int gl_abi(void) { return 2; }
+int gl_abi(void) { return 3; }
 
 /* The int64 words of work space gl_longest needs: the caller allocates them (numpy's
  * allocations of several MB are backed by huge pages; this pass's own calloc'd arrays
@@ -110,5 +110,113 @@ int64_t gl_longest(int64_t n, int64_t m, const int64_t *order, const uint8_t *fi
     if (tail != m) return -1; /* a cycle */
     for (int64_t v = 0; v < n; v++) t[v] = NEG;
     for (int64_t k = 0; k < m; k++) t[order[k]] = tk[k];
+    return 0;
+}
+
+/* The host threads' chains (build._host_chains): every host event's start and end node in
+ * the order build's numpy path sorts them (per thread; by time; at equal times ends before
+ * starts, inner ends first, outer starts first; then by event), with each position's
+ * weight, edge kind and owner. ev: the n events sorted by (lane, start, end descending,
+ * event); depth and parent (an event, or -1) of each event from its thread's nesting.
+ *
+ * The order needs no sort: along ev a thread's starts already come in node order, and
+ * its ends come out of a min-heap keyed (end, -depth, event) popped up to each start time
+ * (zero-length events' ends, which precede the starts of their time, pushed first). The
+ * pass checks what that needs - ev a permutation in that order, no negative length,
+ * depths that never fall at one start time (events of one time and depth in event
+ * order) - and declines (-1) otherwise. */
+static int end_before(const int64_t *end, const int64_t *depth, int64_t a, int64_t b) {
+    if (end[a] != end[b]) return end[a] < end[b];
+    if (depth[a] != depth[b]) return depth[a] > depth[b];
+    return a < b;
+}
+
+static void heap_push(int64_t *heap, int64_t *size, int64_t e, const int64_t *end,
+                      const int64_t *depth) {
+    int64_t k = (*size)++;
+    while (k > 0 && end_before(end, depth, e, heap[(k - 1) / 2])) {
+        heap[k] = heap[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    heap[k] = e;
+}
+
+static int64_t heap_pop(int64_t *heap, int64_t *size, const int64_t *end,
+                        const int64_t *depth) {
+    int64_t top = heap[0], v = heap[--(*size)], k = 0;
+    for (;;) {
+        int64_t c = 2 * k + 1;
+        if (c >= *size) break;
+        if (c + 1 < *size && end_before(end, depth, heap[c + 1], heap[c])) c++;
+        if (!end_before(end, depth, heap[c], v)) break;
+        heap[k] = heap[c];
+        k = c;
+    }
+    heap[k] = v;
+    return top;
+}
+
+int64_t gl_chains(int64_t n, const int64_t *ts, const int64_t *end, const int64_t *lane,
+                  const uint8_t *blocking_end, int hta, const int64_t *ev,
+                  const int64_t *depth, const int64_t *parent, int8_t k_dependency,
+                  int8_t k_operator, int64_t *order, uint8_t *first, int64_t *w,
+                  int8_t *kind, int64_t *owner, int64_t *work) {
+    if (n < 0) return -1;
+    int64_t *heap = work, *seen = work + n, size = 0, m = 0;
+    for (int64_t e = 0; e < n; e++) seen[e] = 0;
+    for (int64_t k = 0; k < n; k++) { /* ev: a permutation, in the order the pass needs */
+        int64_t e = ev[k];
+        if (e < 0 || e >= n || seen[e] || end[e] < ts[e] || depth[e] < 0 ||
+            parent[e] < -1 || parent[e] >= n)
+            return -1;
+        seen[e] = 1;
+        if (k > 0 && lane[ev[k - 1]] == lane[e]) {
+            int64_t p = ev[k - 1];
+            if (ts[p] > ts[e]) return -1;
+            if (ts[p] == ts[e] && (end[p] < end[e] || depth[p] > depth[e] ||
+                                   (depth[p] == depth[e] && p > e)))
+                return -1;
+        } else if (k > 0 && lane[ev[k - 1]] > lane[e]) {
+            return -1;
+        }
+    }
+    for (int64_t k = 0; k < n;) { /* one thread at a time */
+        int64_t stop = k;
+        while (stop < n && lane[ev[stop]] == lane[ev[k]]) stop++;
+        for (int64_t g = k; g < stop;) { /* the starts of one time */
+            int64_t t = ts[ev[g]], gend = g;
+            while (gend < stop && ts[ev[gend]] == t) gend++;
+            for (int64_t i = g; i < gend; i++)
+                if (end[ev[i]] == t) heap_push(heap, &size, ev[i], end, depth);
+            while (size > 0 && end[heap[0]] <= t)
+                order[m++] = 2 * heap_pop(heap, &size, end, depth) + 1;
+            for (int64_t i = g; i < gend; i++) {
+                order[m++] = 2 * ev[i];
+                if (end[ev[i]] != t) heap_push(heap, &size, ev[i], end, depth);
+            }
+            g = gend;
+        }
+        while (size > 0) order[m++] = 2 * heap_pop(heap, &size, end, depth) + 1;
+        k = stop;
+    }
+    if (m != 2 * n) return -1;
+    for (int64_t k = 0; k < m; k++) {
+        int64_t o = order[k], oe = o / 2, prev = order[k > 0 ? k - 1 : m - 1], pe = prev / 2;
+        int ostart = o % 2 == 0, pstart = prev % 2 == 0;
+        int64_t tk = ostart ? ts[oe] : end[oe], tp = pstart ? ts[pe] : end[pe];
+        int dep = !pstart && ostart && depth[pe] == 0 && depth[oe] == 0;
+        int64_t up = parent[pe];
+        first[k] = k == 0 || lane[oe] != lane[pe];
+        kind[k] = dep ? k_dependency : k_operator;
+        w[k] = tk - tp > 0 ? tk - tp : 0;
+        if (hta && (dep || (!ostart && blocking_end[oe]))) w[k] = 0;
+        owner[k] = pstart ? pe : (!ostart ? oe : up);
+        if (dep) owner[k] = hta ? -1 : up;
+        if (first[k]) {
+            w[k] = 0;
+            kind[k] = k_dependency;
+            owner[k] = -1;
+        }
+    }
     return 0;
 }

@@ -21,7 +21,7 @@ LIBRARY = Path(__file__).with_name("_longest.so")
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 _P = ctypes.c_void_p
-ABI = 2  # longest.c's gl_abi(): raise both together when gl_longest's signature changes
+ABI = 3  # longest.c's gl_abi(): raise both together when a function's signature changes
 
 
 def _load() -> ctypes.CDLL | None:
@@ -33,6 +33,9 @@ def _load() -> ctypes.CDLL | None:
     lib.gl_longest.restype = ctypes.c_int64
     lib.gl_work.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
     lib.gl_work.restype = ctypes.c_int64
+    lib.gl_chains.argtypes = [ctypes.c_int64, _P, _P, _P, _P, ctypes.c_int, _P, _P, _P,
+                              ctypes.c_int8, ctypes.c_int8, _P, _P, _P, _P, _P, _P]
+    lib.gl_chains.restype = ctypes.c_int64
     return lib
 
 
@@ -68,3 +71,32 @@ def longest_native(order: I64, first: B, w: I64, xs: I64, xd: I64, xw: I64,
     rc = _LIB.gl_longest(n, m, o, f, ww, len(xs), s, d, x, a, t.ctypes.data,
                          entry.ctypes.data, work.ctypes.data)
     return (t, entry) if rc == 0 else None
+
+
+Chains = tuple[I64, B, I64, npt.NDArray[np.int8], I64]
+
+
+def chains_native(ev: I64, depth: I64, parent: I64, ts: I64, end: I64, lane: I64,
+                  blocking_end: B, hta: bool, dependency: int, operator: int,
+                  ) -> Chains | None:
+    """build._host_chains' (order, first, w, kind, owner) for host events sorted as ``ev``
+    with their nesting, or None (no library, or it declined: the numpy path then)."""
+    if _LIB is None:
+        return None
+    n = len(ev)
+    if not len(depth) == len(parent) == len(ts) == len(end) == len(lane) == n or \
+            len(blocking_end) < n:
+        return None
+    arrays = [_i64(ev), _i64(depth), _i64(parent), _i64(ts), _i64(end), _i64(lane)]
+    flags = np.ascontiguousarray(blocking_end[:n], dtype=np.bool_).view(np.uint8)
+    order = np.empty(2 * n, dtype=np.int64)
+    first = np.empty(2 * n, dtype=np.bool_)
+    w = np.empty(2 * n, dtype=np.int64)
+    kind = np.empty(2 * n, dtype=np.int8)
+    owner = np.empty(2 * n, dtype=np.int64)
+    work = np.empty(max(2 * n, 1), dtype=np.int64)
+    e, d, p, t, x, ln = (a.ctypes.data for a in arrays)
+    rc = _LIB.gl_chains(n, t, x, ln, flags.ctypes.data, int(hta), e, d, p, dependency,
+                        operator, order.ctypes.data, first.ctypes.data, w.ctypes.data,
+                        kind.ctypes.data, owner.ctypes.data, work.ctypes.data)
+    return (order, first, w, kind, owner) if rc == 0 else None
