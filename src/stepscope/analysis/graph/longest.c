@@ -21,12 +21,15 @@
 #define TOTAL (INT64_C(1) << 61)  /* the sum of every weight: no path can overflow */
 
 /* the interface's version, checked by native.py (ABI) before any call */
-int gl_abi(void) { return 3; }
+int gl_abi(void) { return 4; }
 
 /* The int64 words of work space gl_longest needs: the caller allocates them (numpy's
  * allocations of several MB are backed by huge pages; this pass's own calloc'd arrays
- * cost a third of a report's page faults at 1 GB). */
-int64_t gl_work(int64_t n, int64_t m, int64_t nx) { return n + 7 * m + 1 + nx; }
+ * cost a third of a report's page faults at 1 GB). Times take int64 words, positions,
+ * counts and edge ids int32: fresh memory is what a forked child pays most for. */
+int64_t gl_work(int64_t n, int64_t m, int64_t nx) {
+    return 2 * m + (n + 4 * m + 1 + nx + 1) / 2;
+}
 
 /* n nodes, m chain positions (order[k]: the node at position k; first[k]: k starts a
  * chain), w[k] the weight into position k, nx cross edges xs[e] -> xd[e] of weight xw[e],
@@ -36,13 +39,15 @@ int64_t gl_longest(int64_t n, int64_t m, const int64_t *order, const uint8_t *fi
                    const int64_t *w, int64_t nx, const int64_t *xs, const int64_t *xd,
                    const int64_t *xw, const int64_t *anchor, int64_t *t, int64_t *entry,
                    int64_t *work) {
-    if (n < 0 || m < 0 || nx < 0) return -1;
-    int64_t *pos = work, *indeg = pos + n, *c = indeg + m, *start = c + m;
-    int64_t *out = start + m + 1, *queue = out + nx, *tk = queue + m, *fill = tk + m;
+    if (n < 0 || m < 0 || nx < 0 || n >= INT32_MAX || m >= INT32_MAX || nx >= INT32_MAX)
+        return -1; /* ids beyond int32: the numpy solver */
+    int64_t *c = work, *tk = c + m;
+    int32_t *pos = (int32_t *)(tk + m), *indeg = pos + n, *start = indeg + m;
+    int32_t *out = start + m + 1, *queue = out + nx, *fill = queue + m;
     /* only the counters need zeros: every other word is written before it is read */
-    memset(indeg, 0, (size_t)m * sizeof(int64_t));
-    memset(start, 0, (size_t)(m + 1) * sizeof(int64_t));
-    memset(fill, 0, (size_t)m * sizeof(int64_t));
+    memset(indeg, 0, (size_t)m * sizeof(int32_t));
+    memset(start, 0, (size_t)(m + 1) * sizeof(int32_t));
+    memset(fill, 0, (size_t)m * sizeof(int32_t));
     for (int64_t v = 0; v < n; v++) pos[v] = -1;
     int64_t total = 0, chain = 0;
     for (int64_t k = 0; k < m; k++) {

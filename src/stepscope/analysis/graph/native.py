@@ -21,7 +21,7 @@ LIBRARY = Path(__file__).with_name("_longest.so")
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 _P = ctypes.c_void_p
-ABI = 3  # longest.c's gl_abi(): raise both together when a function's signature changes
+ABI = 4  # longest.c's gl_abi(): raise both together when a function's signature changes
 
 
 def _load() -> ctypes.CDLL | None:
