@@ -44,3 +44,23 @@ def test_concurrent_reads_equal_serial_reads(tmp_path: Path,
         assert have.strings == want.strings  # type: ignore[attr-defined]
         for col, values in want.host.columns().items():
             assert np.array_equal(values, have.host.columns()[col]), col  # type: ignore[attr-defined]
+
+
+def test_the_parents_column_work_on_two_threads_equals_it_in_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concatenating the chunks and sorting by time run on two threads for large tables
+    (reader._each): the same trace, every table, every column, in the same order."""
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 4096)  # many chunks to concatenate
+    path = _trace_file(tmp_path, "big", 16)
+    monkeypatch.setattr(kineto, "_THREADED_ROWS", 1 << 62)
+    in_turn = load_trace(str(path), use_cache=False)
+    monkeypatch.setattr(kineto, "_THREADED_ROWS", 0)
+    monkeypatch.setattr(kineto.os, "cpu_count", lambda: 2)
+    threaded = load_trace(str(path), use_cache=False)
+    assert threaded.strings == in_turn.strings
+    for table in ("host", "runtime", "device"):
+        want, have = getattr(in_turn, table).columns(), getattr(threaded, table).columns()
+        assert list(have) == list(want), table
+        for col, values in want.items():
+            assert np.array_equal(values, have[col], equal_nan=values.dtype.kind == "f"), (
+                table, col)
