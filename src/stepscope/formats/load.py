@@ -11,7 +11,6 @@ from stepscope.formats.kineto.reader import (
     ProgressFn,
     read_kineto,
 )
-from stepscope.formats.nsight import load as nsys_load
 from stepscope.io import cache
 from stepscope.io.source import read_source
 from stepscope.model.trace import Trace
@@ -27,11 +26,15 @@ def load_trace(
 ) -> Trace:
     """Read any supported trace at ``path`` (local path or fsspec URL)."""
     if path.lower().endswith(kinds.NSYS_REPORT_SUFFIXES):  # .nsys-rep: exported to SQLite first
+        from stepscope.formats.nsight import load as nsys_load  # only for Nsight inputs
+
         return nsys_load.load_report(path, use_cache=use_cache)
     source = read_source(path, storage_options)
     # (a gzip is inflated only when named like an export: Kineto cache hits stay lazy)
     if (not source.compressed or path.lower().endswith(".sqlite.gz")) and \
             kinds.content_kind(source.head(64)) is kinds.NSYS_SQLITE:
+        from stepscope.formats.nsight import load as nsys_load
+
         return nsys_load.load_sqlite(source, use_cache=use_cache)
     key = None
     if use_cache:

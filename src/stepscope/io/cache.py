@@ -27,16 +27,20 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
-import pyarrow as pa
-import pyarrow.ipc as ipc
 
 from stepscope.errors import one_line
 from stepscope.io.source import RawSource
 from stepscope.model.trace import Trace, TraceMeta
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow is imported where the cache is read or written (~30 ms): `report --no-cache`
+# never touches it.
 
 CACHE_FORMAT = "3"  # 2: tree content hash; 3: sums.json (checksums of the files)
 
@@ -197,6 +201,8 @@ def _file_digest(path: Path) -> str:
 
 def store(key: str, trace: Trace) -> bool:
     """Write ``trace`` under ``key``; returns False (silently) when the cache is unwritable."""
+    import pyarrow as pa
+
     try:
         final = _entry(key)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -222,6 +228,9 @@ def store(key: str, trace: Trace) -> bool:
 
 
 def _write(path: Path, table: pa.Table) -> None:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
@@ -243,11 +252,16 @@ def _checked(entry: Path, name: str, sums: dict[str, str]) -> bytes:
 
 
 def _read(data: bytes) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     return ipc.open_file(pa.BufferReader(data)).read_all()
 
 
 def load(key: str, path: str) -> Trace | None:
     """The cached trace for ``key`` (with ``path`` as its source), or None."""
+    import pyarrow as pa
+
     try:
         entry = _entry(key)
     except ValueError:
