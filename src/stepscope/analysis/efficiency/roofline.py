@@ -314,13 +314,17 @@ def _model_ops(trace: Trace, ops: I64) -> tuple[list[Work | None], I64]:
     cols = (host.name[ops], host.input_dims[ops], host.input_types[ops],
             host.concrete_inputs[ops], host.input_strides[ops])
     order = np.lexsort(cols[::-1])  # distinct rows without np.unique(axis=0)'s slow sort
-    key = np.stack(cols, axis=1)[order]
-    new = np.concatenate(([True], (key[1:] != key[:-1]).any(axis=1)))
+    key = [col[order] for col in cols]  # column by column: a stacked (n, 5) copy cost 2x
+    new = np.zeros(len(ops), dtype=bool)
+    new[0] = True
+    for col in key:
+        new[1:] |= col[1:] != col[:-1]
     inverse = np.empty(len(ops), dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
     aten = names.mask(trace, names.is_aten_op)
+    rows = zip(*(col[new].tolist() for col in key), strict=True)
     works = [model_op(decode(*(trace.name(int(i)) for i in row))) if aten[row[0]] else None
-             for row in key[new].tolist()]
+             for row in rows]
     return works, inverse
 
 

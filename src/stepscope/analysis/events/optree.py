@@ -119,13 +119,23 @@ class OpTree:
         rt = self.links.device_runtime
         return gather(self.runtime_owner, rt, -1)
 
+    @cached_property
+    def _roll_levels(self) -> list[I64]:
+        """The live nodes with a parent, by depth, deepest first (each level ascending):
+        computed once for every roll-up (the report rolls up several values)."""
+        depth, eff = self.depth, self.effective_parent
+        nodes = np.flatnonzero(~self.folded & (depth >= 1) & (eff >= 0))
+        by_depth = nodes[np.argsort(depth[nodes], kind="stable")]
+        bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2)
+                                 if len(depth) else np.zeros(1, dtype=np.int64))
+        return [by_depth[bounds[level]:bounds[level + 1]]
+                for level in range(len(bounds) - 2, 0, -1)]
+
     def roll_up(self, self_values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Totals: each node's value plus all its (non-folded) descendants', deepest first."""
         total: npt.NDArray[np.float64] = self_values.astype(np.float64)
-        live = ~self.folded & (self.depth >= 0)
         eff = self.effective_parent
-        for level in range(int(self.depth.max()) if len(self.depth) else 0, 0, -1):
-            sel = live & (self.depth == level) & (eff >= 0)
+        for sel in self._roll_levels:
             np.add.at(total, eff[sel], total[sel])
         return total
 
