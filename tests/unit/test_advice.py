@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 from tests.builders import TraceBuilder
 
-from stepscope.advice import RULES, Finding, advise
+from stepscope.advice import RULES, Finding, Rule, advise
 from stepscope.advice.context import Context, first_user_frame
 from stepscope.analysis.suite import run_analyses
 from stepscope.report.text.findings import render_finding
@@ -414,6 +414,32 @@ def test_a_failing_rule_does_not_break_the_report(tmp_path: Path) -> None:
     fs = advise(run_analyses(b.load(tmp_path)), {**RULES, "boom": boom}, replay=False)
     assert ids(fs)[0] == "low-occupancy"
     assert fs[-1].id == "advisor-error" and "kaput" in fs[-1].evidence[0]
+
+
+def test_rules_modelled_by_replays_run_first_and_failures_keep_the_rules_order(
+        tmp_path: Path) -> None:
+    """The replayed rules run first and the others while the replays run; the findings
+    and the failures read as if every rule ran in its table's order."""
+    b = TraceBuilder()
+    healthy(b, occupancy=5.0, kernel=OWN_KERNEL)
+    ran: list[str] = []
+
+    def failing(name: str) -> Rule:
+        def rule(ctx: Context) -> Finding | None:
+            ran.append(name)
+            raise RuntimeError(f"{name} broke")
+        return rule
+
+    rules = {"early": failing("early"), **RULES, "host-sync": failing("host-sync"),
+             "late": failing("late")}
+    analyses = run_analyses(b.load(tmp_path))
+    fs = advise(analyses, rules)
+    assert ran.index("host-sync") < ran.index("early") < ran.index("late")
+    assert fs[-1].id == "advisor-error"
+    assert [e.split(":")[0] for e in fs[-1].evidence] == ["early", "host-sync", "late"]
+    plain = advise(analyses, {k: v for k, v in rules.items() if k not in
+                              ("early", "host-sync", "late")})
+    assert ids(fs)[:-1] == [i for i in ids(plain) if i != "host-sync"]
 
 
 def test_json_and_text_rendering(tmp_path: Path) -> None:

@@ -239,9 +239,9 @@ def test_no_process_to_be_had_runs_in_the_caller(monkeypatch: pytest.MonkeyPatch
 
 
 @needs_fork
-def test_replays_done_ahead_equal_the_asked_ones(tmp_path: Path) -> None:
-    """While the caller's rules run, the replay child replays each modelled fix alone;
-    what it then answers is what the serial replays give."""
+def test_the_replay_childs_runs_equal_the_serial_ones(tmp_path: Path) -> None:
+    """The replay child, asked once its graph is built and its work aside done, answers
+    what the replays in this process give."""
     trace = _trace(tmp_path)
     analyses = run_analyses(trace)
     windows = list(analyses.windows)
@@ -250,12 +250,12 @@ def test_replays_done_ahead_equal_the_asked_ones(tmp_path: Path) -> None:
     here = Replays(trace, analyses.links, windows)
     serial = here.runs(wanted)
     here.close()
-    ahead = Replays(trace, analyses.links, windows, background=True)
+    child = Replays(trace, analyses.links, windows, background=True, aside=lambda: 1)
     try:
-        time.sleep(0.5)  # time for the fixes alone to be replayed ahead
-        got = ahead.runs(wanted)
+        time.sleep(0.5)  # past its graph and its work aside
+        got = child.runs(wanted)
     finally:
-        ahead.close()
+        child.close()
     assert serial is not None and got == serial
 
 

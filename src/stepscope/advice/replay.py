@@ -86,30 +86,18 @@ def _runs(state: _Replaying, wanted: Wanted) -> Runs | None:
     return {sp: state.done[sp] for sp in wanted}
 
 
-def _ahead(specs: tuple[str, ...], aside: Callable[[], object] | None,
-           ) -> Callable[[_Replaying], Iterator[None]]:
-    """Work done ahead, while the rules still run in the caller: first the work aside (a
-    failure is left to the caller, who then does it and meets the error itself), then each
-    of ``specs`` alone (the fixes the rules may ask for), one per step, those that change
-    nothing in the graph left unsolved (a finding whose fix touches nothing is rare; it is
-    replayed if asked). The same answers as asked ones: only sooner."""
+def _aside(work: Callable[[], object] | None) -> Callable[[_Replaying], Iterator[None]]:
+    """The work aside as the child's idle step, once its graph is built (a failure is left
+    to the caller, who then does it and meets the error where it reads the value)."""
 
     def steps(state: _Replaying) -> Iterator[None]:
-        if aside is not None:
-            yield
-            try:
-                state.aside.append(aside())
-            except Exception:  # left to the caller, who meets the error where it reads it
-                state.aside.append(None)
-        rp = state.replayer
-        if rp is None or not state.replays():
+        if work is None:
             return
-        for spec in specs:
-            yield  # the caller's question, if it came, goes first
-            edit, touched = rp.edit((parse(spec),))
-            if any(touched):
-                state.done[(spec,)] = WindowReplay(rp.window, rp.before, rp.timed(edit),
-                                                   touched)
+        yield  # a question that came first goes first
+        try:
+            state.aside.append(work())
+        except Exception:
+            state.aside.append(None)
     return steps
 
 
@@ -126,13 +114,14 @@ class Replays:
     """The replays of a trace's analysed steps. ``background``: a forked child builds the
     graph and replays the recorded steps as soon as the windows are known, while this
     process runs the other analyses and the rules (at 1 GB: ~1.7 s of CPU that would
-    otherwise wait for the rules), replays each modelled fix alone ahead of the question
-    while the rules run, then replays what it is asked (stepscope.forked.Served).
+    otherwise wait for the rules), then replays what it is asked (stepscope.forked.Served).
     Otherwise the graph is built here on the first question. The answers are the same.
+    (Replaying each modelled fix alone ahead, while the rules ran, was measured slower once
+    the rules that need no replay ran beside the replays: advise_replayed.)
 
-    ``aside``: other work on the trace for that child once its graph is built, before the
-    replays ahead (the report's derived tables: the child is otherwise idle while the
-    caller's rules run); :meth:`aside` gives its value if it was done there."""
+    ``aside``: other work on the trace for that child once its graph is built (the
+    report's derived tables: the child is otherwise idle while the caller's analyses and
+    rules run); the caller's meanwhile work gets its value if it was done there."""
 
     def __init__(self, trace: Trace, links: Links, windows: list[Window], *,
                  background: bool = False, aside: Callable[[], object] | None = None,
@@ -140,11 +129,9 @@ class Replays:
         self.windows = tuple(windows)
         self._meanwhile: Callable[[object], None] | None = None
         frozen = self.windows
-        specs = tuple(s for s in dict.fromkeys(RULE_TRANSFORMS.values())
-                      if modelled(s, len(frozen), trace.has_gpu))
         self._served: Served[_Replaying, Question, Runs | object] = Served(
             lambda: _replaying(trace, links, frozen), _answer, enabled=background,
-            idle=_ahead(specs, aside))
+            idle=_aside(aside))
 
     def meanwhile(self, work: Callable[[object], None]) -> None:
         """``work`` to do once, in this process, while it waits for its first runs (before
@@ -152,12 +139,20 @@ class Replays:
         child did it ahead, None otherwise (then ``work`` does it itself)."""
         self._meanwhile = work
 
-    def runs(self, wanted: Wanted) -> Runs | None:
+    def runs(self, wanted: Wanted, meanwhile: Callable[[], None] | None = None,
+             ) -> Runs | None:
+        """The runs of ``wanted``; ``meanwhile``: more work for this process while the
+        child replays (after the work set by :meth:`meanwhile`, on the first runs)."""
         work, self._meanwhile = self._meanwhile, None
-        if work is None:
-            return cast("Runs | None", self._served.ask(wanted))
-        done = self._served.ask(ASIDE)  # answered at once by a child past its graph
-        return cast("Runs | None", self._served.ask(wanted, meanwhile=lambda: work(done)))
+        done = self._served.ask(ASIDE) if work is not None else None  # at once, past its graph
+
+        def both() -> None:
+            if work is not None:
+                work(done)
+            if meanwhile is not None:
+                meanwhile()
+
+        return cast("Runs | None", self._served.ask(wanted, meanwhile=both))
 
     def settle(self) -> None:
         """The meanwhile work, now, if no runs were asked (no finding to replay)."""
@@ -170,11 +165,14 @@ class Replays:
 
 
 def replay_findings(analyses: Analyses, findings: list[Finding], min_pct: float = 0.0,
-                    replays: Replays | None = None) -> tuple[list[Finding], Combined | None]:
+                    replays: Replays | None = None, meanwhile: Callable[[], None] | None = None,
+                    ) -> tuple[list[Finding], Combined | None]:
     """The findings with replayed savings, and every reported replayed fix applied at once:
     a fix whose own replay saves under ``min_pct`` % of the step is a finding the report
     drops, so it is not among the fixes applied together either. ``replays``: the trace's
-    replays started earlier (report.build), used when they are of the analysed windows."""
+    replays started earlier (report.build), used when they are of the analysed windows.
+    ``meanwhile``: this process's work while the replays run (run here first when they
+    run here; not run at all when nothing is to be replayed: the caller checks)."""
     windows, has_gpu = len(analyses.windows), analyses.trace.has_gpu
 
     def spec_of(f: Finding) -> str | None:
@@ -187,18 +185,19 @@ def replay_findings(analyses: Analyses, findings: list[Finding], min_pct: float 
         replays = Replays(analyses.trace, analyses.links, list(analyses.windows))
     assert replays is not None
     try:
-        return _replayed(analyses, findings, min_pct, replays, spec_of)
+        return _replayed(analyses, findings, min_pct, replays, spec_of, meanwhile)
     finally:
         if own:
             replays.close()
 
 
 def _replayed(analyses: Analyses, findings: list[Finding], min_pct: float, replays: Replays,
-              spec_of: Callable[[Finding], str | None]
+              spec_of: Callable[[Finding], str | None],
+              meanwhile: Callable[[], None] | None = None,
               ) -> tuple[list[Finding], Combined | None]:
     specs = tuple(dict.fromkeys(s for f in findings if (s := spec_of(f)) is not None))
     # each finding's own fix, and (ahead of knowing which findings stay) all of them together
-    runs = replays.runs(tuple(dict.fromkeys([*((s,) for s in specs), specs])))
+    runs = replays.runs(tuple(dict.fromkeys([*((s,) for s in specs), specs])), meanwhile)
     if runs is None:
         return findings, None
     before = next(iter(runs.values())).before
