@@ -72,8 +72,8 @@ def _answer(state: _Replaying, question: Question) -> Runs | object:
 
 
 def _runs(state: _Replaying, wanted: Wanted) -> Runs | None:
-    """Each wanted set of fixes replayed (or taken from those replayed ahead); None when
-    the recorded steps do not replay. One after another in this process: with the native
+    """Each wanted set of fixes replayed (a set asked again is taken from before); None
+    when the recorded steps do not replay. One after another in this process: with the native
     longest-path pass a replay costs ~0.15 s at 1 GB, less than a forked child pays in
     copy-on-write faults to start on the graph (dealing three replays out to children
     measured 0.5 s slower on two cores)."""

@@ -107,11 +107,10 @@ class Tables:
         # the whole trace's steps (not a.steps, which may leave warm-up out)
         return rank_summary(a.trace, links=a.links, operators=a.operators)
 
-    def warm(self, names: tuple[str, ...] = ("kernel_ops", "kernel_configs", "op_stacks",
-                                             "rank_summary")) -> None:
-        """Compute these tables now. One that fails is left to fail where it is read, as
-        it would without this (the error is not the replays')."""
-        for name in names:
+    def warm(self) -> None:
+        """Compute every table not computed yet. One that fails is left to fail where it is
+        read, as it would without this (the error is not the replays')."""
+        for name in ("kernel_ops", "kernel_configs", "op_stacks", "rank_summary"):
             with contextlib.suppress(Exception):
                 getattr(self, name)
 

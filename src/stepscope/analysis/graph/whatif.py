@@ -138,20 +138,10 @@ class Replayer:
     def after(self, transforms: tuple[Transform, ...]) -> tuple[Timing, tuple[int, ...]]:
         """The replay with ``transforms`` applied, and what each touched; needs no
         ``before``. For a graph with events and at least one transform."""
-        edit, touched = self.edit(transforms)
-        return self.timed(edit), touched
-
-    def edit(self, transforms: tuple[Transform, ...]) -> tuple[Edit, tuple[int, ...]]:
-        """``transforms`` applied to copies of the graph's weights, and what each touched
-        (the cheap half of a replay: a fix that touches nothing needs no solving to be
-        known as such)."""
         g = self.graph
         edit = Edit(g.w.copy(), g.xw.copy(), np.ones(len(g.xs), dtype=bool), [])
-        return edit, tuple(t.apply(self.trace, self.links, g, edit) for t in transforms)
-
-    def timed(self, edit: Edit) -> Timing:
-        """The replay of an :meth:`edit` (the costly half: solving the graph)."""
-        return self._timing(edit.w, edit.xw, edit.xkeep, edit.finish)
+        touched = tuple(t.apply(self.trace, self.links, g, edit) for t in transforms)
+        return self._timing(edit.w, edit.xw, edit.xkeep, edit.finish), touched
 
 
 def what_if(trace: Trace, links: Links, windows: list[Window],
