@@ -278,6 +278,17 @@ def test_the_scanner_declines_what_it_is_not_sure_of(piece: bytes) -> None:
     assert scan.scan(piece) is None
 
 
+def test_columns_grown_in_the_middle_of_a_chunk_keep_their_events() -> None:
+    """Short events overflow the columns reserved for a chunk (len / 256 events): they
+    grow twice mid-chunk, every column's events carried over."""
+    events = [{"ph": "X", "cat": "kernel", "name": f"k{i % 7}", "pid": 1, "tid": i % 3,
+               "ts": i, "dur": 1, "args": {"stream": 7, "grid": [i, 1, 1]}} if i % 5 == 0
+              else {"ph": "X", "ts": i} for i in range(20_000)]
+    piece = json.dumps(events, separators=(",", ":")).encode()
+    assert len(piece) // 256 < 4096  # fewer reserved than the events: growth mid-chunk
+    assert check(piece)
+
+
 def test_returned_columns_own_their_memory() -> None:
     """Columns are copies, never views of the scanner's reused buffers: the next chunk's
     scan leaves them as they were, and none is backed by the scanner's memory."""
