@@ -7,6 +7,7 @@ import hashlib
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.conftest import inlined_data
 from tests.dashboard_builders import EVIL_KERNEL, EVIL_OP, dashboard_trace
@@ -91,3 +92,27 @@ def test_front_end_never_injects_markup() -> None:
         for sink in ("dangerouslySetInnerHTML", "innerHTML", "outerHTML", "insertAdjacentHTML",
                      "document.write", "eval(", "new Function"):
             assert sink not in text, (f.name, sink)
+
+
+def test_operators_by_stack_group_as_a_sort_of_every_key_does() -> None:
+    """The (name, stack) groups come from two table passes (grouping.unique_pairs): the
+    same rows, in the same order, as np.unique over name * n + stack + 1 gives, on a real
+    trace recorded with stacks."""
+    from tests.conftest import shared_trace
+
+    from stepscope.analysis.events.links import Links
+    from stepscope.analysis.events.optree import OpTree
+    from stepscope.analysis.trace import operators_stack
+
+    path = shared_trace("kineto_resnet50/num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+    trace = load_trace(str(path), use_cache=False)
+    tree = OpTree(trace, Links(trace))
+    rows = operators_stack.operators_by_stack(trace, tree)
+    times = tree.times
+    idx = np.flatnonzero(times.is_operator)
+    n = len(trace.strings) + 1
+    key = trace.host.name[idx].astype(np.int64) * n + trace.host.call_stack[idx] + 1
+    ukey = np.unique(key)
+    assert sorted((r.name, r.call_stack or "") for r in rows) == sorted(
+        (trace.name(int(k // n)), trace.name(int(k % n) - 1) if k % n else "") for k in ukey)
+    assert sum(r.calls for r in rows) == len(idx) and any(r.call_stack for r in rows)

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.events.optree import OpTree
+from stepscope.grouping import unique_pairs
 from stepscope.model.trace import Trace
 
 
@@ -33,9 +34,11 @@ def operators_by_stack(trace: Trace, tree: OpTree) -> list[StackRow]:
     if len(idx) == 0:
         return []
     n = np.int64(len(trace.strings) + 1)
-    key = trace.host.name[idx].astype(np.int64) * n + (trace.host.call_stack[idx] + 1)
-    ukey, inv = np.unique(key, return_inverse=True)
-    inv = inv.reshape(-1)
+    # the distinct (name, stack) pairs, as np.unique over name * n + stack + 1 orders them
+    # (grouping.unique_pairs: two table passes instead of sorting a million keys)
+    names_u, stacks_u, inv = unique_pairs(trace.host.name[idx],
+                                          trace.host.call_stack[idx].astype(np.int64) + 1)
+    ukey = names_u * n + stacks_u
     m = len(ukey)
 
     def total(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
