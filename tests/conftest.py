@@ -17,6 +17,9 @@ def _isolated_cache(
 ) -> None:
     """Never touch the user's ~/.cache from tests; let internal errors raise."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    # `report` run in-process (main([...])) must not change the test process's allocator
+    # for the tests after it (stepscope.heap; tests/unit/test_heap.py checks it alone)
+    monkeypatch.setenv("STEPSCOPE_KEEP_MALLOC", "1")
     # Our own bugs must surface as exceptions in tests, not as the one-line user message.
     monkeypatch.setenv("STEPSCOPE_DEBUG", "1")
 

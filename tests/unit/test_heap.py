@@ -29,8 +29,9 @@ glibc_linux = pytest.mark.skipif(
 
 
 def _probe(mode: str, **env: str) -> tuple[bool, int]:
+    base = {k: v for k, v in os.environ.items() if k != "STEPSCOPE_KEEP_MALLOC"}  # conftest's
     out = subprocess.run([sys.executable, "-c", PROBE, mode], check=True, text=True,
-                         capture_output=True, env={**os.environ, **env}).stdout.split()
+                         capture_output=True, env={**base, **env}).stdout.split()
     return out[0] == "True", int(out[1])
 
 
