@@ -305,11 +305,28 @@ def test_failed_work_aside_is_left_to_the_caller(tmp_path: Path) -> None:
         replays.close()
     assert got == [None]
     assert runs is not None and runs[("drop_sync",)].after.step_ns > 0
+
+
+@needs_fork
+def test_settling_never_waits_for_the_replay_child(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing to replay, the meanwhile work runs here at once (None: do it yourself):
+    the child, which may still be building its graph, is not asked."""
+    trace = _trace(tmp_path)
+    analyses = run_analyses(trace)
+
+    def slow(*args: object) -> object:
+        time.sleep(60)  # a graph that takes long to build
+        raise AssertionError("never needed")
+
+    monkeypatch.setattr("stepscope.advice.replay._replaying", slow)
+    got: list[object] = []
     idle = Replays(trace, analyses.links, list(analyses.windows), background=True,
                    aside=os.getpid)
+    started = time.monotonic()
     try:
         idle.meanwhile(got.append)
         idle.settle()
     finally:
         idle.close()
-    assert len(got) == 2  # its value or None, whether the child had got there or not
+    assert got == [None] and time.monotonic() - started < 30

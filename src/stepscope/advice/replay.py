@@ -155,10 +155,11 @@ class Replays:
         return cast("Runs | None", self._served.ask(wanted, meanwhile=both))
 
     def settle(self) -> None:
-        """The meanwhile work, now, if no runs were asked (no finding to replay)."""
+        """The meanwhile work, now, if no runs were asked (no finding to replay), without
+        asking the child: it may still be building its graph, which nothing needs now."""
         work, self._meanwhile = self._meanwhile, None
         if work is not None:
-            work(self._served.ask(ASIDE))
+            work(None)
 
     def close(self) -> None:
         self._served.close()
