@@ -121,19 +121,22 @@ def test_served_failures_are_answered_in_the_caller() -> None:
 
 
 @needs_fork
-def test_served_idle_work_runs_until_the_first_question() -> None:
+def test_served_idle_work_runs_until_the_first_question(tmp_path: Path) -> None:
     """The child works ahead a step at a time while no question has come; a question
-    stops it at the next step; the answers may use what was done ahead."""
+    stops it at the next step; the answers may use what was done ahead. (The caller waits
+    for the child's first step, not for a time: the test holds on a loaded machine.)"""
+    started = tmp_path / "started"
 
     def ahead(state: list[int]) -> Iterator[None]:
         for k in range(1000):
             yield
             state.append(k)
+            started.touch()
             time.sleep(0.01)
 
     job: Served[list[int], int, list[int]] = Served(list, lambda s, q: [*s, q], idle=ahead)
     try:
-        time.sleep(0.3)
+        _wait_for(started)
         first = job.ask(-1)
         second = job.ask(-2)
     finally:
@@ -141,6 +144,14 @@ def test_served_idle_work_runs_until_the_first_question() -> None:
     done = first[:-1]
     assert done == list(range(len(done))) and 0 < len(done) < 1000  # stopped early
     assert second == [*done, -2]  # no more work ahead once asked
+
+
+def _wait_for(path: Path, limit_s: float = 120.0) -> None:
+    """Until ``path`` exists (a forked child's sign that it got somewhere)."""
+    deadline = time.monotonic() + limit_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"the child never wrote {path.name}"
+        time.sleep(0.01)
 
 
 def test_served_idle_work_never_runs_in_the_caller() -> None:
@@ -268,9 +279,15 @@ def test_work_aside_is_done_by_the_replay_child(tmp_path: Path) -> None:
     windows = list(analyses.windows)
     wanted = (("drop_sync",),)
     got: list[object] = []
-    replays = Replays(trace, analyses.links, windows, background=True, aside=os.getpid)
+    done = tmp_path / "aside-done"
+
+    def aside() -> int:
+        done.touch()
+        return os.getpid()
+
+    replays = Replays(trace, analyses.links, windows, background=True, aside=aside)
     try:
-        time.sleep(0.5)  # the child builds its graph, then works aside
+        _wait_for(done)  # the child built its graph, then worked aside
         replays.meanwhile(got.append)
         runs = replays.runs(wanted)
     finally:
