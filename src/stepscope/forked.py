@@ -77,8 +77,8 @@ class Served(Generic[S, Q, R]):
     the child may do once prepared while no question has come yet, a step at a time (each
     ``next`` of ``idle(state)``), stopping as soon as the first question arrives (the
     report's derived tables, while the caller still runs its analyses). It must change no
-    answer, only how soon one comes: it is not run when the caller answers itself. As with
-    :class:`Forked`, the answers are the serial ones: when not enabled, or when anything
+    answer, only how soon one comes: it is not run when the caller answers itself. The
+    answers are the serial ones: when not enabled, or when anything
     goes wrong in the child (an exception, a crash, a message that does not pickle), the
     caller prepares the state itself and answers from then on (the same values, the same
     errors). Call ``close()`` (in a ``finally``) so that a started child is reaped."""

@@ -144,14 +144,16 @@ def first_calls(trace: Trace, ops: npt.NDArray[np.int64], min_ns: int,
     # that long (time outside the waits is at most the call's duration): the others are
     # left out before sorting, which leaves the result as it was and sorts a few calls
     # instead of every operator of the trace.
+    # (name, shapes) as one int64 that sorts as the pair does (shape ids from -1 to 2^31)
     key = host.name[ops].astype(np.int64) * (1 << 32) + host.input_dims[ops].astype(np.int64)
     long_keys = np.unique(key[host.dur[ops] >= min_ns])
     at = np.minimum(np.searchsorted(long_keys, key), max(len(long_keys) - 1, 0))
-    ops = ops[long_keys[at] == key] if len(long_keys) else ops[:0]
+    keep = long_keys[at] == key if len(long_keys) else np.zeros(len(ops), dtype=bool)
+    ops, key = ops[keep], key[keep]
     if len(ops) < 2:
         return np.empty(0, dtype=np.int64)
-    ops = ops[np.lexsort((host.ts[ops], host.input_dims[ops], host.name[ops]))]
-    key = host.name[ops].astype(np.int64) * (1 << 32) + host.input_dims[ops].astype(np.int64)
+    order = np.lexsort((host.ts[ops], key))
+    ops, key = ops[order], key[order]
     new = np.r_[True, key[1:] != key[:-1]]
     group = np.cumsum(new) - 1
     first = np.flatnonzero(new)
