@@ -119,11 +119,11 @@ static int grow_events(Scan *s, int64_t want) {
     if (cap < want) cap = want;
     size_t per_event = 2 * sizeof(int64_t) + N_FIELDS * (1 + sizeof(int64_t) + sizeof(int32_t))
                        + 2 * 3 * sizeof(int64_t);
-    size_t bytes = (size_t)cap * per_event, big = (size_t)2 << 20;
+    size_t big = (size_t)2 << 20, bytes = ((size_t)cap * per_event + big - 1) / big * big;
     void *block = NULL;
-    if (posix_memalign(&block, big, (bytes + big - 1) / big * big)) return -1;
+    if (posix_memalign(&block, big, bytes)) return -1;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(block, (bytes + big - 1) / big * big, MADV_HUGEPAGE);
+    madvise(block, bytes, MADV_HUGEPAGE);
 #endif
     /* the widest columns first: every column stays aligned to its element */
     unsigned char *at = block;
